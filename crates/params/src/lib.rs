@@ -1,0 +1,1 @@
+//! oxicub-params

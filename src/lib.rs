@@ -1,0 +1,2 @@
+//! oxicub facade
+pub use oxicub_params as params;
