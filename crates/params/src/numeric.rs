@@ -453,8 +453,8 @@ mod tests {
     #[test]
     fn static_bounds_are_exact() {
         assert_eq!(<k::Static<8> as Param>::STATIC_BOUNDS, Bounds::exactly(8));
-        assert!(<k::Static<8> as Param>::IS_EXACT);
-        assert!(!<k::Uniform<1, 8> as Param>::IS_EXACT);
+        const { assert!(<k::Static<8> as Param>::IS_EXACT) };
+        const { assert!(!<k::Uniform<1, 8> as Param>::IS_EXACT) };
         assert_eq!(<k::Uniform as Param>::STATIC_BOUNDS, Bounds::COUNTS);
     }
 
