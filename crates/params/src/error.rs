@@ -83,6 +83,14 @@ pub enum ParamError {
         /// The environment's guarantee for the same parameter.
         guarantee: Bounds,
     },
+    /// Two guarantees for the same parameter have no value in common.
+    #[error("{param}: the environment's guarantees contradict each other (together they admit {bounds})")]
+    ContradictoryGuarantees {
+        /// The parameter's name.
+        param: &'static str,
+        /// The empty intersection of the guarantees.
+        bounds: Bounds,
+    },
     /// A discrete option that the parameter's type did not compile in.
     #[error("{param} = {option} is not among the compiled options {{{allowed}}}")]
     OptionNotCompiled {
@@ -109,6 +117,7 @@ impl ParamError {
             | ParamError::EmptyBounds { param, .. }
             | ParamError::WiderThanStatic { param, .. }
             | ParamError::ContradictsGuarantee { param, .. }
+            | ParamError::ContradictoryGuarantees { param, .. }
             | ParamError::OptionNotCompiled { param, .. } => param,
         }
     }
