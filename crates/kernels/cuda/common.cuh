@@ -1,0 +1,24 @@
+// oxicub common definitions. Compiled by NVRTC with no system or CUDA headers:
+// everything used here is a builtin type or intrinsic.
+namespace oxicub {
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef signed char i8;
+typedef short i16;
+typedef int i32;
+typedef long long i64;
+
+// Index of this thread in a 1-D grid, in 64 bits so grid-stride loops never overflow.
+__device__ __forceinline__ u64 global_thread_index(u32 block_threads) {
+    return (u64)blockIdx.x * (u64)block_threads + (u64)threadIdx.x;
+}
+
+// Number of threads in a 1-D grid, in 64 bits.
+__device__ __forceinline__ u64 grid_threads(u32 block_threads) {
+    return (u64)gridDim.x * (u64)block_threads;
+}
+
+}  // namespace oxicub

@@ -1,0 +1,70 @@
+// Radix key transforms: map each key type onto unsigned bits whose unsigned order is the
+// key's order. Must agree bit for bit with oxicub_kernels::radix (Rust); the GPU tests check it.
+//
+// Policy (the same on both sides):
+// - unsigned integers: identity;
+// - signed integers (two's complement): flip the sign bit;
+// - IEEE floats (f16, bf16, f32, f64): a negative value has all bits inverted, a non-negative
+//   value has its sign bit set. So -inf < negatives < -0.0 < +0.0 < positives < +inf, and -0.0
+//   and +0.0 get DISTINCT codes (-0.0 just below +0.0).
+// - every NaN (either sign, any payload) maps to the single code all-ones, above +inf, so a
+//   "max" selection ranks NaN first and a "min" selection ranks it last. Decoding all-ones gives
+//   the positive quiet NaN with all mantissa bits set.
+namespace oxicub {
+
+enum KeyKind { KIND_UNSIGNED = 0, KIND_SIGNED = 1, KIND_FLOAT = 2 };
+
+// B: the unsigned storage type of the key; INF_BITS: bit pattern of +inf for floats (0 otherwise).
+template <class B, int KIND, u64 INF_BITS>
+struct RadixKey {
+    typedef B Bits;
+    static constexpr int BITS = (int)sizeof(B) * 8;
+    static constexpr B SIGN = (B)((B)1 << (BITS - 1));
+    static constexpr B ALL_ONES = (B)~(B)0;
+
+    __device__ __forceinline__ static B to_radix(B raw) {
+        if (KIND == KIND_UNSIGNED) {
+            return raw;
+        } else if (KIND == KIND_SIGNED) {
+            return (B)(raw ^ SIGN);
+        } else {
+            const B magnitude = (B)(raw & (B)~SIGN);
+            if (magnitude > (B)INF_BITS) {
+                return ALL_ONES;  // NaN
+            }
+            return (raw & SIGN) ? (B)~raw : (B)(raw | SIGN);
+        }
+    }
+
+    __device__ __forceinline__ static B from_radix(B code) {
+        if (KIND == KIND_UNSIGNED) {
+            return code;
+        } else if (KIND == KIND_SIGNED) {
+            return (B)(code ^ SIGN);
+        } else {
+            return (code & SIGN) ? (B)(code & (B)~SIGN) : (B)~code;
+        }
+    }
+};
+
+typedef RadixKey<u8, KIND_UNSIGNED, 0> KeyU8;
+typedef RadixKey<u16, KIND_UNSIGNED, 0> KeyU16;
+typedef RadixKey<u32, KIND_UNSIGNED, 0> KeyU32;
+typedef RadixKey<u64, KIND_UNSIGNED, 0> KeyU64;
+typedef RadixKey<u8, KIND_SIGNED, 0> KeyI8;
+typedef RadixKey<u16, KIND_SIGNED, 0> KeyI16;
+typedef RadixKey<u32, KIND_SIGNED, 0> KeyI32;
+typedef RadixKey<u64, KIND_SIGNED, 0> KeyI64;
+typedef RadixKey<u16, KIND_FLOAT, 0x7C00ull> KeyF16;
+typedef RadixKey<u16, KIND_FLOAT, 0x7F80ull> KeyBF16;
+typedef RadixKey<u32, KIND_FLOAT, 0x7F800000ull> KeyF32;
+typedef RadixKey<u64, KIND_FLOAT, 0x7FF0000000000000ull> KeyF64;
+
+// The radix digit of a code: DIGIT_BITS bits starting at bit_offset (bits above the key's width
+// read as zero, so the top digit of a key may be narrower than DIGIT_BITS).
+template <int DIGIT_BITS, class B>
+__device__ __forceinline__ u32 radix_digit(B code, u32 bit_offset) {
+    return (u32)(((u64)code >> bit_offset) & (u64)((1u << DIGIT_BITS) - 1u));
+}
+
+}  // namespace oxicub

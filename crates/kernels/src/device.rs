@@ -1,0 +1,133 @@
+//! The CUDA driver: checking that it is present, opening a device, reading device facts.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::CudaContext;
+
+use crate::error::DriverResultExt;
+use crate::nvrtc::Arch;
+use crate::KernelError;
+
+/// Checks that the CUDA driver library can be loaded, without panicking when it cannot
+/// (cudarc's loader panics on first use of a missing library, so every driver path calls this
+/// first).
+///
+/// ```
+/// match oxicub_kernels::driver_available() {
+///     Ok(()) => println!("CUDA driver present"),
+///     Err(e) => println!("{e}"),
+/// }
+/// ```
+pub fn driver_available() -> Result<(), KernelError> {
+    static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // SAFETY: `is_culib_present` only tries to dlopen the candidate library names.
+    let present = *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() });
+    if present {
+        Ok(())
+    } else {
+        Err(KernelError::DriverUnavailable {
+            tried: cudarc::get_lib_name_candidates("cuda").join(", "),
+        })
+    }
+}
+
+/// Number of CUDA devices (0 when the driver loads but finds no device).
+///
+/// ```
+/// let count = oxicub_kernels::device_count().unwrap_or(0);
+/// println!("{count} CUDA device(s)");
+/// ```
+pub fn device_count() -> Result<usize, KernelError> {
+    driver_available()?;
+    match CudaContext::device_count() {
+        Ok(count) => Ok(usize::try_from(count).unwrap_or(0)),
+        // cuInit reports "no device" as an error; that is a count of zero.
+        Err(e) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(0),
+        Err(source) => Err(KernelError::Driver {
+            call: "cuDeviceGetCount",
+            source,
+        }),
+    }
+}
+
+/// Opens (retains) the primary context of device `ordinal`, after checking that the driver is
+/// present and the device exists.
+///
+/// ```no_run
+/// let ctx = oxicub_kernels::open_context(0)?;
+/// println!("{}", ctx.ordinal());
+/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// ```
+pub fn open_context(ordinal: usize) -> Result<Arc<CudaContext>, KernelError> {
+    let count = device_count()?;
+    if ordinal >= count {
+        return Err(KernelError::NoDevice { ordinal, count });
+    }
+    CudaContext::new(ordinal).during("cuDevicePrimaryCtxRetain")
+}
+
+/// Facts about a device that dispatch needs, read once per context.
+///
+/// ```no_run
+/// use oxicub_kernels::{open_context, DeviceFacts};
+///
+/// let facts = DeviceFacts::read(&open_context(0)?)?;
+/// println!("{} ({}): {} SMs, {} B L2", facts.name, facts.arch, facts.sm_count, facts.l2_bytes);
+/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceFacts {
+    /// The device ordinal.
+    pub ordinal: usize,
+    /// The device name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// The architecture (from the compute capability); kernels are compiled for it.
+    pub arch: Arch,
+    /// Number of streaming multiprocessors.
+    pub sm_count: u32,
+    /// Maximum threads per block.
+    pub max_threads_per_block: u32,
+    /// Maximum resident threads per SM.
+    pub max_threads_per_sm: u32,
+    /// Maximum grid size in x.
+    pub max_grid_x: u32,
+    /// Shared memory per block without opt-in, in bytes.
+    pub shared_per_block: u32,
+    /// Shared memory per block with opt-in (dynamic shared memory), in bytes.
+    pub shared_per_block_optin: u32,
+    /// Shared memory per SM, in bytes.
+    pub shared_per_sm: u32,
+    /// L2 cache size, in bytes.
+    pub l2_bytes: u32,
+    /// Threads per warp.
+    pub warp_size: u32,
+}
+
+impl DeviceFacts {
+    /// Reads the facts of the context's device.
+    pub fn read(ctx: &Arc<CudaContext>) -> Result<DeviceFacts, KernelError> {
+        let attr = |attribute: Attr| -> Result<u32, KernelError> {
+            let value = ctx.attribute(attribute).during("cuDeviceGetAttribute")?;
+            Ok(u32::try_from(value).unwrap_or(0))
+        };
+        let major = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        Ok(DeviceFacts {
+            ordinal: ctx.ordinal(),
+            name: ctx.name().during("cuDeviceGetName")?,
+            arch: Arch::from_compute_capability(major, minor),
+            sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            max_threads_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_threads_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            max_grid_x: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+            shared_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            shared_per_block_optin: attr(
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?,
+            shared_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
+            l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+            warp_size: attr(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+        })
+    }
+}

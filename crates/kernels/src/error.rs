@@ -1,0 +1,161 @@
+//! The error type of the kernel layer.
+
+use cudarc::driver::DriverError;
+use cudarc::nvrtc::result::NvrtcError;
+
+/// Everything that can go wrong between a [`KernelSpec`](crate::KernelSpec) and a finished
+/// launch: missing libraries, NVRTC compile failures, device resource limits, failed driver
+/// calls. No CUDA call's result is ignored, and none panics.
+///
+/// ```
+/// use oxicub_kernels::KernelError;
+///
+/// let err = KernelError::Resources {
+///     kernel: "digit_histogram<...>".into(),
+///     resource: "threads per block",
+///     requested: 2048,
+///     limit: 1024,
+/// };
+/// assert!(err.to_string().contains("threads per block"));
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum KernelError {
+    /// The CUDA driver library (`libcuda`) could not be loaded: no driver is installed.
+    #[error("the CUDA driver library could not be loaded (tried: {tried})")]
+    DriverUnavailable {
+        /// The library names that were tried.
+        tried: String,
+    },
+    /// The NVRTC library could not be loaded.
+    #[error(
+        "the NVRTC library could not be loaded (tried: {tried}); install the CUDA toolkit's \
+         NVRTC or the `nvidia-cuda-nvrtc` wheel and put its lib directory on LD_LIBRARY_PATH"
+    )]
+    NvrtcUnavailable {
+        /// The library names that were tried.
+        tried: String,
+    },
+    /// The driver loaded but there is no device with this ordinal.
+    #[error("no CUDA device with ordinal {ordinal} ({count} device(s) present)")]
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
+    /// A CUDA driver API call failed.
+    #[error("CUDA driver call `{call}` failed: {source}")]
+    Driver {
+        /// What was being done.
+        call: &'static str,
+        /// The driver's error code.
+        #[source]
+        source: DriverError,
+    },
+    /// An NVRTC API call (other than the compilation itself) failed.
+    #[error("NVRTC call `{call}` failed: {source}")]
+    Nvrtc {
+        /// What was being done.
+        call: &'static str,
+        /// NVRTC's error code.
+        #[source]
+        source: NvrtcError,
+    },
+    /// NVRTC rejected a generated kernel: carries the compiler log and the full source.
+    #[error(
+        "NVRTC failed to compile `{kernel}` for {arch}:\n{log}\n--- generated source ---\n{generated_source}"
+    )]
+    Compile {
+        /// The kernel instantiation (the spec's `Display`).
+        kernel: String,
+        /// The target architecture, e.g. `sm_90`.
+        arch: String,
+        /// NVRTC's program log.
+        log: String,
+        /// The complete source that was compiled.
+        generated_source: String,
+    },
+    /// A kernel needs more of a device resource than the device (or the launch) allows.
+    #[error("kernel `{kernel}` needs {requested} {resource}, but at most {limit} are available")]
+    Resources {
+        /// The kernel instantiation.
+        kernel: String,
+        /// Which resource, e.g. `"bytes of shared memory per block"`.
+        resource: &'static str,
+        /// What the kernel asked for.
+        requested: u64,
+        /// What the device allows.
+        limit: u64,
+    },
+    /// A kernel spec that the kernel family cannot instantiate.
+    #[error("invalid kernel spec `{kernel}`: {reason}")]
+    InvalidSpec {
+        /// The kernel instantiation (or as much of it as could be formed).
+        kernel: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A radix digit that is not usable (width out of range, offset outside the key).
+    #[error("invalid radix digit: {reason}")]
+    InvalidDigit {
+        /// What is wrong.
+        reason: String,
+    },
+    /// Two buffers (or a buffer and its expected size) disagree in length.
+    #[error("buffer `{buffer}` has {actual} elements, expected {expected}")]
+    LengthMismatch {
+        /// The buffer's name.
+        buffer: &'static str,
+        /// Its length.
+        actual: usize,
+        /// The required length.
+        expected: usize,
+    },
+    /// More items than this kernel can count or index.
+    #[error("`{buffer}` has {len} elements, more than the {max} this kernel supports ({why})")]
+    TooLarge {
+        /// The buffer's name.
+        buffer: &'static str,
+        /// Its length.
+        len: u64,
+        /// The largest supported length.
+        max: u64,
+        /// Why the limit exists.
+        why: &'static str,
+    },
+    /// A buffer belongs to a different CUDA context than the runtime launching the kernel.
+    #[error(
+        "buffer `{buffer}` belongs to CUDA device {found}, the kernel runs on device {expected}"
+    )]
+    WrongContext {
+        /// The buffer's name.
+        buffer: &'static str,
+        /// The runtime's device ordinal.
+        expected: usize,
+        /// The buffer's device ordinal (it may also be another context on the same device).
+        found: usize,
+    },
+}
+
+/// Attaches the name of the failing call to a driver error.
+pub(crate) trait DriverResultExt<T> {
+    fn during(self, call: &'static str) -> Result<T, KernelError>;
+}
+
+impl<T> DriverResultExt<T> for Result<T, DriverError> {
+    fn during(self, call: &'static str) -> Result<T, KernelError> {
+        self.map_err(|source| KernelError::Driver { call, source })
+    }
+}
+
+/// Attaches the name of the failing call to an NVRTC error.
+pub(crate) trait NvrtcResultExt<T> {
+    fn during(self, call: &'static str) -> Result<T, KernelError>;
+}
+
+impl<T> NvrtcResultExt<T> for Result<T, NvrtcError> {
+    fn during(self, call: &'static str) -> Result<T, KernelError> {
+        self.map_err(|source| KernelError::Nvrtc { call, source })
+    }
+}

@@ -1,0 +1,40 @@
+//! The kernel families: for each, its table (template arguments, header, parameter struct),
+//! its spec constructor and its typed launcher.
+
+pub mod digit_histogram;
+pub mod transform_keys;
+
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
+
+use crate::{KernelError, KernelRuntime};
+
+/// Checks that an input and an output buffer live in the runtime's context and have the same
+/// length.
+fn check_same_length<I, O>(
+    runtime: &KernelRuntime,
+    input: (&'static str, &impl DeviceSlice<I>),
+    output: (&'static str, &impl DeviceSlice<O>),
+) -> Result<(), KernelError> {
+    runtime.check_buffer(input.0, input.1)?;
+    runtime.check_buffer(output.0, output.1)?;
+    if input.1.len() != output.1.len() {
+        return Err(KernelError::LengthMismatch {
+            buffer: output.0,
+            actual: output.1.len(),
+            expected: input.1.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Device pointers of an input and an output buffer, as the `u64`s the parameter structs hold,
+/// with the guards that order the buffers' events around the launch.
+fn device_ptrs<'a, I, O>(
+    stream: &'a CudaStream,
+    input: &'a impl DevicePtr<I>,
+    output: &'a mut impl DevicePtrMut<O>,
+) -> ((u64, u64), (SyncOnDrop<'a>, SyncOnDrop<'a>)) {
+    let (input_ptr, input_guard) = input.device_ptr(stream);
+    let (output_ptr, output_guard) = output.device_ptr_mut(stream);
+    ((input_ptr, output_ptr), (input_guard, output_guard))
+}

@@ -1,0 +1,259 @@
+//! The kernel runtime of one CUDA context: compiles (through the caches), loads and launches.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::sys::CUfunction_attribute as FnAttr;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaStream, DeviceRepr, DeviceSlice, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+
+use crate::cache::{cached_cubin, CacheConfig, CubinOrigin};
+use crate::device::DeviceFacts;
+use crate::error::DriverResultExt;
+use crate::params::KernelParams;
+use crate::{KernelError, KernelSpec};
+
+/// A kernel loaded into a context, ready to launch.
+#[derive(Clone, Debug)]
+pub struct LoadedKernel {
+    spec: KernelSpec,
+    function: CudaFunction,
+    max_threads_per_block: u32,
+    origin: CubinOrigin,
+}
+
+impl LoadedKernel {
+    /// The spec it was built from.
+    pub fn spec(&self) -> &KernelSpec {
+        &self.spec
+    }
+
+    /// Where its CUBIN came from when it was first loaded in this runtime.
+    pub fn origin(&self) -> CubinOrigin {
+        self.origin
+    }
+
+    /// The largest block this kernel can be launched with (from its register use).
+    pub fn max_threads_per_block(&self) -> u32 {
+        self.max_threads_per_block
+    }
+}
+
+/// Compiles, caches, loads and launches kernels on one CUDA context. Reads the device facts
+/// once; cheap to share behind an `Arc`.
+///
+/// ```no_run
+/// use oxicub_kernels::{open_context, KernelRuntime, KernelSpec, KeyType, TransformOp};
+///
+/// let runtime = KernelRuntime::new(open_context(0)?)?;
+/// println!("{}: {} SMs", runtime.facts().name, runtime.facts().sm_count);
+/// let kernel = runtime.kernel(&KernelSpec::transform_keys(KeyType::F32, TransformOp::Encode))?;
+/// println!("{:?}", kernel.origin());
+/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// ```
+#[derive(Debug)]
+pub struct KernelRuntime {
+    ctx: Arc<CudaContext>,
+    facts: DeviceFacts,
+    cache: CacheConfig,
+    loaded: Mutex<HashMap<KernelSpec, LoadedKernel>>,
+}
+
+/// The launch parameter block. `#[repr(transparent)]` over a [`KernelParams`] struct.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct ParamBlock<P>(P);
+
+// SAFETY: `KernelParams` is implemented only by `kernel_params!`, which declares `#[repr(C)]`
+// structs of `u32`/`u64` fields with explicit padding fields, so the value is plain old data
+// with no uninitialised bytes; the C++ side is generated from the same field list and
+// `static_assert`s its size and alignment. `ParamBlock` is `repr(transparent)`.
+unsafe impl<P: KernelParams> DeviceRepr for ParamBlock<P> {}
+
+impl KernelRuntime {
+    /// A runtime on `ctx` with the cache configured from the environment
+    /// ([`CacheConfig::from_env`]).
+    pub fn new(ctx: Arc<CudaContext>) -> Result<KernelRuntime, KernelError> {
+        KernelRuntime::with_cache(ctx, CacheConfig::from_env())
+    }
+
+    /// A runtime on `ctx` with an explicit cache configuration.
+    pub fn with_cache(
+        ctx: Arc<CudaContext>,
+        cache: CacheConfig,
+    ) -> Result<KernelRuntime, KernelError> {
+        let facts = DeviceFacts::read(&ctx)?;
+        Ok(KernelRuntime {
+            ctx,
+            facts,
+            cache,
+            loaded: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The device's facts.
+    pub fn facts(&self) -> &DeviceFacts {
+        &self.facts
+    }
+
+    /// The cache configuration.
+    pub fn cache_config(&self) -> &CacheConfig {
+        &self.cache
+    }
+
+    /// The kernel for `spec`: already loaded, or compiled (through the caches), checked
+    /// against the device's limits and loaded now.
+    pub fn kernel(&self, spec: &KernelSpec) -> Result<LoadedKernel, KernelError> {
+        if let Some(kernel) = self.lock_loaded().get(spec) {
+            return Ok(kernel.clone());
+        }
+        self.check_spec_resources(spec)?;
+        let (cubin, origin) = cached_cubin(spec, self.facts.arch, &self.cache)?;
+        let module = self
+            .ctx
+            .load_module(Ptx::from_binary(cubin.to_vec()))
+            .during("cuModuleLoadData")?;
+        let function = module
+            .load_function(&spec.entry_name())
+            .during("cuModuleGetFunction")?;
+        let max_threads = function
+            .get_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+            .during("cuFuncGetAttribute")?;
+        let kernel = LoadedKernel {
+            spec: spec.clone(),
+            function,
+            max_threads_per_block: u32::try_from(max_threads).unwrap_or(0),
+            origin,
+        };
+        Ok(self
+            .lock_loaded()
+            .entry(spec.clone())
+            .or_insert(kernel)
+            .clone())
+    }
+
+    fn lock_loaded(&self) -> std::sync::MutexGuard<'_, HashMap<KernelSpec, LoadedKernel>> {
+        // A poisoned lock only means another thread panicked while inserting; the map is intact.
+        self.loaded
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Checks a spec against this device's limits before compiling it.
+    fn check_spec_resources(&self, spec: &KernelSpec) -> Result<(), KernelError> {
+        spec.validate()?;
+        let limit = |resource, requested: u64, limit: u32| {
+            if requested > u64::from(limit) {
+                Err(KernelError::Resources {
+                    kernel: spec.to_string(),
+                    resource,
+                    requested,
+                    limit: u64::from(limit),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        limit(
+            "threads per block",
+            u64::from(spec.block_threads()),
+            self.facts.max_threads_per_block,
+        )?;
+        limit(
+            "bytes of shared memory per block",
+            spec.static_shared_bytes(),
+            self.facts.shared_per_block,
+        )
+    }
+
+    /// Checks that a buffer lives in this runtime's context.
+    pub fn check_buffer<T>(
+        &self,
+        buffer: &'static str,
+        slice: &impl DeviceSlice<T>,
+    ) -> Result<(), KernelError> {
+        let ctx = slice.stream().context();
+        if ctx == &self.ctx {
+            Ok(())
+        } else {
+            Err(KernelError::WrongContext {
+                buffer,
+                expected: self.ctx.ordinal(),
+                found: ctx.ordinal(),
+            })
+        }
+    }
+
+    /// A grid for `items` items, one per thread per iteration of a grid-stride loop: enough
+    /// blocks to fill the device once (more only to reach `min_blocks`), fewer when there is
+    /// less work.
+    pub(crate) fn grid_blocks(&self, kernel: &LoadedKernel, items: u64, min_blocks: u64) -> u32 {
+        let block = u64::from(kernel.spec.block_threads());
+        let resident_per_sm = (u64::from(self.facts.max_threads_per_sm) / block).max(1);
+        let fill = u64::from(self.facts.sm_count).max(1) * resident_per_sm;
+        let needed = items.div_ceil(block);
+        let blocks = needed.min(fill).max(min_blocks).max(1);
+        u32::try_from(blocks.min(u64::from(self.facts.max_grid_x))).unwrap_or(u32::MAX)
+    }
+
+    /// The one place where kernels are launched.
+    ///
+    /// Callers (the typed launchers in [`crate::families`]) build `params` from device buffers
+    /// whose context, length and element type they have checked, and keep the buffers' stream
+    /// guards alive until this returns.
+    pub(crate) fn launch<P: KernelParams>(
+        &self,
+        stream: &CudaStream,
+        kernel: &LoadedKernel,
+        grid_blocks: u32,
+        params: P,
+    ) -> Result<(), KernelError> {
+        if stream.context() != &self.ctx {
+            return Err(KernelError::WrongContext {
+                buffer: "stream",
+                expected: self.ctx.ordinal(),
+                found: stream.context().ordinal(),
+            });
+        }
+        let block = kernel.spec.block_threads();
+        if block > kernel.max_threads_per_block {
+            return Err(KernelError::Resources {
+                kernel: kernel.spec.to_string(),
+                resource: "threads per block",
+                requested: u64::from(block),
+                limit: u64::from(kernel.max_threads_per_block),
+            });
+        }
+        if grid_blocks == 0 || grid_blocks > self.facts.max_grid_x {
+            return Err(KernelError::Resources {
+                kernel: kernel.spec.to_string(),
+                resource: "blocks in the grid",
+                requested: u64::from(grid_blocks),
+                limit: u64::from(self.facts.max_grid_x),
+            });
+        }
+        let config = LaunchConfig {
+            grid_dim: (grid_blocks, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let block_params = ParamBlock(params);
+        let mut launch = stream.launch_builder(&kernel.function);
+        launch.arg(&block_params);
+        // SAFETY: the entry point generated for `kernel.spec` takes exactly one argument,
+        // `const oxicub::<P::CXX_NAME>` by value, whose layout is asserted equal to `P`'s (see
+        // `ParamBlock`). The device pointers inside `params` come from buffers of this context
+        // that the caller checked to hold the lengths in `params`, and the kernels only access
+        // indices below those lengths. The block size is within the function's limit and the
+        // kernel uses no dynamic shared memory.
+        unsafe { launch.launch(config) }.during("cuLaunchKernel")?;
+        Ok(())
+    }
+}
