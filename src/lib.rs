@@ -1,2 +1,47 @@
-//! oxicub facade
+//! # oxicub
+//!
+//! GPU data-parallel primitives for segmented and batched work (top-k selection, segmented
+//! sort, multiset operations) on NVIDIA GPUs, with a host backend that runs anywhere.
+//!
+//! What a caller knows about each parameter and what it requires of the result are types:
+//!
+//! ```
+//! use oxicub::{require, determinism, output_ordering, k, num_segments, segment_size, direction};
+//! use oxicub::guarantee::MaxK;
+//!
+//! // MoE routing over 256 experts: k is static, so no large-k kernel is ever compiled.
+//! let env = require!(determinism::RunToRun, output_ordering::Sorted).guarantee(MaxK::<8>::new());
+//! let checked = oxicub::contract::batched_topk(
+//!     &segment_size::Static::<256>::new(),
+//!     &k::Static::<8>::new(),
+//!     &direction::Max,
+//!     &num_segments::uniform(16_384)?,
+//!     &env,
+//! )?;
+//! assert_eq!(checked.k_static.max, 8);
+//! # Ok::<(), oxicub::ParamError>(())
+//! ```
+//!
+//! The crates behind the facade: [`params`] (parameter kinds and bounds), [`env`] (requirements,
+//! guarantees, stream) and the algorithms with their backends.
+
+#![warn(missing_docs)]
+
+pub use oxicub_env as env;
 pub use oxicub_params as params;
+
+pub use oxicub_env::{
+    determinism, output_ordering, require, tie_break, Determinism, Env, Environment,
+    OutputOrdering, Requirements, Resolved, TieBreak,
+};
+pub use oxicub_params::{
+    direction, guarantee, k, num_items, num_segments, order, role, segment_size, Bounds, Deferred,
+    Param, ParamError, ParamKind, PerSegment, SelectDirection, SortOrder, Static, Uniform,
+};
+
+pub use oxicub_algorithms::contract;
+
+/// The README's examples, compiled and run as doctests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -58,8 +58,9 @@ pub use requirement::{
     OrderingRequirement, OutputOrdering, Requirement, TieBreak, TieBreakRequirement, Unset,
 };
 
-#[doc(hidden)]
-pub use frunk::hlist as __hlist;
+/// The type of a guarantee list, for naming it in const context:
+/// `HList!(MaxK<8>, MaxSegmentSize<256>)` (frunk's HList macro).
+pub use frunk::HList;
 
 /// Builds an environment from requirements, in any order:
 /// `require!(determinism::RunToRun, output_ordering::Sorted)`.

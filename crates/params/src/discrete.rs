@@ -117,9 +117,9 @@ pub trait DiscreteParam {
             `direction::Choice::new(..)?` or `direction::PerSegment::new(..)`; for a sort order \
             use the `order` module"
 )]
-pub trait DiscreteParamFor<E: Discrete>: DiscreteParam<Option = E> {}
-
-impl<P: DiscreteParam> DiscreteParamFor<P::Option> for P {}
+pub trait DiscreteParamFor<E: Discrete>: DiscreteParam {}
+// Implemented per concrete option set (in `option_module!`), not as a blanket over
+// `DiscreteParam<Option = E>`, so a mismatch reports the message above.
 
 /// A runtime value, the same for every segment, drawn from the option set `Set`.
 ///
@@ -246,6 +246,15 @@ macro_rules! option_module {
                 type Option = $enum;
                 const MASK: u32 = <$a as OptionSet>::MASK | <$b as OptionSet>::MASK;
             }
+
+            impl DiscreteParamFor<$enum> for $a {}
+            impl DiscreteParamFor<$enum> for $b {}
+            impl DiscreteParamFor<$enum> for super::Choice<$a> {}
+            impl DiscreteParamFor<$enum> for super::Choice<$b> {}
+            impl DiscreteParamFor<$enum> for super::Choice<Either> {}
+            impl<S> DiscreteParamFor<$enum> for super::PerSegmentChoice<$a, S> {}
+            impl<S> DiscreteParamFor<$enum> for super::PerSegmentChoice<$b, S> {}
+            impl<S> DiscreteParamFor<$enum> for super::PerSegmentChoice<Either, S> {}
 
             impl DiscreteParam for $a {
                 type Option = $enum;

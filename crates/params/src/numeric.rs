@@ -120,9 +120,15 @@ pub trait Param {
     note = "build it from the argument's own module: `oxicub::params::k::Static::<8>::new()`, \
             `segment_size::Uniform::<1, 256>::new(n)?`, `num_segments::uniform(n)?`, ..."
 )]
-pub trait ParamFor<R: Role>: Param<Role = R> {}
+pub trait ParamFor<R: Role>: Param {}
 
-impl<P: Param> ParamFor<P::Role> for P {}
+// Implemented per kind rather than as a blanket over `Param<Role = R>`: a blanket impl would
+// match every parameter and then fail on the role, which rustc reports as a bare type mismatch
+// instead of the message above.
+impl<R: Role, const V: i64> ParamFor<R> for Static<R, V> {}
+impl<R: Role, const MIN: i64, const MAX: i64> ParamFor<R> for Uniform<R, MIN, MAX> {}
+impl<R: Role, S, const MIN: i64, const MAX: i64> ParamFor<R> for PerSegment<R, S, MIN, MAX> {}
+impl<R: Role, S, const MIN: i64, const MAX: i64> ParamFor<R> for Deferred<R, S, MIN, MAX> {}
 
 /// A parameter that holds one value for the whole call (static, uniform or deferred).
 #[diagnostic::on_unimplemented(
