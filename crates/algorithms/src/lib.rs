@@ -1,4 +1,29 @@
-//! oxicub-algorithms
+//! oxicub-algorithms: oxicub's algorithms, their dispatch, and the backends they run on.
+//!
+//! * Backends: [`Host`] (rayon; the oracle of every GPU test), [`Cuda`] (a cudarc context and
+//!   stream; buffers are cudarc views) and [`AnyBackend`] (picks one at run time:
+//!   [`AnyBackend::auto`]). All implement [`Backend`].
+//! * [`radix`]: the radix key transforms and radix-digit histograms.
+//! * [`Error`]: the one error type; argument errors name the argument.
+//!
+//! ```
+//! use oxicub_algorithms::{radix, AnyBackend};
+//!
+//! let backend = AnyBackend::auto();
+//! println!("running on {backend}");
+//! let mut codes = [0u32; 2];
+//! radix::transform_keys(&backend, &[2.0f32, -2.0][..], &mut codes[..])?;
+//! assert!(codes[1] < codes[0]);
+//! # Ok::<(), oxicub_algorithms::Error>(())
+//! ```
+
+mod backend;
+mod error;
+pub mod radix;
 
 // Owned by the lead: the per-algorithm front checks (parameters x environment).
 pub mod contract;
+
+pub use backend::{AnyBackend, Backend, Buffer, Cuda, DeviceKeys, Host};
+pub use error::Error;
+pub use oxicub_kernels::{DeviceFacts, KernelError};

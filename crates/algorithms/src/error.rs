@@ -1,0 +1,85 @@
+//! The public error type of oxicub's algorithms.
+
+use oxicub_kernels::KernelError;
+
+/// Every error an oxicub algorithm returns. Argument errors name the argument and the bound it
+/// broke; everything below the algorithms (NVRTC, the driver, device limits) arrives as
+/// [`Error::Kernel`].
+///
+/// ```
+/// use oxicub_algorithms::{radix, Error, Host};
+///
+/// let keys = [1u32, 2, 3];
+/// let mut codes = [0u32; 2];
+/// let err = radix::transform_keys(&Host::new(), &keys[..], &mut codes[..]).unwrap_err();
+/// assert!(matches!(err, Error::LengthMismatch { arg: "codes", actual: 2, expected: 3, .. }));
+/// assert_eq!(err.to_string(), "`codes` has 2 elements, expected 3 (= keys.len())");
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument's value is not allowed.
+    #[error("invalid argument `{arg}`: {reason}")]
+    InvalidArgument {
+        /// The argument's name, as in the function's signature.
+        arg: &'static str,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// A buffer's length does not match what the other arguments require.
+    #[error("`{arg}` has {actual} elements, expected {expected} (= {expected_from})")]
+    LengthMismatch {
+        /// The buffer's name, as in the function's signature.
+        arg: &'static str,
+        /// Its length.
+        actual: usize,
+        /// The length it must have.
+        expected: usize,
+        /// Where the expected length comes from, e.g. `keys.len()` or `2^digit_bits`.
+        expected_from: &'static str,
+    },
+    /// An input is larger than the algorithm supports with the chosen types.
+    #[error("`{arg}` has {len} elements, at most {max} are supported: {reason}")]
+    TooLarge {
+        /// The buffer's name.
+        arg: &'static str,
+        /// Its length.
+        len: u64,
+        /// The largest supported length.
+        max: u64,
+        /// Why, and what to change.
+        reason: &'static str,
+    },
+    /// The kernel layer failed: missing driver or NVRTC, compile error, device limits, a
+    /// failed CUDA call, a buffer from another context.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+}
+
+impl Error {
+    /// A [`Error::LengthMismatch`] unless `actual == expected`.
+    pub(crate) fn check_len(
+        arg: &'static str,
+        actual: usize,
+        expected: usize,
+        expected_from: &'static str,
+    ) -> Result<(), Error> {
+        if actual == expected {
+            Ok(())
+        } else {
+            Err(Error::LengthMismatch {
+                arg,
+                actual,
+                expected,
+                expected_from,
+            })
+        }
+    }
+}
+
+/// Attaches the name of a failed CUDA driver call.
+pub(crate) fn driver_error(
+    call: &'static str,
+) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+    move |source| Error::Kernel(KernelError::Driver { call, source })
+}
