@@ -1,0 +1,614 @@
+//! bench-gpu: oxicub against what users would pick instead (CUB/thrust, PyTorch), on the same GPU
+//! in the same run, and against the physical floor.
+//!
+//! Usually started by benches/peers/run.sh, which builds the peers and passes them with --peer.
+//! What it does, in order:
+//!  1. opens the GPU, compiles the shared input generator (benches/peers/gen.cuh) with NVRTC and
+//!     measures the device copy bandwidth (the floor's denominator);
+//!  2. per workload (benches/gpu/workloads.rs): computes the CPU reference result from the same
+//!     generator, and runs oxicub's implementation if it has one (benches/gpu/oxicub.rs);
+//!  3. writes a plan and runs each peer program on it (benches/gpu/peers.rs), after its own GPU
+//!     work, so nothing else runs on the GPU while a peer is timed;
+//!  4. checks every result digest against the reference, and prints and writes the table
+//!     (NAME.md, NAME.json, NAME.svg in the --out directory; benches/gpu/report.rs).
+//!
+//! Usage: bench-gpu --out DIR [--name NAME] [--peer CMD]... [--filter SUBSTR]... [--command TEXT]
+//!        bench-gpu --list | --selftest | --help
+
+#[path = "gpu/device.rs"]
+mod device;
+#[path = "gpu/err.rs"]
+mod err;
+#[path = "gpu/gen.rs"]
+mod gen;
+#[path = "gpu/oxicub.rs"]
+mod oxicub;
+#[path = "gpu/peers.rs"]
+mod peers;
+#[path = "gpu/report.rs"]
+mod report;
+#[path = "gpu/workloads.rs"]
+mod workloads;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use device::Gpu;
+use err::{BenchError, Context, Result};
+use gen::Digest;
+use report::{Cell, Report, Row, State, COLUMNS};
+use workloads::{Kind, RefCache, Workload};
+
+/// The generator check: the first GEN_CHECK_N values of streams GEN_CHECK_SEED (f32),
+/// GEN_CHECK_SEED + 1 (u32, full mask) and GEN_CHECK_SEED + 2 (power-law lengths).
+const GEN_CHECK_N: u64 = 1 << 20;
+const GEN_CHECK_SEED: u64 = 1;
+const GEN_CHECK_MAX_EXP: u32 = 16;
+
+const USAGE: &str = "\
+usage: bench-gpu --out DIR [--name NAME] [--peer CMD]... [--filter SUBSTR]... [--command TEXT]
+       bench-gpu --list       print the workloads and their plan lines (no GPU needed)
+       bench-gpu --selftest   check the host generator, digests and CPU references (no GPU needed)
+
+  --out DIR        where NAME.md, NAME.json and NAME.svg are written
+  --name NAME      output file stem (default gpu-bench)
+  --peer CMD       a peer program; run as `sh -c 'CMD PLAN'` (repeatable)
+  --filter SUBSTR  only workloads whose id contains SUBSTR (repeatable: any of them)
+  --command TEXT   the command line to record in the table header (default: this one)";
+
+#[derive(Default)]
+struct Args {
+    out: Option<PathBuf>,
+    name: String,
+    peers: Vec<String>,
+    filters: Vec<String>,
+    command: Option<String>,
+    list: bool,
+    selftest: bool,
+    help: bool,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut a = Args {
+        name: "gpu-bench".into(),
+        ..Default::default()
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |what: &str| {
+            it.next()
+                .ok_or_else(|| BenchError::new(format!("{what} needs a value\n{USAGE}")))
+        };
+        match arg.as_str() {
+            "--out" => a.out = Some(PathBuf::from(value("--out")?)),
+            "--name" => a.name = value("--name")?,
+            "--peer" => a.peers.push(value("--peer")?),
+            "--filter" => a.filters.push(value("--filter")?),
+            "--command" => a.command = Some(value("--command")?),
+            "--list" => a.list = true,
+            "--selftest" => a.selftest = true,
+            "--help" | "-h" => a.help = true,
+            // `cargo bench` passes --bench to harness = false targets.
+            "--bench" => {}
+            other => {
+                return Err(BenchError::new(format!(
+                    "unknown argument {other}\n{USAGE}"
+                )))
+            }
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bench-gpu: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run() -> Result<ExitCode> {
+    let args = parse_args()?;
+    if args.help {
+        println!("{USAGE}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let workloads: Vec<Workload> = workloads::all()
+        .into_iter()
+        .filter(|w| args.filters.is_empty() || args.filters.iter().any(|f| w.id.contains(f)))
+        .collect();
+    if args.list {
+        for w in &workloads {
+            println!("{:<44} {}", w.label, w.plan_line(1));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.selftest {
+        return selftest();
+    }
+    let out_dir = args
+        .out
+        .clone()
+        .ok_or_else(|| BenchError::new(format!("--out DIR is required\n{USAGE}")))?;
+
+    // The driver library is loaded dynamically; cudarc's loader panics when it is absent, so ask
+    // first and say plainly what is missing.
+    // SAFETY: only tries to dlopen the library.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        eprintln!(
+            "bench-gpu: no CUDA driver (libcuda.so) on this machine: it needs an NVIDIA GPU. \
+             (`bench-gpu --list` and `--selftest` run without one.)"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    // SAFETY: as above.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        eprintln!(
+            "bench-gpu: NVRTC (libnvrtc.so) not found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    std::fs::create_dir_all(&out_dir).ctx(format!("creating {}", out_dir.display()))?;
+
+    let gpu = Gpu::open()?;
+    let mut device = format!(
+        "{} (sm_{}{}, {} SMs, L2 {} MiB, {} GiB)",
+        gpu.name,
+        gpu.cc.0,
+        gpu.cc.1,
+        gpu.sm_count,
+        gpu.l2_bytes >> 20,
+        gpu.total_mem >> 30
+    );
+    if let Ok(info) = std::env::var("OXICUB_BENCH_DEVICE_INFO") {
+        device = format!("{device}; nvidia-smi: {}", info.trim());
+    }
+    eprintln!("bench-gpu: {device}");
+
+    let bw = gpu.bandwidth()?;
+    eprintln!(
+        "bench-gpu: copy bandwidth {:.0} GB/s (memcpy {:.0}, kernel {:.0})",
+        bw.best_gbs(),
+        bw.memcpy_gbs(),
+        bw.kernel_gbs()
+    );
+
+    // Generator check: host (Rust) vs device (NVRTC here); the peers add theirs below.
+    let host_gen = host_generator_digests();
+    let dev_gen = device_generator_digests(&gpu)?;
+    let mut generator = vec![
+        ("rust-host".to_string(), host_gen.clone()),
+        ("rust-nvrtc".to_string(), dev_gen),
+    ];
+
+    // CPU references and oxicub, workload by workload.
+    let mut cache = RefCache::default();
+    let mut prepared = Vec::new();
+    for w in &workloads {
+        let t0 = std::time::Instant::now();
+        let reference = workloads::cpu_reference(w, &mut cache);
+        let rotations = w.rotations(gpu.l2_bytes);
+        eprintln!(
+            "bench-gpu: {}: CPU reference {} ({:.1} s), {} input cop{}",
+            w.id,
+            reference.digest.text(),
+            t0.elapsed().as_secs_f64(),
+            rotations,
+            if rotations == 1 { "y" } else { "ies" }
+        );
+        let oxicub = match oxicub::runner(w) {
+            None => Cell::new(State::NotImplemented, ""),
+            Some(run) => match run(&gpu, w, rotations) {
+                Ok(m) if m.digest == reference.digest => Cell::new(
+                    State::Timed {
+                        median_ms: m.timing.median_ms,
+                        min_ms: m.timing.min_ms,
+                        reps: m.timing.reps as u64,
+                    },
+                    m.note,
+                ),
+                Ok(m) => Cell::new(
+                    State::Mismatch {
+                        median_ms: m.timing.median_ms,
+                        digest: m.digest.text(),
+                    },
+                    m.note,
+                ),
+                Err(e) => {
+                    eprintln!("bench-gpu: oxicub failed on {}: {e}", w.id);
+                    Cell::new(State::Error, e.to_string())
+                }
+            },
+        };
+        prepared.push((w, reference, rotations, oxicub));
+    }
+    drop(cache);
+
+    // Peers, after all of our own GPU work.
+    let plan_path =
+        std::env::temp_dir().join(format!("oxicub-bench-plan-{}.txt", std::process::id()));
+    let mut plan = vec![format!(
+        "generator generator {GEN_CHECK_SEED} {GEN_CHECK_N} {GEN_CHECK_MAX_EXP} 0 0 0 1"
+    )];
+    plan.extend(prepared.iter().map(|(w, _, rot, _)| w.plan_line(*rot)));
+    peers::write_plan(&plan_path, &plan)?;
+    let mut peer_lines: HashMap<(String, String), peers::PeerLine> = HashMap::new();
+    let mut peer_failed = false;
+    for cmd in &args.peers {
+        let (lines, ok) = peers::run_peer(cmd, &plan_path)?;
+        peer_failed |= !ok;
+        for l in lines {
+            if l.workload == "generator" {
+                let d = |k: &str| {
+                    l.raw
+                        .get(k)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("?")
+                        .to_string()
+                };
+                generator.push((
+                    l.imp.clone(),
+                    format!(
+                        "f32 {} u32 {} powerlaw {}",
+                        d("digest_f32"),
+                        d("digest_u32"),
+                        d("digest_powerlaw")
+                    ),
+                ));
+                continue;
+            }
+            let col = COLUMNS
+                .iter()
+                .find(|c| c.imps.contains(&l.imp.as_str()))
+                .map_or(l.imp.clone(), |c| c.key.to_string());
+            peer_lines.insert((l.workload.clone(), col), l);
+        }
+    }
+    let _ = std::fs::remove_file(&plan_path);
+    let generator_ok = generator.iter().all(|(_, d)| *d == host_gen);
+
+    // Merge and check.
+    let mut failures = 0usize;
+    let mut rows = Vec::new();
+    for (w, reference, rotations, oxicub) in prepared {
+        let expected = reference.digest.text();
+        let mut matched = Vec::new();
+        let mut mismatched = Vec::new();
+        if let State::Timed { .. } = oxicub.state {
+            matched.push("oxicub".to_string());
+        }
+        if let State::Mismatch { .. } = oxicub.state {
+            mismatched.push("oxicub".to_string());
+        }
+        let peers: Vec<Cell> = COLUMNS
+            .iter()
+            .map(
+                |c| match peer_lines.get(&(w.id.clone(), c.key.to_string())) {
+                    None => Cell::new(State::Missing, ""),
+                    Some(l) => match (l.status.as_str(), l.median_ms, &l.digest) {
+                        ("ok", Some(median_ms), Some(d)) if *d == expected => {
+                            matched.push(l.imp.clone());
+                            Cell::new(
+                                State::Timed {
+                                    median_ms,
+                                    min_ms: l.min_ms.unwrap_or(median_ms),
+                                    reps: l.reps.unwrap_or(0),
+                                },
+                                l.note.clone(),
+                            )
+                        }
+                        ("ok", Some(median_ms), d) => {
+                            mismatched.push(l.imp.clone());
+                            Cell::new(
+                                State::Mismatch {
+                                    median_ms,
+                                    digest: d.clone().unwrap_or_default(),
+                                },
+                                l.note.clone(),
+                            )
+                        }
+                        ("unsupported", ..) => Cell::new(State::Unsupported, l.note.clone()),
+                        _ => Cell::new(State::Error, l.note.clone()),
+                    },
+                },
+            )
+            .collect();
+        failures += mismatched.len();
+        failures += peers
+            .iter()
+            .chain(std::iter::once(&oxicub))
+            .filter(|c| matches!(c.state, State::Error))
+            .count();
+        let against = if matches!(oxicub.state, State::Timed { .. }) {
+            "oxicub and CPU ref"
+        } else {
+            "CPU ref"
+        };
+        let mut check = if matched.is_empty() {
+            "nothing checked".to_string()
+        } else {
+            format!("{} = {against}", matched.join(", "))
+        };
+        if !mismatched.is_empty() {
+            check = format!("{check}; MISMATCH: {}", mismatched.join(", "));
+        }
+        let floor_bytes = w.floor_bytes(reference.out_len);
+        rows.push(Row {
+            id: w.id.clone(),
+            label: w.label.clone(),
+            floor_bytes,
+            floor_ms: floor_bytes as f64 / (bw.best_gbs() * 1e6),
+            reference_digest: expected,
+            out_len: reference.out_len,
+            rotations,
+            oxicub,
+            peers,
+            check,
+        });
+    }
+
+    let command = args
+        .command
+        .clone()
+        .unwrap_or_else(|| std::env::args().collect::<Vec<_>>().join(" "));
+    let report = Report {
+        date: std::env::var("OXICUB_BENCH_DATE").unwrap_or_else(|_| utc_now()),
+        device,
+        command,
+        bandwidth: bw,
+        generator,
+        generator_ok,
+        rows,
+    };
+    print!("{}", report.text());
+    let svg_name = format!("{}.svg", args.name);
+    let files = [
+        (format!("{}.md", args.name), report.markdown(&svg_name)),
+        (
+            format!("{}.json", args.name),
+            serde_json::to_string_pretty(&report.json()).ctx("serializing the JSON table")?,
+        ),
+        (svg_name.clone(), report.svg()),
+    ];
+    for (name, text) in &files {
+        let p = out_dir.join(name);
+        std::fs::write(&p, text).ctx(format!("writing {}", p.display()))?;
+        eprintln!("bench-gpu: wrote {}", p.display());
+    }
+    if !generator_ok {
+        eprintln!("bench-gpu: FAILED: the input generators disagree (see 'generator check')");
+    }
+    if failures > 0 || peer_failed {
+        eprintln!("bench-gpu: FAILED: {failures} result(s) wrong or in error; a peer failed: {peer_failed}");
+    }
+    Ok(if generator_ok && failures == 0 && !peer_failed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn gen_check_text(f: Digest, u: Digest, p: Digest) -> String {
+    format!("f32 {} u32 {} powerlaw {}", f.text(), u.text(), p.text())
+}
+
+fn host_generator_digests() -> String {
+    let f: Vec<u32> = (0..GEN_CHECK_N)
+        .map(|i| gen::f32_bits_at(GEN_CHECK_SEED, i))
+        .collect();
+    let u: Vec<u32> = (0..GEN_CHECK_N)
+        .map(|i| gen::u32_at(GEN_CHECK_SEED + 1, i, u32::MAX))
+        .collect();
+    let p: Vec<u32> = (0..GEN_CHECK_N)
+        .map(|i| gen::powerlaw_len(GEN_CHECK_SEED + 2, i, GEN_CHECK_MAX_EXP))
+        .collect();
+    gen_check_text(
+        Digest::of_words(&f),
+        Digest::of_words(&u),
+        Digest::of_words(&p),
+    )
+}
+
+fn device_generator_digests(gpu: &Gpu) -> Result<String> {
+    let f = gpu.to_host(&gpu.gen_f32(GEN_CHECK_N, GEN_CHECK_SEED)?)?;
+    let u = gpu.to_host(&gpu.gen_u32(GEN_CHECK_N, GEN_CHECK_SEED + 1, u32::MAX)?)?;
+    let p =
+        gpu.to_host(&gpu.gen_powerlaw_len(GEN_CHECK_N, GEN_CHECK_SEED + 2, GEN_CHECK_MAX_EXP)?)?;
+    Ok(gen_check_text(
+        Digest::of_f32(&f),
+        Digest::of_words(&u),
+        Digest::of_words(&p),
+    ))
+}
+
+/// "YYYY-MM-DD HH:MM UTC" from the system clock (civil-from-days, proleptic Gregorian).
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+/// Host-only checks (no GPU): the CPU references against plain, obviously-correct versions on
+/// small inputs, and the host generator's check digests (compare them with the peers' by hand:
+/// `g++ -x c++` on gen.cuh, or numpy, print the same). Returns failure if any check fails.
+fn selftest() -> Result<ExitCode> {
+    let mut bad = 0;
+    let mut check = |what: &str, ok: bool| {
+        println!("{} {what}", if ok { "ok  " } else { "FAIL" });
+        bad += usize::from(!ok);
+    };
+    println!("generator check digests: {}", host_generator_digests());
+    println!(
+        "first values: f32(1,0..4) = {:?}, u32(2,0..4) = {:?}, powerlaw(3,0..4) = {:?}",
+        (0..4).map(|i| gen::f32_at(1, i)).collect::<Vec<_>>(),
+        (0..4)
+            .map(|i| gen::u32_at(2, i, u32::MAX))
+            .collect::<Vec<_>>(),
+        (0..4)
+            .map(|i| gen::powerlaw_len(3, i, 16))
+            .collect::<Vec<_>>()
+    );
+    check(
+        "f32 keys lie in [0, 1)",
+        (0..100_000).all(|i| (0.0..1.0).contains(&gen::f32_at(5, i))),
+    );
+    check(
+        "power-law lengths lie in [1, 2^17)",
+        (0..100_000).all(|i| (1..(1 << 17)).contains(&gen::powerlaw_len(5, i, 16))),
+    );
+    check(
+        "digest of parts adds up",
+        Digest::of_words_at(0, &[1, 2]).add(Digest::of_words_at(2, &[3]))
+            == Digest::of_words(&[1, 2, 3]),
+    );
+
+    let mut cache = RefCache::default();
+    let wl = |kind: Kind, seed: u64| Workload {
+        id: "t".into(),
+        label: "t".into(),
+        kind,
+        seed,
+        warmup: 0,
+        reps: 0,
+    };
+    // top-k: against a full sort
+    for (n, k) in [(100_000u64, 8u64), (100_000, 1000), (5000, 5000)] {
+        let r = workloads::cpu_reference(&wl(Kind::TopK { n, k }, 9), &mut cache);
+        let mut all: Vec<u32> = (0..n).map(|i| gen::f32_bits_at(9, i)).collect();
+        all.sort_unstable_by(|a, b| b.cmp(a));
+        check(
+            &format!("top-k n={n} k={k}"),
+            r.digest == Digest::of_words(&all[..k as usize]),
+        );
+    }
+    // batched: against per-row full sorts
+    {
+        let (segments, len, k) = (37u64, 300u64, 7u64);
+        let r = workloads::cpu_reference(&wl(Kind::Batched { segments, len, k }, 11), &mut cache);
+        let mut want = Vec::new();
+        for s in 0..segments {
+            let mut row: Vec<u32> = (0..len)
+                .map(|j| gen::f32_bits_at(11, s * len + j))
+                .collect();
+            row.sort_unstable_by(|a, b| b.cmp(a));
+            want.extend_from_slice(&row[..k as usize]);
+        }
+        check("batched top-k", r.digest == Digest::of_words(&want));
+    }
+    // segmented sorts: against sorting each segment of a materialized input
+    {
+        let seg_check = |off: &[u64], seed: u64| {
+            let n = *off.last().unwrap_or(&0);
+            let mut v: Vec<f32> = (0..n).map(|i| gen::f32_at(seed, i)).collect();
+            for s in 0..off.len() - 1 {
+                v[off[s] as usize..off[s + 1] as usize].sort_by(f32::total_cmp);
+            }
+            Digest::of_f32(&v)
+        };
+        let r = workloads::cpu_reference(
+            &wl(
+                Kind::SegSort {
+                    segments: 50,
+                    len: 129,
+                },
+                13,
+            ),
+            &mut cache,
+        );
+        let off: Vec<u64> = (0..=50).map(|s| s * 129).collect();
+        check("segmented sort, uniform", r.digest == seg_check(&off, 13));
+        let r = workloads::cpu_reference(
+            &wl(
+                Kind::SegSortPowerLaw {
+                    segments: 40,
+                    max_exp: 10,
+                },
+                14,
+            ),
+            &mut cache,
+        );
+        let off = gen::powerlaw_offsets(14, 40, 10);
+        check(
+            "segmented sort, power-law",
+            r.digest == seg_check(&off, 14) && r.out_len == off[40],
+        );
+    }
+    // set operations: against per-key counts (min, max, a-b, |a-b| copies of each key)
+    for mask in [0xFFu32, 0x7FFF_FFFF] {
+        let n = 20_000u64;
+        let count = |seed: u64| {
+            let mut m = std::collections::BTreeMap::<u32, i64>::new();
+            for i in 0..n {
+                *m.entry(gen::u32_at(seed, i, mask)).or_default() += 1;
+            }
+            m
+        };
+        let (ca, cb) = (count(21), count(22));
+        let keys: std::collections::BTreeSet<u32> = ca.keys().chain(cb.keys()).copied().collect();
+        for op in [
+            workloads::SetOp::Intersection,
+            workloads::SetOp::Union,
+            workloads::SetOp::Difference,
+            workloads::SetOp::SymmetricDifference,
+        ] {
+            let mut want = Vec::new();
+            for &key in &keys {
+                let (a, b) = (
+                    ca.get(&key).copied().unwrap_or(0),
+                    cb.get(&key).copied().unwrap_or(0),
+                );
+                let c = match op {
+                    workloads::SetOp::Intersection => a.min(b),
+                    workloads::SetOp::Union => a.max(b),
+                    workloads::SetOp::Difference => (a - b).max(0),
+                    workloads::SetOp::SymmetricDifference => (a - b).abs(),
+                };
+                want.extend(std::iter::repeat_n(key, c as usize));
+            }
+            let r = workloads::cpu_reference(&wl(Kind::Set { op, n, mask }, 21), &mut cache);
+            check(
+                &format!(
+                    "{} mask {mask:#x} ({} keys out)",
+                    op.plan_kind(),
+                    want.len()
+                ),
+                r.digest == Digest::of_words(&want),
+            );
+        }
+    }
+    // every workload's plan line has the 9 fields the peers read
+    check(
+        "plan lines",
+        workloads::all()
+            .iter()
+            .all(|w| w.plan_line(1).split_whitespace().count() == 9),
+    );
+    println!(
+        "selftest: {}",
+        if bad == 0 { "all passed" } else { "FAILED" }
+    );
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

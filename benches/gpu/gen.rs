@@ -1,0 +1,110 @@
+//! Host copy of the shared input generator (benches/peers/gen.cuh) and the result digest.
+//!
+//! The device side of bench-gpu compiles gen.cuh itself with NVRTC; this host copy exists for the
+//! CPU reference results and for the generator check (host digest == every device digest). Keep
+//! it in step with gen.cuh, line for line.
+
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The SplitMix64 output function (`oxb_fmix64`).
+#[inline]
+pub fn fmix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Value `i` of stream `seed` (`oxb_mix`).
+#[inline]
+pub fn mix(seed: u64, i: u64) -> u64 {
+    fmix64(seed.wrapping_add(i.wrapping_add(1).wrapping_mul(GOLDEN)))
+}
+
+/// Uniform f32 in [0, 1) with 24 random bits (`oxb_f32`).
+#[inline]
+pub fn f32_at(seed: u64, i: u64) -> f32 {
+    (mix(seed, i) >> 40) as u32 as f32 * (1.0 / 16_777_216.0)
+}
+
+/// The f32 key's bit pattern. Keys are non-negative, so the bits order like the values.
+#[inline]
+pub fn f32_bits_at(seed: u64, i: u64) -> u32 {
+    f32_at(seed, i).to_bits()
+}
+
+/// Uniform u32 key in [0, mask] for mask = 2^b - 1 (`oxb_u32`).
+#[inline]
+pub fn u32_at(seed: u64, i: u64, mask: u32) -> u32 {
+    ((mix(seed, i) >> 32) as u32) & mask
+}
+
+/// Power-law segment length (`oxb_powerlaw_len`): exponent e uniform in [0, max_exp], length
+/// uniform in [2^e, 2^(e+1)).
+#[inline]
+pub fn powerlaw_len(seed: u64, i: u64, max_exp: u32) -> u32 {
+    let r = mix(seed, i);
+    let e = (r % u64::from(max_exp + 1)) as u32;
+    let low = ((r >> 32) as u32) & ((1u32 << e) - 1);
+    (1u32 << e) + low
+}
+
+/// Segment offsets (length segments + 1) of the power-law segmentation of stream `seed`.
+pub fn powerlaw_offsets(seed: u64, segments: u64, max_exp: u32) -> Vec<u64> {
+    let mut off = Vec::with_capacity(segments as usize + 1);
+    off.push(0u64);
+    for i in 0..segments {
+        let last = *off.last().unwrap_or(&0);
+        off.push(last + u64::from(powerlaw_len(seed, i, max_exp)));
+    }
+    off
+}
+
+/// One term of the digest: word `w` at position `i` of the canonical output.
+#[inline]
+pub fn digest_term(i: u64, w: u32) -> u64 {
+    fmix64((i << 32) | u64::from(w))
+}
+
+/// The result digest shared with the peers: over 32-bit words w[0..n),
+/// sum_i fmix64((i << 32) | w[i]) mod 2^64. Position-sensitive (order is checked too), and a sum,
+/// so disjoint ranges of the output can be digested in parallel and added.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Digest {
+    pub len: u64,
+    pub sum: u64,
+}
+
+impl Digest {
+    pub fn of_words(words: &[u32]) -> Self {
+        Self::of_words_at(0, words)
+    }
+
+    /// The partial digest of `words` placed at position `start` of a longer output.
+    pub fn of_words_at(start: u64, words: &[u32]) -> Self {
+        let sum = words.iter().enumerate().fold(0u64, |acc, (j, &w)| {
+            acc.wrapping_add(digest_term(start + j as u64, w))
+        });
+        Digest {
+            len: words.len() as u64,
+            sum,
+        }
+    }
+
+    pub fn of_f32(values: &[f32]) -> Self {
+        let words: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+        Self::of_words(&words)
+    }
+
+    /// Combine digests of disjoint parts (lengths add, sums add).
+    pub fn add(self, other: Digest) -> Digest {
+        Digest {
+            len: self.len + other.len,
+            sum: self.sum.wrapping_add(other.sum),
+        }
+    }
+
+    /// The printed form, as the peers print it: "n:%016x".
+    pub fn text(&self) -> String {
+        format!("{}:{:016x}", self.len, self.sum)
+    }
+}

@@ -1,0 +1,463 @@
+//! The workload table: what is measured, on which input, what it must move at least, and the CPU
+//! reference result every implementation is checked against.
+//!
+//! A workload is (a) a deterministic input (a kind, its sizes and a generator seed: gen.cuh makes
+//! the same input in every implementation), (b) its floor bytes, (c) an optional oxicub runner
+//! (oxicub.rs) and (d) the peers, which receive it as one plan line (peers.rs).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+
+use crate::gen::{self, Digest};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SetOp {
+    Intersection,
+    Union,
+    Difference,
+    SymmetricDifference,
+}
+
+impl SetOp {
+    pub fn plan_kind(self) -> &'static str {
+        match self {
+            SetOp::Intersection => "set_intersection",
+            SetOp::Union => "set_union",
+            SetOp::Difference => "set_difference",
+            SetOp::SymmetricDifference => "set_symdiff",
+        }
+    }
+    fn label(self) -> &'static str {
+        match self {
+            SetOp::Intersection => "intersection",
+            SetOp::Union => "union",
+            SetOp::Difference => "difference",
+            SetOp::SymmetricDifference => "symmetric difference",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// The k largest of n f32 keys.
+    TopK { n: u64, k: u64 },
+    /// The k largest keys of each row of a dense [segments x len] f32 matrix.
+    Batched { segments: u64, len: u64, k: u64 },
+    /// Ascending sort of each row of a dense [segments x len] f32 matrix.
+    SegSort { segments: u64, len: u64 },
+    /// Ascending segmented sort, power-law segment lengths (gen.cuh: oxb_powerlaw_len).
+    SegSortPowerLaw { segments: u64, max_exp: u32 },
+    /// A multiset operation on two sorted int32 arrays of n keys each, keys in [0, mask]:
+    /// A is stream `seed`, B is stream `seed + 1`.
+    Set { op: SetOp, n: u64, mask: u32 },
+}
+
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// Identifier: plan lines, JSON, and `--filter`. No spaces.
+    pub id: String,
+    /// What the table shows.
+    pub label: String,
+    pub kind: Kind,
+    pub seed: u64,
+    pub warmup: usize,
+    pub reps: usize,
+}
+
+const SPARSE_MASK: u32 = 0x7FFF_FFFF; // keys in [0, 2^31): almost all distinct
+const DUP_MASK: u32 = 0xFFF; // keys in [0, 4096): each key about 4096 times per 2^24-key input
+const POWERLAW_SEGMENTS: u64 = 1536;
+const POWERLAW_MAX_EXP: u32 = 16; // lengths 1 .. 2^17 - 1; about 1.7e7 keys in all
+
+/// Every workload of the issue, in table order.
+pub fn all() -> Vec<Workload> {
+    let mut v = Vec::new();
+    let mut add = |id: String, label: String, kind: Kind, seed: u64| {
+        // 2^28-key inputs are 1 GiB: fewer runs keep the whole benchmark inside its time budget,
+        // and at that size the run-to-run spread is small.
+        let big = input_bytes(&kind) >= (1 << 30);
+        v.push(Workload {
+            id,
+            label,
+            kind,
+            seed,
+            warmup: if big { 2 } else { 3 },
+            reps: if big { 20 } else { 25 },
+        });
+    };
+    for (lg, seed) in [(24u32, 101u64), (28, 102)] {
+        for k in [8u64, 1024, 16384] {
+            add(
+                format!("topk_n2^{lg}_k{k}"),
+                format!("top-k N=2^{lg} k={k}"),
+                Kind::TopK { n: 1 << lg, k },
+                seed,
+            );
+        }
+    }
+    for (i, (segments, len, k)) in [
+        (4096u64, 64u64, 6u64),
+        (16384, 256, 8),
+        (65536, 256, 8),
+        (64, 131072, 2048),
+        (256, 32768, 2048),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        add(
+            format!("batched_{segments}x{len}_k{k}"),
+            format!("batched top-k [{segments}x{len}] k={k}"),
+            Kind::Batched { segments, len, k },
+            201 + i as u64,
+        );
+    }
+    for (i, (segments, len)) in [(16384u64, 1024u64), (262144, 64), (1024, 16384)]
+        .into_iter()
+        .enumerate()
+    {
+        add(
+            format!("segsort_{segments}x{len}"),
+            format!("segmented sort [{segments}x{len}]"),
+            Kind::SegSort { segments, len },
+            301 + i as u64,
+        );
+    }
+    add(
+        format!("segsort_powerlaw_{POWERLAW_SEGMENTS}"),
+        format!("segmented sort, power-law lengths ({POWERLAW_SEGMENTS} segments, 1..2^17)"),
+        Kind::SegSortPowerLaw {
+            segments: POWERLAW_SEGMENTS,
+            max_exp: POWERLAW_MAX_EXP,
+        },
+        304,
+    );
+    for (dist, mask, seed) in [("sparse", SPARSE_MASK, 401u64), ("dups", DUP_MASK, 403)] {
+        for op in [
+            SetOp::Intersection,
+            SetOp::Union,
+            SetOp::Difference,
+            SetOp::SymmetricDifference,
+        ] {
+            let what = if dist == "sparse" {
+                "sparse keys"
+            } else {
+                "heavy duplicates"
+            };
+            add(
+                format!("{}_{dist}", op.plan_kind()),
+                format!("set {} 2x2^24 int32, {what}", op.label()),
+                Kind::Set {
+                    op,
+                    n: 1 << 24,
+                    mask,
+                },
+                seed,
+            );
+        }
+    }
+    v
+}
+
+/// Bytes of input one run reads (one copy of the input).
+pub fn input_bytes(kind: &Kind) -> u64 {
+    match *kind {
+        Kind::TopK { n, .. } => 4 * n,
+        Kind::Batched { segments, len, .. } | Kind::SegSort { segments, len } => 4 * segments * len,
+        Kind::SegSortPowerLaw { segments, max_exp } => {
+            // Lengths depend on the seed; this bound is only used to choose rotations, and
+            // power-law inputs (~64 MiB) are far above L2 either way.
+            4 * segments * (1u64 << (max_exp + 1))
+        }
+        Kind::Set { n, .. } => 8 * n,
+    }
+}
+
+impl Workload {
+    /// How many identical copies of the input the runs rotate through: inputs that fit in L2 are
+    /// rotated over enough copies to cover 3x the L2 size, so no run starts with its input warm
+    /// in L2 from the previous one; larger inputs use one copy.
+    pub fn rotations(&self, l2_bytes: u64) -> usize {
+        let b = match self.kind {
+            Kind::SegSortPowerLaw { segments, max_exp } => {
+                4 * *gen::powerlaw_offsets(self.seed, segments, max_exp)
+                    .last()
+                    .unwrap_or(&0)
+            }
+            k => input_bytes(&k),
+        };
+        if b == 0 || b > l2_bytes {
+            1
+        } else {
+            (3 * l2_bytes).div_ceil(b).clamp(1, 256) as usize
+        }
+    }
+
+    /// Bytes that must move at least: every input key read once, every output key written once.
+    /// `out_len` is the output length from the CPU reference (it matters for the set operations,
+    /// whose output size depends on the data).
+    pub fn floor_bytes(&self, out_len: u64) -> u64 {
+        match self.kind {
+            // keys read + k keys written (keys only: indices are not part of this workload)
+            Kind::TopK { n, k } => 4 * n + 4 * k,
+            // all keys read + k keys per row written
+            Kind::Batched { segments, len, k } => 4 * segments * len + 4 * segments * k,
+            // every key read and written once (uniform rows need no offsets array)
+            Kind::SegSort { segments, len } => 8 * segments * len,
+            // every key read and written once + the int64 segment offsets read once
+            Kind::SegSortPowerLaw { segments, .. } => 8 * out_len + 8 * (segments + 1),
+            // both inputs read + the output written
+            Kind::Set { n, .. } => 8 * n + 4 * out_len,
+        }
+    }
+
+    /// The plan line the peers execute: name kind seed p1 p2 p3 warmup reps rotations.
+    pub fn plan_line(&self, rotations: usize) -> String {
+        let (kind, p1, p2, p3) = match self.kind {
+            Kind::TopK { n, k } => ("topk", n, k, 0),
+            Kind::Batched { segments, len, k } => ("batched", segments, len, k),
+            Kind::SegSort { segments, len } => ("segsort", segments, len, 0),
+            Kind::SegSortPowerLaw { segments, max_exp } => {
+                ("segsort_pl", segments, u64::from(max_exp), 0)
+            }
+            Kind::Set { op, n, mask } => (op.plan_kind(), n, u64::from(mask), 0),
+        };
+        format!(
+            "{} {} {} {} {} {} {} {} {}",
+            self.id, kind, self.seed, p1, p2, p3, self.warmup, self.reps, rotations
+        )
+    }
+}
+
+/// The CPU reference of a workload: the canonical output's digest and length.
+#[derive(Clone, Copy, Debug)]
+pub struct Reference {
+    pub digest: Digest,
+    pub out_len: u64,
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Splits [0, n) into contiguous ranges, one per thread, runs `f(start, end)` on each in
+/// parallel and returns the results in range order.
+fn par_ranges<R: Send>(n: u64, f: impl Fn(u64, u64) -> R + Sync) -> Vec<R> {
+    let t = (threads() as u64).clamp(1, n.max(1));
+    let chunk = n.div_ceil(t);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..t)
+            .map(|i| {
+                let (a, b) = ((i * chunk).min(n), ((i + 1) * chunk).min(n));
+                let f = &f;
+                s.spawn(move || f(a, b))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| match h.join() {
+                Ok(r) => r,
+                Err(p) => std::panic::resume_unwind(p),
+            })
+            .collect()
+    })
+}
+
+/// Sorted set-operation inputs, shared by the four operations on the same keys.
+#[derive(Default)]
+pub struct RefCache {
+    sorted: HashMap<(u64, u64, u32), Arc<Vec<u32>>>,
+}
+
+impl RefCache {
+    fn sorted_keys(&mut self, seed: u64, n: u64, mask: u32) -> Arc<Vec<u32>> {
+        self.sorted
+            .entry((seed, n, mask))
+            .or_insert_with(|| {
+                let parts = par_ranges(n, |a, b| {
+                    let mut v: Vec<u32> = (a..b).map(|i| gen::u32_at(seed, i, mask)).collect();
+                    v.sort_unstable();
+                    v
+                });
+                Arc::new(merge_sorted_runs(parts))
+            })
+            .clone()
+    }
+}
+
+/// Merges sorted runs pairwise (in parallel per level) into one sorted vector.
+fn merge_sorted_runs(mut runs: Vec<Vec<u32>>) -> Vec<u32> {
+    while runs.len() > 1 {
+        let mut pairs = Vec::new();
+        let mut it = runs.into_iter();
+        while let Some(a) = it.next() {
+            pairs.push((a, it.next().unwrap_or_default()));
+        }
+        runs = std::thread::scope(|s| {
+            let hs: Vec<_> = pairs
+                .into_iter()
+                .map(|(a, b)| s.spawn(move || merge_two(&a, &b)))
+                .collect();
+            hs.into_iter()
+                .map(|h| match h.join() {
+                    Ok(r) => r,
+                    Err(p) => std::panic::resume_unwind(p),
+                })
+                .collect()
+        });
+    }
+    runs.pop().unwrap_or_default()
+}
+
+fn merge_two(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if b[j] < a[i] {
+            out.push(b[j]);
+            j += 1;
+        } else {
+            out.push(a[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+/// The k largest f32 keys (as bits; keys are non-negative so bits order like values) of stream
+/// `seed`, positions [a, b), in descending order.
+fn top_bits(seed: u64, a: u64, b: u64, k: usize) -> Vec<u32> {
+    let mut heap: BinaryHeap<Reverse<u32>> = BinaryHeap::with_capacity(k + 1);
+    for i in a..b {
+        let x = gen::f32_bits_at(seed, i);
+        if heap.len() < k {
+            heap.push(Reverse(x));
+        } else if heap.peek().is_some_and(|m| x > m.0) {
+            heap.pop();
+            heap.push(Reverse(x));
+        }
+    }
+    let mut v: Vec<u32> = heap.into_iter().map(|r| r.0).collect();
+    v.sort_unstable_by(|x, y| y.cmp(x));
+    v
+}
+
+/// Canonical outputs (see the digest in gen.rs):
+/// - top-k: the k selected keys sorted descending (per row, rows in order, for batched);
+/// - sorts: the whole sorted output;
+/// - set operations: the output keys, in order.
+pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
+    let seed = w.seed;
+    match w.kind {
+        Kind::TopK { n, k } => {
+            let parts = par_ranges(n, |a, b| top_bits(seed, a, b, k as usize));
+            let mut all: Vec<u32> = parts.into_iter().flatten().collect();
+            all.sort_unstable_by(|x, y| y.cmp(x));
+            all.truncate(k as usize);
+            Reference {
+                digest: Digest::of_words(&all),
+                out_len: k,
+            }
+        }
+        Kind::Batched { segments, len, k } => {
+            let parts = par_ranges(segments, |a, b| {
+                let mut d = Digest::default();
+                let mut row = Vec::with_capacity(len as usize);
+                for s in a..b {
+                    row.clear();
+                    row.extend((0..len).map(|j| gen::f32_bits_at(seed, s * len + j)));
+                    row.select_nth_unstable_by(k as usize - 1, |x, y| y.cmp(x));
+                    let top = &mut row[..k as usize];
+                    top.sort_unstable_by(|x, y| y.cmp(x));
+                    d = d.add(Digest::of_words_at(s * k, top));
+                }
+                d
+            });
+            Reference {
+                digest: parts.into_iter().fold(Digest::default(), Digest::add),
+                out_len: segments * k,
+            }
+        }
+        Kind::SegSort { segments, len } => {
+            let off: Vec<u64> = (0..=segments).map(|s| s * len).collect();
+            segsort_reference(seed, &off)
+        }
+        Kind::SegSortPowerLaw { segments, max_exp } => {
+            let off = gen::powerlaw_offsets(seed, segments, max_exp);
+            segsort_reference(seed, &off)
+        }
+        Kind::Set { op, n, mask } => {
+            let a = cache.sorted_keys(seed, n, mask);
+            let b = cache.sorted_keys(seed + 1, n, mask);
+            let out = set_op(op, &a, &b);
+            Reference {
+                digest: Digest::of_words(&out),
+                out_len: out.len() as u64,
+            }
+        }
+    }
+}
+
+/// Input key i of a segmented sort is f32 value i of the stream; segment s is [off[s], off[s+1]).
+fn segsort_reference(seed: u64, off: &[u64]) -> Reference {
+    let segments = off.len() as u64 - 1;
+    let parts = par_ranges(segments, |a, b| {
+        let mut d = Digest::default();
+        let mut seg = Vec::new();
+        for s in a..b {
+            let (lo, hi) = (off[s as usize], off[s as usize + 1]);
+            seg.clear();
+            seg.extend((lo..hi).map(|i| gen::f32_bits_at(seed, i)));
+            seg.sort_unstable();
+            d = d.add(Digest::of_words_at(lo, &seg));
+        }
+        d
+    });
+    Reference {
+        digest: parts.into_iter().fold(Digest::default(), Digest::add),
+        out_len: *off.last().unwrap_or(&0),
+    }
+}
+
+/// std::set_* semantics on sorted multisets: each element of one input matches at most one
+/// equal element of the other, so a key held a times in A and b times in B appears min(a,b),
+/// max(a,b), max(a-b,0) or |a-b| times.
+pub fn set_op(op: SetOp, a: &[u32], b: &[u32]) -> Vec<u32> {
+    let mut out = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] < b[j] {
+            if matches!(
+                op,
+                SetOp::Union | SetOp::Difference | SetOp::SymmetricDifference
+            ) {
+                out.push(a[i]);
+            }
+            i += 1;
+        } else if b[j] < a[i] {
+            if matches!(op, SetOp::Union | SetOp::SymmetricDifference) {
+                out.push(b[j]);
+            }
+            j += 1;
+        } else {
+            if matches!(op, SetOp::Intersection | SetOp::Union) {
+                out.push(a[i]);
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    if matches!(
+        op,
+        SetOp::Union | SetOp::Difference | SetOp::SymmetricDifference
+    ) {
+        out.extend_from_slice(&a[i..]);
+    }
+    if matches!(op, SetOp::Union | SetOp::SymmetricDifference) {
+        out.extend_from_slice(&b[j..]);
+    }
+    out
+}

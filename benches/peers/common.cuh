@@ -1,0 +1,191 @@
+// oxicub benchmark peers: what every peer translation unit shares. Host-side C++20.
+//
+// - CUDA_CHECK: every CUDA return code is checked; a failure throws, and the driver in
+//   cub_peers.cu reports it as an error line for that workload.
+// - Plan: one workload per line, written by bench-gpu (benches/gpu/peers.rs holds the format).
+// - time_runs: warm-up, then `reps` runs, each between two CUDA events on the peer's stream,
+//   rotating over `rotations` identical copies of the input so that small inputs are not served
+//   from a warm L2; returns the median and the minimum in milliseconds.
+// - digest: the canonical result digest shared with bench-gpu (Rust) and torch_peers.py (numpy):
+//   over 32-bit words w[0..n): sum_i fmix64((i << 32) | w[i]) mod 2^64, printed as "n:%016x".
+//   Position-sensitive, so it checks order as well as content.
+#pragma once
+
+#include "gen.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#define CUDA_CHECK(expr)                                                                       \
+  do {                                                                                         \
+    cudaError_t oxb_err_ = (expr);                                                             \
+    if (oxb_err_ != cudaSuccess) {                                                             \
+      throw std::runtime_error(std::string(#expr) + " failed at " + __FILE__ + ":" +          \
+                               std::to_string(__LINE__) + ": " + cudaGetErrorName(oxb_err_) + \
+                               " (" + cudaGetErrorString(oxb_err_) + ")");                     \
+    }                                                                                          \
+  } while (0)
+
+namespace oxb {
+
+struct PlanItem {
+  std::string name;
+  std::string kind;
+  unsigned long long seed = 0;
+  long long p1 = 0, p2 = 0, p3 = 0;
+  int warmup = 0, reps = 0, rotations = 1;
+};
+
+// Owning device buffer (cudaMalloc/cudaFree); no copies, moves only.
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n) : n_(n) {
+    if (n > 0) CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T)));
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (p_) cudaFree(p_);  // nothing sensible to do with an error in a destructor
+  }
+  T* get() const { return p_; }
+  size_t size() const { return n_; }
+  std::vector<T> to_host() const {
+    std::vector<T> h(n_);
+    if (n_ > 0) CUDA_CHECK(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// Fill `out` on `s` from the shared generator (gen.cuh); defined in cub_peers.cu, the unit that
+// holds the generator kernels.
+void gen_f32(float* out, unsigned long long n, unsigned long long seed, cudaStream_t s);
+void gen_u32(unsigned* out, unsigned long long n, unsigned long long seed, unsigned mask, cudaStream_t s);
+
+// The digest described at the top of this file.
+inline std::string digest_words(const uint32_t* w, size_t n) {
+  unsigned long long sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += oxb_fmix64(((unsigned long long)i << 32) | w[i]);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%zu:%016llx", n, sum);
+  return buf;
+}
+
+inline std::string digest_f32(const std::vector<float>& v) {
+  static_assert(sizeof(float) == 4);
+  std::vector<uint32_t> w(v.size());
+  if (!v.empty()) std::memcpy(w.data(), v.data(), v.size() * 4);
+  return digest_words(w.data(), w.size());
+}
+
+inline std::string digest_i32(const std::vector<int>& v) {
+  std::vector<uint32_t> w(v.size());
+  if (!v.empty()) std::memcpy(w.data(), v.data(), v.size() * 4);
+  return digest_words(w.data(), w.size());
+}
+
+// Top-k canonical form: each segment's k keys sorted descending, segments in order.
+inline void canonical_topk(std::vector<float>& keys, size_t segments, size_t k) {
+  for (size_t s = 0; s < segments; ++s)
+    std::sort(keys.begin() + s * k, keys.begin() + (s + 1) * k, [](float a, float b) { return a > b; });
+}
+
+struct Timing {
+  double median_ms = 0, min_ms = 0;
+  int reps = 0;
+};
+
+// Runs `op(rotation)` warmup times, then `reps` times between events on `stream`.
+// `op` must only enqueue work on `stream` (or synchronize it itself, as thrust does when it
+// returns a count: that host wait is then part of the time, as it is for thrust's users).
+inline Timing time_runs(cudaStream_t stream, const PlanItem& it, const std::function<void(int)>& op) {
+  int rot = std::max(1, it.rotations);
+  for (int i = 0; i < it.warmup; ++i) op(i % rot);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<cudaEvent_t> ev(2 * (size_t)it.reps);
+  for (auto& e : ev) CUDA_CHECK(cudaEventCreate(&e));
+  std::vector<double> ms((size_t)it.reps);
+  try {
+    for (int r = 0; r < it.reps; ++r) {
+      CUDA_CHECK(cudaEventRecord(ev[2 * r], stream));
+      op(r % rot);
+      CUDA_CHECK(cudaEventRecord(ev[2 * r + 1], stream));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (int r = 0; r < it.reps; ++r) {
+      float t = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
+      ms[r] = t;
+    }
+  } catch (...) {
+    for (auto e : ev) cudaEventDestroy(e);
+    throw;
+  }
+  for (auto e : ev) CUDA_CHECK(cudaEventDestroy(e));
+  Timing t;
+  t.reps = it.reps;
+  std::sort(ms.begin(), ms.end());
+  t.min_ms = ms.empty() ? 0 : ms.front();
+  t.median_ms = ms.empty() ? 0 : (ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]));
+  return t;
+}
+
+inline std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if ((unsigned char)c < 0x20) {
+      o += ' ';
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+// One result line on stdout, the protocol bench-gpu reads (benches/gpu/peers.rs).
+inline void emit_result(const PlanItem& it, const char* impl, const Timing& t, const std::string& digest,
+                        const std::string& note) {
+  std::printf(
+      "{\"workload\":\"%s\",\"impl\":\"%s\",\"status\":\"ok\",\"median_ms\":%.6f,\"min_ms\":%.6f,\"reps\":%d,"
+      "\"rotations\":%d,\"digest\":\"%s\",\"note\":\"%s\"}\n",
+      json_escape(it.name).c_str(), impl, t.median_ms, t.min_ms, t.reps, it.rotations, digest.c_str(),
+      json_escape(note).c_str());
+  std::fflush(stdout);
+}
+
+inline void emit_status(const std::string& workload, const char* impl, const char* status, const std::string& note) {
+  std::printf("{\"workload\":\"%s\",\"impl\":\"%s\",\"status\":\"%s\",\"note\":\"%s\"}\n",
+              json_escape(workload).c_str(), impl, status, json_escape(note).c_str());
+  std::fflush(stdout);
+}
+
+// Entry points of the translation units (each compiled separately, in parallel).
+// Each returns false when it does not handle the item's kind.
+bool run_cub_topk(const PlanItem& it, cudaStream_t s);
+bool run_cub_batched_topk(const PlanItem& it, cudaStream_t s);
+bool run_cub_segsort(const PlanItem& it, cudaStream_t s);
+bool run_thrust_setops(const PlanItem& it, cudaStream_t s);
+
+}  // namespace oxb

@@ -1,0 +1,133 @@
+// Peer: cub::DeviceBatchedTopK (CCCL 3.5), `segments` rows of `len` f32 keys, the k largest keys
+// of each row.
+//
+// DeviceBatchedTopK takes iterators of per-segment iterators: d_keys_in[i] is the start of row i.
+// We give it a transform iterator over a counting iterator (row i -> base + i * len), which is
+// what a user with a dense [segments x len] matrix would write. Segment size and k are passed as
+// compile-time constants (cuda::args::constant), the most information the API can take, so CUB
+// specializes as far as it can; that needs one instantiation per (len, k) shape, listed in
+// run_cub_batched_topk below. As for DeviceTopK, CCCL 3.5 implements only the opted-out contract
+// (not_guaranteed, tie_break::unspecified, unsorted), so results are compared in canonical form.
+//
+// CCCL 3.5's DeviceBatchedTopK handles only segments that one thread block can hold (its largest
+// policy tile is 256 threads x 64 items = 16384 keys; a larger constant segment size fails a
+// static_assert). For the long-row shapes (32768 and 131072 keys) the CUB peer is therefore what a
+// CUB user is left with: cub::DeviceTopK called once per row, in a loop on the same stream. The
+// result line's note says which of the two ran.
+#include "common.cuh"
+
+#include <cub/device/device_batched_topk.cuh>
+#include <cub/device/device_topk.cuh>
+
+#include <cuda/argument>
+#include <cuda/execution.determinism.h>
+#include <cuda/execution.output_ordering.h>
+#include <cuda/execution.require.h>
+#include <cuda/execution.tie_break.h>
+#include <cuda/iterator>
+#include <cuda/std/execution>
+#include <cuda/stream_ref>
+
+namespace oxb {
+namespace {
+
+// Row i of a dense row-major matrix.
+template <class T>
+struct RowStart {
+  T* base;
+  long long len;
+  __host__ __device__ T* operator()(long long i) const { return base + i * len; }
+};
+
+template <int Len, int K>
+void batched(const PlanItem& it, cudaStream_t s) {
+  const long long segments = it.p1;
+  const long long n = segments * Len;
+  std::vector<DeviceBuffer<float>> in;
+  for (int r = 0; r < std::max(1, it.rotations); ++r) {
+    in.emplace_back((size_t)n);
+    gen_f32(in.back().get(), n, it.seed, s);
+  }
+  DeviceBuffer<float> out((size_t)(segments * K));
+
+  auto env = cuda::std::execution::env{
+      cuda::execution::require(cuda::execution::determinism::not_guaranteed, cuda::execution::tie_break::unspecified,
+                               cuda::execution::output_ordering::unsorted),
+      cuda::stream_ref{s}};
+  auto rows_in = [&](int r) {
+    return cuda::make_transform_iterator(cuda::counting_iterator<long long>(0), RowStart<const float>{in[r].get(), Len});
+  };
+  auto rows_out = cuda::make_transform_iterator(cuda::counting_iterator<long long>(0), RowStart<float>{out.get(), K});
+
+  size_t temp_bytes = 0;
+  CUDA_CHECK(cub::DeviceBatchedTopK::MaxKeys(nullptr, temp_bytes, rows_in(0), rows_out, cuda::args::constant<Len>{},
+                                             cuda::args::constant<K>{}, segments, env));
+  DeviceBuffer<unsigned char> temp(std::max<size_t>(temp_bytes, 1));
+
+  Timing t = time_runs(s, it, [&](int r) {
+    size_t bytes = temp_bytes;
+    CUDA_CHECK(cub::DeviceBatchedTopK::MaxKeys(temp.get(), bytes, rows_in(r), rows_out, cuda::args::constant<Len>{},
+                                               cuda::args::constant<K>{}, segments, env));
+  });
+  CUDA_CHECK(cudaStreamSynchronize(s));
+
+  std::vector<float> keys = out.to_host();
+  canonical_topk(keys, (size_t)segments, (size_t)K);
+  emit_result(it, "cub", t, digest_f32(keys),
+              "cub::DeviceBatchedTopK::MaxKeys, constant segment size and k, unsorted, not deterministic");
+}
+
+// Rows too long for DeviceBatchedTopK: one cub::DeviceTopK call per row (see the top of this file).
+void batched_by_rows(const PlanItem& it, cudaStream_t s) {
+  const long long segments = it.p1, len = it.p2, k = it.p3;
+  const long long n = segments * len;
+  std::vector<DeviceBuffer<float>> in;
+  for (int r = 0; r < std::max(1, it.rotations); ++r) {
+    in.emplace_back((size_t)n);
+    gen_f32(in.back().get(), n, it.seed, s);
+  }
+  DeviceBuffer<float> out((size_t)(segments * k));
+  auto env = cuda::std::execution::env{
+      cuda::execution::require(cuda::execution::determinism::not_guaranteed,
+                               cuda::execution::output_ordering::unsorted),
+      cuda::stream_ref{s}};
+  // Rows have equal length, so one temporary allocation sized for a row serves every call.
+  size_t temp_bytes = 0;
+  CUDA_CHECK(cub::DeviceTopK::MaxKeys(nullptr, temp_bytes, in[0].get(), out.get(), len, k, env));
+  DeviceBuffer<unsigned char> temp(std::max<size_t>(temp_bytes, 1));
+
+  Timing t = time_runs(s, it, [&](int r) {
+    for (long long row = 0; row < segments; ++row) {
+      size_t bytes = temp_bytes;
+      CUDA_CHECK(cub::DeviceTopK::MaxKeys(temp.get(), bytes, in[r].get() + row * len, out.get() + row * k, len, k, env));
+    }
+  });
+  CUDA_CHECK(cudaStreamSynchronize(s));
+
+  std::vector<float> keys = out.to_host();
+  canonical_topk(keys, (size_t)segments, (size_t)k);
+  emit_result(it, "cub", t, digest_f32(keys),
+              "cub::DeviceTopK once per row: DeviceBatchedTopK (CCCL 3.5) takes segments of at most 16384 keys");
+}
+
+}  // namespace
+
+bool run_cub_batched_topk(const PlanItem& it, cudaStream_t s) {
+  if (it.kind != "batched") return false;
+  const long long len = it.p2, k = it.p3;
+  // One instantiation per benchmarked shape (see the top of this file).
+  if (len == 64 && k == 6) {
+    batched<64, 6>(it, s);
+  } else if (len == 256 && k == 8) {
+    batched<256, 8>(it, s);
+  } else if (len > 16384) {
+    batched_by_rows(it, s);
+  } else {
+    emit_status(it.name, "cub", "unsupported",
+                "no DeviceBatchedTopK instantiation for len=" + std::to_string(len) + ", k=" + std::to_string(k) +
+                    " in benches/peers/cub_batched.cu");
+  }
+  return true;
+}
+
+}  // namespace oxb

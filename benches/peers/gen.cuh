@@ -1,0 +1,97 @@
+// oxicub benchmark: the shared deterministic input generator.
+//
+// One source, three compilers: nvcc builds it into the CUB/thrust peers, NVRTC (through cudarc)
+// builds it into bench-gpu, and NVRTC (through cupy.RawKernel) builds it into the torch peer. So
+// every implementation benchmarks on bit-identical inputs without shipping data files. bench-gpu
+// also carries a host copy in Rust (benches/gpu/gen.rs) for its CPU reference, and the run checks
+// that all of them print the same digest of the first 2^20 values.
+//
+// Rules for this file: no #include (NVRTC gets no include path here), C-style names, and every
+// kernel `extern "C"` so the Rust and Python sides find it by its plain name.
+//
+// Generator: value i of stream `seed` is fmix(seed + (i + 1) * GOLDEN), the SplitMix64 output
+// function applied to a counter, so any element can be produced independently (counter-based).
+//   f32 key : the top 24 bits / 2^24, uniform in [0, 1) and exact in f32 (so about N / 2^24 copies
+//             of each value: large inputs have ties, which the digests below are insensitive to).
+//   u32 key : the top 32 bits AND mask (mask = 2^b - 1): uniform in [0, 2^b), non-negative as int32.
+
+#ifndef OXB_GEN_CUH
+#define OXB_GEN_CUH
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define OXB_HD __host__ __device__
+#else
+#define OXB_HD
+#endif
+
+#define OXB_GOLDEN 0x9E3779B97F4A7C15ull
+
+// The SplitMix64 output function (a bijection on 64-bit words). Also the mixer of the result digest.
+OXB_HD inline unsigned long long oxb_fmix64(unsigned long long z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+OXB_HD inline unsigned long long oxb_mix(unsigned long long seed, unsigned long long i) {
+  return oxb_fmix64(seed + (i + 1ull) * OXB_GOLDEN);
+}
+
+OXB_HD inline float oxb_f32(unsigned long long seed, unsigned long long i) {
+  // 24 bits fit the f32 mantissa, so the conversion and the scaling by 2^-24 are exact.
+  return (float)(unsigned int)(oxb_mix(seed, i) >> 40) * (1.0f / 16777216.0f);
+}
+
+OXB_HD inline unsigned int oxb_u32(unsigned long long seed, unsigned long long i, unsigned int mask) {
+  return (unsigned int)(oxb_mix(seed, i) >> 32) & mask;
+}
+
+// Power-law ("log-uniform") segment length for segment i: an exponent e uniform in [0, max_exp],
+// then a length uniform in [2^e, 2^(e+1)). Equal numbers of segments per octave means a density
+// proportional to 1/length: many tiny segments, and a few huge ones that hold most of the items.
+// Integer-only, so the host code of every language computes the same offsets.
+OXB_HD inline unsigned int oxb_powerlaw_len(unsigned long long seed, unsigned long long i, unsigned int max_exp) {
+  unsigned long long r = oxb_mix(seed, i);
+  unsigned int e = (unsigned int)(r % (unsigned long long)(max_exp + 1u));
+  unsigned int low = (unsigned int)(r >> 32) & ((1u << e) - 1u);
+  return (1u << e) + low;
+}
+
+// The kernels are defined under NVRTC (bench-gpu, cupy), and with nvcc only in the one translation
+// unit that defines OXB_GEN_KERNELS (a __global__ defined in several units would clash at link).
+#if defined(__CUDACC_RTC__) || (defined(__CUDACC__) && defined(OXB_GEN_KERNELS))
+// Grid-stride fills: out[i] = value i of stream `seed`, for i in [0, n).
+extern "C" __global__ void oxb_gen_f32(float* out, unsigned long long n, unsigned long long seed) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    out[i] = oxb_f32(seed, i);
+  }
+}
+
+extern "C" __global__ void oxb_gen_u32(unsigned int* out, unsigned long long n, unsigned long long seed,
+                                       unsigned int mask) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    out[i] = oxb_u32(seed, i, mask);
+  }
+}
+
+extern "C" __global__ void oxb_gen_powerlaw_len(unsigned int* out, unsigned long long n, unsigned long long seed,
+                                                unsigned int max_exp) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    out[i] = oxb_powerlaw_len(seed, i, max_exp);
+  }
+}
+
+// A plain vectorized copy, for the bandwidth measurement next to cuMemcpyDtoD (the better of the
+// two is the floor's bandwidth). n16 = number of 16-byte words.
+extern "C" __global__ void oxb_copy16(const uint4* __restrict__ src, uint4* __restrict__ dst, unsigned long long n16) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n16;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    dst[i] = src[i];
+  }
+}
+#endif
+
+#endif  // OXB_GEN_CUH

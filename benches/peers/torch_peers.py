@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""PyTorch peer for oxicub's GPU benchmark: `python3 torch_peers.py PLAN`.
+
+Reads the plan that bench-gpu wrote (one workload per line:
+name kind seed p1 p2 p3 warmup reps rotations), runs the workloads that PyTorch has an
+operation for, and prints one JSON line per workload on stdout (the protocol of
+benches/gpu/peers.rs). Progress goes to stderr.
+
+Inputs come from the shared generator benches/peers/gen.cuh, compiled here by NVRTC through
+cupy.RawModule: the same source that nvcc builds into the CUB peer and that bench-gpu compiles,
+so every implementation sees bit-identical inputs. The arrays are handed to torch through DLPack
+(no copy).
+
+What each kind runs (timed with torch.cuda.Event on the current stream; warm-up first, so
+torch's caching allocator serves the outputs without cudaMalloc in the timed runs):
+  topk        torch.topk(x, k)                       (sorted=True, torch's default)
+  batched     torch.topk(x.view(S, L), k, dim=1)
+  segsort     torch.sort(x.view(S, L), dim=1)        (uniform segments)
+  segsort_pl  torch has no segmented sort: a stable sort of the keys, then a stable sort of the
+              segment ids gathered in that order, then a gather of the keys: the usual two-pass
+              lexicographic sort by (segment, key). The segment-id array is built before timing.
+  set_*       not available in torch (no multiset operations): reported as unsupported.
+
+Result digest (same as common.cuh and benches/gpu/gen.rs): over 32-bit words w[0..n),
+sum_i fmix64((i << 32) | w[i]) mod 2^64, printed as "n:%016x"; top-k results are put in
+canonical form first (each row's k keys sorted descending).
+"""
+import json
+import os
+import sys
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+U64 = np.uint64
+
+
+def fmix64(z):
+    """The SplitMix64 output function on a uint64 array (numpy wraps modulo 2^64)."""
+    z = (z ^ (z >> U64(30))) * U64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> U64(27))) * U64(0x94D049BB133111EB)
+    return z ^ (z >> U64(31))
+
+
+def digest_words(w):
+    """Digest of a uint32 numpy array: sum_i fmix64((i << 32) | w[i]) mod 2^64."""
+    w = np.ascontiguousarray(w, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        i = np.arange(w.size, dtype=np.uint64)
+        total = int(fmix64((i << U64(32)) | w.astype(np.uint64)).sum(dtype=np.uint64))
+    return "%d:%016x" % (w.size, total)
+
+
+def digest_f32(a):
+    return digest_words(np.ascontiguousarray(a, dtype=np.float32).view(np.uint32))
+
+
+def canonical_topk(values, rows, k):
+    """Each row's k keys sorted descending, rows in order (flattened)."""
+    v = np.asarray(values, dtype=np.float32).reshape(rows, k)
+    return (-np.sort(-v, axis=1)).reshape(-1)
+
+
+def emit(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def log(msg):
+    sys.stderr.write("torch_peers: %s\n" % msg)
+    sys.stderr.flush()
+
+
+class Item:
+    def __init__(self, line):
+        f = line.split()
+        if len(f) != 9:
+            raise ValueError("bad plan line: %r" % line)
+        self.name, self.kind = f[0], f[1]
+        self.seed, self.p1, self.p2, self.p3 = (int(x) for x in f[2:6])
+        self.warmup, self.reps, self.rotations = (int(x) for x in f[6:9])
+
+
+class Gen:
+    """The shared generator (gen.cuh) through cupy's NVRTC; results as torch tensors."""
+
+    def __init__(self, torch, cp):
+        self.torch, self.cp = torch, cp
+        with open(os.path.join(HERE, "gen.cuh")) as f:
+            self.mod = cp.RawModule(code=f.read())
+        self.k_f32 = self.mod.get_function("oxb_gen_f32")
+        self.k_u32 = self.mod.get_function("oxb_gen_u32")
+        self.k_pl = self.mod.get_function("oxb_gen_powerlaw_len")
+
+    @staticmethod
+    def grid(n):
+        return (max(1, min((n + 255) // 256, 65536)),)
+
+    def f32(self, n, seed):
+        out = self.cp.empty(n, dtype=self.cp.float32)
+        self.k_f32(self.grid(n), (256,), (out, U64(n), U64(seed)))
+        return self._to_torch(out)
+
+    def u32(self, n, seed, mask):
+        out = self.cp.empty(n, dtype=self.cp.uint32)
+        self.k_u32(self.grid(n), (256,), (out, U64(n), U64(seed), np.uint32(mask)))
+        return out
+
+    def powerlaw_lens(self, n, seed, max_exp):
+        out = self.cp.empty(n, dtype=self.cp.uint32)
+        self.k_pl(self.grid(n), (256,), (out, U64(n), U64(seed), np.uint32(max_exp)))
+        return self.cp.asnumpy(out)
+
+    def _to_torch(self, arr):
+        # cupy launched on its current stream; make the data visible to torch's stream first.
+        self.cp.cuda.get_current_stream().synchronize()
+        return self.torch.from_dlpack(arr)
+
+
+def time_runs(torch, item, op):
+    """Warm-up, then item.reps runs between CUDA events; returns (median_ms, min_ms, last result)."""
+    rot = max(1, item.rotations)
+    res = None
+    for i in range(item.warmup):
+        res = op(i % rot)
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(item.reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(item.reps)]
+    for r in range(item.reps):
+        starts[r].record()
+        res = op(r % rot)
+        ends[r].record()
+    torch.cuda.synchronize()
+    ms = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    m = len(ms)
+    median = ms[m // 2] if m % 2 else 0.5 * (ms[m // 2 - 1] + ms[m // 2])
+    return median, ms[0], res
+
+
+def result(item, median, mn, digest, note):
+    emit({"workload": item.name, "impl": "torch", "status": "ok", "median_ms": median, "min_ms": mn,
+          "reps": item.reps, "rotations": item.rotations, "digest": digest, "note": note})
+
+
+def run_item(torch, gen, it):
+    rot = max(1, it.rotations)
+    if it.kind == "generator":
+        n = it.p1
+        f = gen.f32(n, it.seed).cpu().numpy()
+        u = gen.cp.asnumpy(gen.u32(n, it.seed + 1, 0xFFFFFFFF))
+        pl = gen.powerlaw_lens(n, it.seed + 2, it.p2)
+        emit({"workload": it.name, "impl": "torch", "status": "ok", "digest_f32": digest_f32(f),
+              "digest_u32": digest_words(u), "digest_powerlaw": digest_words(pl)})
+    elif it.kind == "topk":
+        n, k = it.p1, it.p2
+        xs = [gen.f32(n, it.seed) for _ in range(rot)]
+        med, mn, res = time_runs(torch, it, lambda r: torch.topk(xs[r], k).values)
+        keys = canonical_topk(res.cpu().numpy(), 1, k)
+        result(it, med, mn, digest_f32(keys), "torch.topk(x, k), sorted")
+    elif it.kind == "batched":
+        s, length, k = it.p1, it.p2, it.p3
+        xs = [gen.f32(s * length, it.seed).view(s, length) for _ in range(rot)]
+        med, mn, res = time_runs(torch, it, lambda r: torch.topk(xs[r], k, dim=1).values)
+        keys = canonical_topk(res.cpu().numpy(), s, k)
+        result(it, med, mn, digest_f32(keys), "torch.topk(x.view(S, L), k, dim=1), sorted")
+    elif it.kind == "segsort":
+        s, length = it.p1, it.p2
+        xs = [gen.f32(s * length, it.seed).view(s, length) for _ in range(rot)]
+        med, mn, res = time_runs(torch, it, lambda r: torch.sort(xs[r], dim=1).values)
+        result(it, med, mn, digest_f32(res.reshape(-1).cpu().numpy()), "torch.sort(x.view(S, L), dim=1)")
+    elif it.kind == "segsort_pl":
+        s = it.p1
+        lens = gen.powerlaw_lens(s, it.seed, it.p2).astype(np.int64)
+        n = int(lens.sum())
+        xs = [gen.f32(n, it.seed) for _ in range(rot)]
+        seg = torch.repeat_interleave(torch.arange(s, device="cuda", dtype=torch.int32),
+                                      torch.from_numpy(lens).cuda())
+
+        def op(r):
+            v, p = torch.sort(xs[r], stable=True)
+            _, p2 = torch.sort(seg[p], stable=True)
+            return v[p2]
+
+        med, mn, res = time_runs(torch, it, op)
+        result(it, med, mn, digest_f32(res.cpu().numpy()),
+               "two stable torch.sort passes (key, then segment id) + gathers, %d keys" % n)
+    elif it.kind.startswith("set_"):
+        emit({"workload": it.name, "impl": "torch", "status": "unsupported",
+              "note": "torch has no multiset intersection/union/difference"})
+    else:
+        emit({"workload": it.name, "impl": "torch", "status": "unsupported", "note": "kind " + it.kind})
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.stderr.write("usage: torch_peers.py PLAN\n")
+        return 2
+    with open(sys.argv[1]) as f:
+        items = [Item(line) for line in f if line.strip() and not line.startswith("#")]
+    try:
+        import cupy as cp
+        import torch
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch sees no CUDA device")
+        gen = Gen(torch, cp)
+        log("torch %s, cupy %s, %s" % (torch.__version__, cp.__version__, torch.cuda.get_device_name(0)))
+    except Exception as e:  # report every workload, so the table says why torch is missing
+        for it in items:
+            emit({"workload": it.name, "impl": "torch", "status": "error", "note": "setup failed: %s" % e})
+        return 1
+    failures = 0
+    for it in items:
+        log(it.name)
+        try:
+            run_item(torch, gen, it)
+        except Exception as e:
+            failures += 1
+            traceback.print_exc(file=sys.stderr)
+            emit({"workload": it.name, "impl": "torch", "status": "error", "note": "%s: %s" % (type(e).__name__, e)})
+        finally:
+            torch.cuda.empty_cache()
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
