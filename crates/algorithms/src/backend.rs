@@ -19,6 +19,13 @@ mod sealed {
 }
 
 /// A buffer argument of an algorithm: a host slice or a device view.
+///
+/// ```
+/// use oxicub_algorithms::Buffer;
+///
+/// let data = [1u8, 2, 3];
+/// assert_eq!(Buffer::len(&&data[..]), 3);
+/// ```
 pub trait Buffer {
     /// Number of elements.
     fn len(&self) -> usize;

@@ -17,6 +17,8 @@
 //! # Ok::<(), oxicub_algorithms::Error>(())
 //! ```
 
+#![deny(missing_docs)]
+
 mod backend;
 mod error;
 pub mod radix;

@@ -58,7 +58,7 @@ pub trait RadixBackend: Backend {
 /// Writes the radix code of every key: `codes[i] = keys[i].to_radix()`.
 ///
 /// `codes` must have `keys.len()` elements. Any length, including 0. Asynchronous on
-/// [`Cuda`](crate::Cuda) (on its stream).
+/// [`Cuda`] (on its stream).
 ///
 /// ```
 /// use oxicub_algorithms::{radix, Host};

@@ -69,6 +69,13 @@ impl CacheConfig {
 }
 
 /// Where a CUBIN came from.
+///
+/// ```
+/// use oxicub_kernels::CubinOrigin;
+///
+/// let origin = CubinOrigin::Disk;
+/// assert_ne!(origin, CubinOrigin::Compiled);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CubinOrigin {
     /// Already compiled in this process.
@@ -80,6 +87,11 @@ pub enum CubinOrigin {
 }
 
 /// Process-wide cache counters (see [`cache_stats`]).
+///
+/// ```
+/// let before = oxicub_kernels::cache_stats();
+/// assert!(oxicub_kernels::cache_stats().compiled >= before.compiled);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
     /// CUBINs found in the in-process cache.
@@ -216,6 +228,15 @@ pub(crate) fn cache_key(spec: &KernelSpec, arch: Arch) -> Result<String, KernelE
 
 /// The CUBIN for `spec` on `arch`: from the in-process cache, else a valid disk entry, else
 /// compiled now (and stored in both caches).
+///
+/// ```no_run
+/// use oxicub_kernels::{cached_cubin, Arch, CacheConfig, CountType, KernelSpec, KeyType};
+///
+/// let spec = KernelSpec::digit_histogram(KeyType::U32, 8, CountType::U64);
+/// let (cubin, origin) = cached_cubin(&spec, Arch::SM_90, &CacheConfig::from_env())?;
+/// println!("{} bytes, {origin:?}", cubin.len());
+/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// ```
 pub fn cached_cubin(
     spec: &KernelSpec,
     arch: Arch,

@@ -22,6 +22,8 @@
 //! }
 //! ```
 
+#![deny(missing_docs)]
+
 mod cache;
 mod device;
 mod error;

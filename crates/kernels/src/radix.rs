@@ -9,7 +9,7 @@
 //!
 //! * Unsigned integers: identity.
 //! * Signed integers (two's complement): the sign bit is flipped.
-//! * IEEE floats ([`f16`], [`bf16`], [`f32`], [`f64`]): a negative value has all its bits
+//! * IEEE floats ([`f16`](struct@f16), [`bf16`], [`f32`], [`f64`]): a negative value has all its bits
 //!   inverted, a non-negative value has its sign bit set. The order is
 //!   `-inf < negatives < -0.0 < +0.0 < positives < +inf`.
 //! * **Signed zeros stay distinct**: `-0.0` and `+0.0` map to two adjacent codes, `-0.0` just
@@ -202,7 +202,7 @@ radix_bits!(u8, u16, u32, u64);
 /// A key type with an order-preserving radix transform (see the [module docs](self) for the
 /// policy on signed zeros and NaN).
 ///
-/// Implemented for `u8`, `u16`, `u32`, `u64`, `i8`, `i16`, `i32`, `i64`, [`f16`], [`bf16`],
+/// Implemented for `u8`, `u16`, `u32`, `u64`, `i8`, `i16`, `i32`, `i64`, [`f16`](struct@f16), [`bf16`],
 /// `f32` and `f64`; sealed. Every implementing type has the size and alignment of its
 /// [`Bits`](Self::Bits), and every bit pattern of `Bits` is a valid value of it, so device
 /// buffers of keys may be reinterpreted as buffers of `Bits` and back.
@@ -316,6 +316,12 @@ float_key!(
 );
 
 /// Upper bound on [`RadixDigit::digit_bits`]: a histogram has at most `2^11` bins.
+///
+/// ```
+/// use oxicub_kernels::radix::{RadixDigit, MAX_DIGIT_BITS};
+///
+/// assert!(RadixDigit::new(0, MAX_DIGIT_BITS).is_ok());
+/// ```
 pub const MAX_DIGIT_BITS: u32 = 11;
 
 /// Which digit of a radix code to look at: `digit_bits` bits starting at `bit_offset` (bit 0
@@ -397,6 +403,13 @@ impl RadixDigit {
 }
 
 /// The counter types a histogram can have (`u32`, `u64`); sealed.
+///
+/// ```
+/// use oxicub_kernels::CountType;
+///
+/// assert_eq!(CountType::U32.max_count(), u32::MAX as u64);
+/// assert_eq!(CountType::U64.bytes(), 8);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CountType {
     /// 32-bit counters: the input must have fewer than `2^32` keys.

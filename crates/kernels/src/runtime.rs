@@ -16,6 +16,15 @@ use crate::params::KernelParams;
 use crate::{KernelError, KernelSpec};
 
 /// A kernel loaded into a context, ready to launch.
+///
+/// ```no_run
+/// use oxicub_kernels::{open_context, KernelRuntime, KernelSpec, KeyType, TransformOp};
+///
+/// let runtime = KernelRuntime::new(open_context(0)?)?;
+/// let kernel = runtime.kernel(&KernelSpec::transform_keys(KeyType::U64, TransformOp::Decode))?;
+/// assert!(kernel.max_threads_per_block() >= kernel.spec().block_threads());
+/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct LoadedKernel {
     spec: KernelSpec,

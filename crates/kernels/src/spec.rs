@@ -12,6 +12,12 @@ use crate::radix::KeyType;
 use crate::KernelError;
 
 /// The kernel families: one C++ template (in `cuda/<name>.cuh`) each.
+///
+/// ```
+/// use oxicub_kernels::KernelFamily;
+///
+/// assert_eq!(KernelFamily::DigitHistogram.to_string(), "digit_histogram");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum KernelFamily {
@@ -47,6 +53,13 @@ impl fmt::Display for KernelFamily {
 
 /// How the work of a kernel is laid out over the grid. More tiers (thread, warp, block or
 /// several blocks per segment) come with the segmented algorithms.
+///
+/// ```
+/// use oxicub_kernels::{KernelSpec, KeyType, Tier, TransformOp};
+///
+/// let spec = KernelSpec::transform_keys(KeyType::U8, TransformOp::Encode);
+/// assert_eq!(spec.tier(), Tier::GridStride);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Tier {
@@ -55,6 +68,13 @@ pub enum Tier {
 }
 
 /// Sort or selection direction.
+///
+/// ```
+/// use oxicub_kernels::{KernelSpec, KeyType, TransformOp};
+///
+/// // The radix primitives have no direction.
+/// assert_eq!(KernelSpec::transform_keys(KeyType::U8, TransformOp::Encode).direction(), None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Direction {
     /// Smallest first (top-k "min").
@@ -65,6 +85,13 @@ pub enum Direction {
 
 /// The values carried along with keys in key-value ("pairs") kernels. Kernels move values
 /// without looking at them, so only the width matters.
+///
+/// ```
+/// use oxicub_kernels::{KernelSpec, KeyType, TransformOp, ValueType};
+///
+/// let index = ValueType::Opaque { bytes: 4 };
+/// assert_ne!(Some(index), KernelSpec::transform_keys(KeyType::U8, TransformOp::Encode).value());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ValueType {
     /// An opaque value of this many bytes (1, 2, 4, 8 or 16).
@@ -108,6 +135,10 @@ const COMMON_HEADERS: [&str; 2] = [
 ];
 
 /// Largest static shared memory a kernel may declare (the CUDA limit without opt-in).
+///
+/// ```
+/// assert_eq!(oxicub_kernels::STATIC_SHARED_LIMIT_BYTES, 49152);
+/// ```
 pub const STATIC_SHARED_LIMIT_BYTES: u64 = 48 * 1024;
 
 /// Names one template instantiation of one kernel family: the key type, the value type (for

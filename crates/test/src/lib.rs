@@ -15,10 +15,16 @@
 //! }
 //! ```
 
+#![deny(missing_docs)]
+
 use oxicub_algorithms::radix::{RadixBits, RadixKey};
 pub use oxicub_algorithms::Cuda;
 
 /// The environment variable that turns a missing GPU into a test failure.
+///
+/// ```
+/// assert_eq!(oxicub_test::REQUIRE_GPU_VAR, "OXICUB_REQUIRE_GPU");
+/// ```
 pub const REQUIRE_GPU_VAR: &str = "OXICUB_REQUIRE_GPU";
 
 /// The [`Cuda`] backend on device 0, or `None` after printing
@@ -49,6 +55,13 @@ pub fn gpu_or_skip() -> Option<Cuda> {
 
 /// A small deterministic generator (splitmix64), so tests need no RNG crate and every run
 /// sees the same keys.
+///
+/// ```
+/// use oxicub_test::SplitMix64;
+///
+/// let (mut a, mut b) = (SplitMix64::new(1), SplitMix64::new(1));
+/// assert_eq!(a.next_u64(), b.next_u64());
+/// ```
 #[derive(Clone, Debug)]
 pub struct SplitMix64(u64);
 
