@@ -5,6 +5,13 @@
 
 #[test]
 fn ui() {
+    // trybuild drives cargo. `cargo test` always sets `CARGO`, so under cargo (CI, any developer
+    // machine) this never skips; only a packed test binary run directly on a machine without a
+    // Rust toolchain (the GPU machine) has nothing to build with.
+    if std::env::var_os("CARGO").is_none() {
+        println!("skipped: no cargo to drive trybuild (test binary run outside cargo)");
+        return;
+    }
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*.rs");
     t.pass("tests/ui/pass/*.rs");
