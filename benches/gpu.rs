@@ -55,7 +55,9 @@ usage: bench-gpu --out DIR [--name NAME] [--peer CMD]... [--filter SUBSTR]... [-
   --name NAME      output file stem (default gpu-bench)
   --peer CMD       a peer program; run as `sh -c 'CMD PLAN'` (repeatable)
   --filter SUBSTR  only workloads whose id contains SUBSTR (repeatable: any of them)
-  --command TEXT   the command line to record in the table header (default: this one)";
+  --command TEXT   the command line to record in the table header (default: this one)
+  --dry-run        no GPU: assume 3000 GB/s and a 50 MiB L2, skip oxicub; for testing the
+                   peer protocol and the report on a machine without a GPU";
 
 #[derive(Default)]
 struct Args {
@@ -66,6 +68,7 @@ struct Args {
     command: Option<String>,
     list: bool,
     selftest: bool,
+    dry_run: bool,
     help: bool,
 }
 
@@ -88,6 +91,7 @@ fn parse_args() -> Result<Args> {
             "--command" => a.command = Some(value("--command")?),
             "--list" => a.list = true,
             "--selftest" => a.selftest = true,
+            "--dry-run" => a.dry_run = true,
             "--help" | "-h" => a.help = true,
             // `cargo bench` passes --bench to harness = false targets.
             "--bench" => {}
@@ -135,6 +139,10 @@ fn run() -> Result<ExitCode> {
         .clone()
         .ok_or_else(|| BenchError::new(format!("--out DIR is required\n{USAGE}")))?;
 
+    if args.dry_run {
+        std::fs::create_dir_all(&out_dir).ctx(format!("creating {}", out_dir.display()))?;
+        return measure_and_report(&args, &out_dir, &workloads, None);
+    }
     // The driver library is loaded dynamically; cudarc's loader panics when it is absent, so ask
     // first and say plainly what is missing.
     // SAFETY: only tries to dlopen the library.
@@ -155,6 +163,19 @@ fn run() -> Result<ExitCode> {
     std::fs::create_dir_all(&out_dir).ctx(format!("creating {}", out_dir.display()))?;
 
     let gpu = Gpu::open()?;
+    measure_and_report(&args, &out_dir, &workloads, Some(&gpu))
+}
+
+/// Everything after the GPU is open (`gpu` is None only for --dry-run).
+fn measure_and_report(
+    args: &Args,
+    out_dir: &std::path::Path,
+    workloads: &[Workload],
+    gpu: Option<&Gpu>,
+) -> Result<ExitCode> {
+    let Some(gpu) = gpu else {
+        return report_without_gpu(args, out_dir, workloads);
+    };
     let mut device = format!(
         "{} (sm_{}{}, {} SMs, L2 {} MiB, {} GiB)",
         gpu.name,
@@ -170,6 +191,7 @@ fn run() -> Result<ExitCode> {
     eprintln!("bench-gpu: {device}");
 
     let bw = gpu.bandwidth()?;
+    let l2_bytes = gpu.l2_bytes;
     eprintln!(
         "bench-gpu: copy bandwidth {:.0} GB/s (memcpy {:.0}, kernel {:.0})",
         bw.best_gbs(),
@@ -179,19 +201,108 @@ fn run() -> Result<ExitCode> {
 
     // Generator check: host (Rust) vs device (NVRTC here); the peers add theirs below.
     let host_gen = host_generator_digests();
-    let dev_gen = device_generator_digests(&gpu)?;
-    let mut generator = vec![
+    let dev_gen = device_generator_digests(gpu)?;
+    let generator = vec![
         ("rust-host".to_string(), host_gen.clone()),
         ("rust-nvrtc".to_string(), dev_gen),
     ];
+    let oxicub_cell = |w: &Workload, reference: &workloads::Reference, rotations: usize| {
+        run_oxicub(gpu, w, reference, rotations)
+    };
+    finish(
+        args,
+        out_dir,
+        workloads,
+        device,
+        bw,
+        l2_bytes,
+        generator,
+        &oxicub_cell,
+    )
+}
+
+/// --dry-run: the same pipeline with assumed device numbers and no oxicub runs.
+fn report_without_gpu(
+    args: &Args,
+    out_dir: &std::path::Path,
+    workloads: &[Workload],
+) -> Result<ExitCode> {
+    let assumed_gbs = 3000.0;
+    let bytes_moved = 2u64 << 30;
+    let t = device::Timing {
+        median_ms: bytes_moved as f64 / (assumed_gbs * 1e6),
+        min_ms: bytes_moved as f64 / (assumed_gbs * 1e6),
+        reps: 0,
+    };
+    let bw = device::Bandwidth {
+        bytes_moved,
+        memcpy: t,
+        kernel: t,
+    };
+    let generator = vec![("rust-host".to_string(), host_generator_digests())];
+    let no_oxicub = |_: &Workload, _: &workloads::Reference, _: usize| {
+        Cell::new(State::NotImplemented, "dry run: oxicub not run")
+    };
+    finish(
+        args,
+        out_dir,
+        workloads,
+        "DRY RUN without a GPU (assumed 3000 GB/s, L2 50 MiB)".into(),
+        bw,
+        50 << 20,
+        generator,
+        &no_oxicub,
+    )
+}
+
+fn run_oxicub(gpu: &Gpu, w: &Workload, reference: &workloads::Reference, rotations: usize) -> Cell {
+    match oxicub::runner(w) {
+        None => Cell::new(State::NotImplemented, ""),
+        Some(run) => match run(gpu, w, rotations) {
+            Ok(m) if m.digest == reference.digest => Cell::new(
+                State::Timed {
+                    median_ms: m.timing.median_ms,
+                    min_ms: m.timing.min_ms,
+                    reps: m.timing.reps as u64,
+                },
+                m.note,
+            ),
+            Ok(m) => Cell::new(
+                State::Mismatch {
+                    median_ms: m.timing.median_ms,
+                    digest: m.digest.text(),
+                },
+                m.note,
+            ),
+            Err(e) => {
+                eprintln!("bench-gpu: oxicub failed on {}: {e}", w.id);
+                Cell::new(State::Error, e.to_string())
+            }
+        },
+    }
+}
+
+/// CPU references and oxicub per workload, then the peers, the checks and the outputs.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    args: &Args,
+    out_dir: &std::path::Path,
+    workloads: &[Workload],
+    device: String,
+    bw: device::Bandwidth,
+    l2_bytes: u64,
+    mut generator: Vec<(String, String)>,
+    oxicub_cell: &dyn Fn(&Workload, &workloads::Reference, usize) -> Cell,
+) -> Result<ExitCode> {
+    let host_gen = generator[0].1.clone();
 
     // CPU references and oxicub, workload by workload.
     let mut cache = RefCache::default();
     let mut prepared = Vec::new();
-    for w in &workloads {
+    for w in workloads {
         let t0 = std::time::Instant::now();
         let reference = workloads::cpu_reference(w, &mut cache);
-        let rotations = w.rotations(gpu.l2_bytes);
+        let rotations = w.rotations(l2_bytes);
         eprintln!(
             "bench-gpu: {}: CPU reference {} ({:.1} s), {} input cop{}",
             w.id,
@@ -200,30 +311,7 @@ fn run() -> Result<ExitCode> {
             rotations,
             if rotations == 1 { "y" } else { "ies" }
         );
-        let oxicub = match oxicub::runner(w) {
-            None => Cell::new(State::NotImplemented, ""),
-            Some(run) => match run(&gpu, w, rotations) {
-                Ok(m) if m.digest == reference.digest => Cell::new(
-                    State::Timed {
-                        median_ms: m.timing.median_ms,
-                        min_ms: m.timing.min_ms,
-                        reps: m.timing.reps as u64,
-                    },
-                    m.note,
-                ),
-                Ok(m) => Cell::new(
-                    State::Mismatch {
-                        median_ms: m.timing.median_ms,
-                        digest: m.digest.text(),
-                    },
-                    m.note,
-                ),
-                Err(e) => {
-                    eprintln!("bench-gpu: oxicub failed on {}: {e}", w.id);
-                    Cell::new(State::Error, e.to_string())
-                }
-            },
-        };
+        let oxicub = oxicub_cell(w, &reference, rotations);
         prepared.push((w, reference, rotations, oxicub));
     }
     drop(cache);
@@ -594,6 +682,26 @@ fn selftest() -> Result<ExitCode> {
                 r.digest == Digest::of_words(&want),
             );
         }
+    }
+    // NVRTC compiles the shared generator (needs libnvrtc, not a GPU)
+    // SAFETY: only tries to dlopen the library.
+    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        match device::compile_generator((9, 0)) {
+            Ok(ptx) => check(
+                "NVRTC compiles gen.cuh for compute_90",
+                [
+                    "oxb_gen_f32",
+                    "oxb_gen_u32",
+                    "oxb_gen_powerlaw_len",
+                    "oxb_copy16",
+                ]
+                .iter()
+                .all(|k| ptx.to_src().contains(&format!(".entry {k}("))),
+            ),
+            Err(e) => check(&format!("NVRTC compiles gen.cuh: {e}"), false),
+        }
+    } else {
+        println!("skip NVRTC compile of gen.cuh (no libnvrtc; `source .ci/nvrtc.sh` provides one)");
     }
     // every workload's plan line has the 9 fields the peers read
     check(

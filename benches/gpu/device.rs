@@ -80,6 +80,23 @@ pub struct Gpu {
     copy16: CudaFunction,
 }
 
+/// Compiles benches/peers/gen.cuh with NVRTC for compute capability `cc` (needs libnvrtc, no GPU).
+pub fn compile_generator(cc: (i32, i32)) -> Result<cudarc::nvrtc::Ptx> {
+    let arch: &'static str = Box::leak(format!("compute_{}{}", cc.0, cc.1).into_boxed_str());
+    let opts = CompileOptions {
+        arch: Some(arch),
+        name: Some("gen.cuh".into()),
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(GEN_SRC, opts).map_err(|e| match e {
+        CompileError::CompileError { log, .. } => BenchError::new(format!(
+            "NVRTC failed on benches/peers/gen.cuh:\n{}",
+            log.to_string_lossy()
+        )),
+        other => BenchError::new(format!("NVRTC failed on benches/peers/gen.cuh: {other}")),
+    })
+}
+
 fn grid_for(n: u64) -> u32 {
     n.div_ceil(256).clamp(1, 65536) as u32
 }
@@ -107,19 +124,7 @@ impl Gpu {
         let total_mem = ctx.total_mem().ctx("cuDeviceTotalMem")? as u64;
 
         // Compile for this device's own architecture (real code, no PTX JIT of a foreign arch).
-        let arch: &'static str = Box::leak(format!("compute_{}{}", cc.0, cc.1).into_boxed_str());
-        let opts = CompileOptions {
-            arch: Some(arch),
-            name: Some("gen.cuh".into()),
-            ..Default::default()
-        };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(GEN_SRC, opts).map_err(|e| match e {
-            CompileError::CompileError { log, .. } => BenchError::new(format!(
-                "NVRTC failed on benches/peers/gen.cuh:\n{}",
-                log.to_string_lossy()
-            )),
-            other => BenchError::new(format!("NVRTC failed on benches/peers/gen.cuh: {other}")),
-        })?;
+        let ptx = compile_generator(cc)?;
         let module = ctx.load_module(ptx).ctx("loading the generator module")?;
         let f = |name: &str| {
             module

@@ -248,7 +248,7 @@ impl Report {
 
     pub fn markdown(&self, plot_file: &str) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "## oxicub GPU benchmark\n");
+        let _ = writeln!(s, "# oxicub GPU benchmark\n");
         let _ = writeln!(s, "- date: {}", self.date);
         let _ = writeln!(s, "- device: {}", self.device);
         let _ = writeln!(s, "- command: `{}`", self.command);
@@ -367,11 +367,11 @@ impl Report {
     /// Horizontal bars of time / floor on a log scale, one group per workload, one bar per
     /// implementation; the line at 1 is the floor.
     pub fn svg(&self) -> String {
-        let series: Vec<(&str, &str)> = std::iter::once(("oxicub", "##d62728"))
+        let series: Vec<(&str, &str)> = std::iter::once(("oxicub", "#d62728"))
             .chain(
                 COLUMNS
                     .iter()
-                    .zip(["##1f77b4", "##ff7f0e", "##2ca02c", "##9467bd"])
+                    .zip(["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd"])
                     .map(|(c, col)| (c.title, col)),
             )
             .collect();
@@ -441,9 +441,9 @@ impl Report {
                 }
                 let x = x_of(v);
                 let stroke = if (v - 1.0).abs() < 1e-9 {
-                    "##000"
+                    "#000"
                 } else {
-                    "##ddd"
+                    "#ddd"
                 };
                 let _ = writeln!(
                     s,

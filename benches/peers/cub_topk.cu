@@ -15,6 +15,9 @@
 #include <cuda/std/execution>
 #include <cuda/stream_ref>
 
+// The peers are meant to run against CCCL 3.5 (.cccl/include), not the older copy bundled with nvcc.
+static_assert(CCCL_VERSION >= 3005000, "compile with -I .cccl/include (CCCL 3.5 headers)");
+
 namespace oxb {
 
 bool run_cub_topk(const PlanItem& it, cudaStream_t s) {

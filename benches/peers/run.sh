@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# oxicub GPU benchmark: builds the peers and runs everything; one command on a GPU machine.
+#
+#   bash benches/peers/run.sh [OUT_DIR] [-- extra bench-gpu arguments, e.g. --filter topk]
+#
+# Needs, on that machine: .device/bin/bench-gpu (from ../shared/tools/gpu-pack), the CCCL 3.5
+# headers in .cccl/include (the nvidia-cuda-cccl wheel's include tree), nvcc, and a python3 with
+# torch + cupy + numpy. Writes into OUT_DIR (default $OUT, else /tmp/oxicub-bench):
+#   NAME.md    the table (Markdown, with date, device, command), ready to commit as results/NAME.md
+#   NAME.json  the same, machine-readable
+#   NAME.svg   time / floor per workload and implementation
+#   NAME.log   this script's whole output (peer builds and logs included)
+# NAME is h100 / h200 from the GPU's name (override with NAME=...), else gpu-bench.
+# Overrides: BENCH_GPU, NVCC, CCCL_INCLUDE, PYTHON, PEER_BUILD_DIR.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+out="${OUT:-/tmp/oxicub-bench}"
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then out="$1"; shift; fi
+[ "${1:-}" = "--" ] && shift
+extra=("$@")
+mkdir -p "$out"
+
+bench="${BENCH_GPU:-$root/.device/bin/bench-gpu}"
+nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
+[ -x "$nvcc" ] || nvcc="$(command -v nvcc || true)"
+cccl="${CCCL_INCLUDE:-$root/.cccl/include}"
+python="${PYTHON:-python3}"
+build="${PEER_BUILD_DIR:-/tmp/oxicub-peers}"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"  # libnvrtc for bench-gpu
+
+fail() { echo "run.sh: $*" >&2; exit 2; }
+[ -x "$bench" ] || fail "no $bench: build it on a Rust machine with ../shared/tools/gpu-pack and carry .device"
+[ -n "$nvcc" ] && [ -x "$nvcc" ] || fail "no nvcc (set NVCC=...)"
+[ -f "$cccl/cub/device/device_batched_topk.cuh" ] ||
+  fail "no CCCL 3.5 headers in $cccl: pip download --no-deps nvidia-cuda-cccl==13.3.5.0.6, unzip, copy nvidia/cu13/include/cccl to .cccl/include, carry .cccl"
+command -v nvidia-smi >/dev/null || fail "no nvidia-smi: is this a GPU machine?"
+
+gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+case "$gpu_name" in
+  *H100*) name="${NAME:-h100}" ;;
+  *H200*) name="${NAME:-h200}" ;;
+  *) name="${NAME:-gpu-bench}" ;;
+esac
+log="$out/$name.log"
+
+main() {
+set -e
+echo "== oxicub GPU benchmark: $(date -u '+%F %T UTC')"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+"$nvcc" --version | tail -n 2
+grep -m1 '#define CCCL_VERSION ' "$cccl/cuda/std/__cccl/version.h" || true
+"$python" -c 'import torch, cupy, numpy; print("torch", torch.__version__, "cupy", cupy.__version__, "numpy", numpy.__version__)' ||
+  echo "run.sh: python peer prerequisites missing; its rows will say error"
+
+echo "== building the CUB/thrust peer in $build"
+mkdir -p "$build"
+flags=(-O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I "$cccl" -Xcompiler -Wall)
+t0=$SECONDS
+pids=()
+for src in cub_peers cub_topk cub_batched cub_segsort thrust_setops; do
+  "$nvcc" "${flags[@]}" -c "benches/peers/$src.cu" -o "$build/$src.o" > "$build/$src.build.log" 2>&1 &
+  pids+=($!)
+done
+ok=1
+i=0
+for src in cub_peers cub_topk cub_batched cub_segsort thrust_setops; do
+  if ! wait "${pids[$i]}"; then ok=0; echo "run.sh: nvcc failed on $src.cu:"; cat "$build/$src.build.log"; fi
+  i=$((i + 1))
+done
+[ $ok = 1 ] || { echo "run.sh: peer build failed"; return 2; }
+"$nvcc" -gencode=arch=compute_90,code=sm_90 -o "$build/cub_peers" \
+  "$build"/cub_peers.o "$build"/cub_topk.o "$build"/cub_batched.o "$build"/cub_segsort.o "$build"/thrust_setops.o
+echo "built $build/cub_peers in $((SECONDS - t0)) s"
+
+echo "== running bench-gpu with its peers"
+export OXICUB_BENCH_DEVICE_INFO="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1 | sed 's/^/driver /')"
+export OXICUB_BENCH_DATE="$(date -u '+%F %H:%M UTC')"
+export PYTHONUNBUFFERED=1
+rc=0
+"$bench" --out "$out" --name "$name" \
+  --peer "$build/cub_peers" \
+  --peer "$python $root/benches/peers/torch_peers.py" \
+  --command "bash benches/peers/run.sh${extra[*]:+ -- ${extra[*]}}" \
+  "${extra[@]}" || rc=$?
+echo "== done in $((SECONDS - t0)) s, bench-gpu exit $rc; files in $out:"
+ls -l "$out"
+return $rc
+}
+
+# Everything goes to the terminal and to NAME.log; the exit status is bench-gpu's.
+set +e
+main 2>&1 | tee "$log"
+exit "${PIPESTATUS[0]}"
