@@ -50,6 +50,22 @@ pub enum Error {
         /// Why, and what to change.
         reason: &'static str,
     },
+    /// An output buffer is shorter than the number of items the call writes.
+    #[error("`{arg}` has {len} elements, at least {required} are needed (= {required_from})")]
+    BufferTooSmall {
+        /// The buffer's name, as in the function's signature.
+        arg: &'static str,
+        /// Its length.
+        len: usize,
+        /// The number of elements the call writes.
+        required: usize,
+        /// Where that number comes from, e.g. `k`.
+        required_from: &'static str,
+    },
+    /// A parameter is outside its bounds (for example `k > keys.len()`), or its bounds contradict
+    /// the environment's guarantees. Names the parameter.
+    #[error(transparent)]
+    Param(#[from] oxicub_params::ParamError),
     /// The kernel layer failed: missing driver or NVRTC, compile error, device limits, a
     /// failed CUDA call, a buffer from another context.
     #[error(transparent)]

@@ -4,6 +4,8 @@
 //!   stream; buffers are cudarc views) and [`AnyBackend`] (picks one at run time:
 //!   [`AnyBackend::auto`]). All implement [`Backend`].
 //! * [`radix`]: the radix key transforms and radix-digit histograms.
+//! * [`topk`]: single-problem top-k (max/min, keys, pairs, source indices) under the
+//!   requirement model.
 //! * [`Error`]: the one error type; argument errors name the argument.
 //!
 //! ```
@@ -22,6 +24,7 @@
 mod backend;
 mod error;
 pub mod radix;
+pub mod topk;
 
 // Owned by the lead: the per-algorithm front checks (parameters x environment).
 pub mod contract;

@@ -1,0 +1,200 @@
+//! Top-k on the host: MSB-first radix select over the keys' radix codes (rayon-parallel digit
+//! histograms, one pass per byte, early exit once the boundary bucket is taken whole), then
+//! the boundary resolved by source index and only the `k` results sorted. The oracle of the
+//! GPU tests.
+
+use rayon::prelude::*;
+
+use super::{KArg, Request, TopKBackend, ValuesIn};
+use crate::backend::Host;
+use crate::radix::{RadixBits, RadixKey};
+use crate::Error;
+use oxicub_env::{OutputOrdering, TieBreak};
+use oxicub_params::SelectDirection;
+
+/// Bits per radix-select pass.
+const DIGIT_BITS: u32 = 8;
+/// Keys per rayon task.
+const CHUNK: usize = 1 << 16;
+
+/// The number of items to select: the host value, or a deferred one clamped into its runtime
+/// bounds and `num_items` (as the device does).
+pub(super) fn resolve_k(request: &Request, k: KArg<'_>) -> usize {
+    let value = match k {
+        KArg::Host(value) => value,
+        KArg::HostRef(value) => {
+            let (min, max) = request.k_bounds;
+            (*value).clamp(min as i64, max as i64) as u64
+        }
+    };
+    value.min(request.num_items) as usize
+}
+
+/// The rank of a key: its radix code, inverted for min, so a larger rank is always better.
+fn rank<K: RadixKey>(key: K, direction: SelectDirection) -> u64 {
+    let code = key.to_radix().to_u64();
+    match direction {
+        SelectDirection::Max => code,
+        SelectDirection::Min => !code & width_mask(<K::Bits as RadixBits>::BITS),
+    }
+}
+
+fn width_mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// Source indices of the selected items, in the output order the request asks for.
+pub(super) fn select<K: RadixKey>(keys: &[K], k: usize, request: &Request) -> Vec<usize> {
+    let direction = request.direction;
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut selected: Vec<usize> = if k >= keys.len() {
+        (0..keys.len()).collect()
+    } else {
+        select_set(keys, k, request)
+    };
+    if request.requirements.ordering != OutputOrdering::Unsorted {
+        // Stable sort of an index-ordered set: equal keys stay in source-index order, which
+        // satisfies both `Sorted` and `StableSorted`.
+        selected.par_sort_by_key(|&i| std::cmp::Reverse(rank(keys[i], direction)));
+    }
+    selected
+}
+
+/// The selected set in source-index order: radix select of the boundary, then the items above
+/// it and the boundary items the tie-break keeps. `0 < k < keys.len()`.
+fn select_set<K: RadixKey>(keys: &[K], k: usize, request: &Request) -> Vec<usize> {
+    let direction = request.direction;
+    let bits = <K::Bits as RadixBits>::BITS;
+    let bins = 1usize << DIGIT_BITS;
+    // Invariant: the items whose masked rank is above `prefix` are `k - remaining` selected
+    // items; those equal to it (the candidates) hold the other `remaining`.
+    let (mut prefix, mut mask, mut remaining) = (0u64, 0u64, k as u64);
+    let mut shift = bits;
+    while shift > 0 {
+        shift -= DIGIT_BITS;
+        let histogram = keys
+            .par_chunks(CHUNK)
+            .map(|chunk| {
+                let mut counts = vec![0u64; bins];
+                for &key in chunk {
+                    let r = rank(key, direction);
+                    if r & mask == prefix {
+                        counts[((r >> shift) & (bins as u64 - 1)) as usize] += 1;
+                    }
+                }
+                counts
+            })
+            .reduce(
+                || vec![0u64; bins],
+                |mut total, part| {
+                    total.iter_mut().zip(part).for_each(|(t, p)| *t += p);
+                    total
+                },
+            );
+        // The pivot bucket: scanning from the best digit down, the one that reaches `remaining`.
+        let mut above = 0u64;
+        let mut pivot = 0usize;
+        for digit in (0..bins).rev() {
+            if above + histogram[digit] >= remaining {
+                pivot = digit;
+                break;
+            }
+            above += histogram[digit];
+        }
+        remaining -= above;
+        prefix |= (pivot as u64) << shift;
+        mask |= ((bins as u64) - 1) << shift;
+        if histogram[pivot] == remaining {
+            break; // the whole pivot bucket is selected: no tie to break
+        }
+    }
+    let mut winners: Vec<usize> = (0..keys.len())
+        .into_par_iter()
+        .filter(|&i| rank(keys[i], direction) & mask > prefix)
+        .collect();
+    let boundary: Vec<usize> = (0..keys.len())
+        .into_par_iter()
+        .filter(|&i| rank(keys[i], direction) & mask == prefix)
+        .collect();
+    let take = remaining as usize;
+    // After an early exit every candidate is taken; otherwise the candidates have equal keys
+    // and the tie-break chooses by index (the host prefers smaller ones when unspecified).
+    let kept = match request.requirements.tie_break {
+        TieBreak::PreferLargerIndex => &boundary[boundary.len() - take..],
+        TieBreak::PreferSmallerIndex | TieBreak::Unspecified => &boundary[..take],
+    };
+    winners.extend_from_slice(kept);
+    winners.par_sort_unstable();
+    winners
+}
+
+/// Writes the selected keys and values (as ordered in `selected`) to the first slots of the
+/// outputs.
+fn write_selected<K: RadixKey, V: Copy + Send + Sync>(
+    selected: &[usize],
+    keys: &[K],
+    values: &ValuesIn<&[V], V>,
+    out_keys: &mut [K],
+    out_values: Option<&mut [V]>,
+) {
+    out_keys[..selected.len()]
+        .par_iter_mut()
+        .zip(selected.par_iter())
+        .for_each(|(out, &i)| *out = keys[i]);
+    if let Some(out_values) = out_values {
+        let out_values = &mut out_values[..selected.len()];
+        match values {
+            ValuesIn::None => {}
+            ValuesIn::Copy(values) => out_values
+                .par_iter_mut()
+                .zip(selected.par_iter())
+                .for_each(|(out, &i)| *out = values[i]),
+            ValuesIn::Index(index) => out_values
+                .par_iter_mut()
+                .zip(selected.par_iter())
+                .for_each(|(out, &i)| *out = index(i as u64)),
+        }
+    }
+}
+
+impl TopKBackend for Host {
+    type OwnedKeys<K: RadixKey> = Vec<K>;
+    type OwnedValues<V: Copy + Send + Sync + 'static> = Vec<V>;
+
+    fn topk_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+        &self,
+        request: Request,
+        k: KArg<'_>,
+        keys: &[K],
+        values: ValuesIn<&[V], V>,
+        out_keys: &mut [K],
+        out_values: Option<&mut [V]>,
+    ) -> Result<(), Error> {
+        let selected = select(keys, resolve_k(&request, k), &request);
+        write_selected(&selected, keys, &values, out_keys, out_values);
+        Ok(())
+    }
+
+    fn topk_owned_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+        &self,
+        request: Request,
+        k: KArg<'_>,
+        keys: &[K],
+        values: ValuesIn<&[V], V>,
+    ) -> Result<(Vec<K>, Option<Vec<V>>), Error> {
+        let selected = select(keys, resolve_k(&request, k), &request);
+        let out_keys = selected.par_iter().map(|&i| keys[i]).collect();
+        let out_values = match values {
+            ValuesIn::None => None,
+            ValuesIn::Copy(values) => Some(selected.par_iter().map(|&i| values[i]).collect()),
+            ValuesIn::Index(index) => Some(selected.par_iter().map(|&i| index(i as u64)).collect()),
+        };
+        Ok((out_keys, out_values))
+    }
+}
