@@ -4,8 +4,9 @@
 #   bash benches/peers/run.sh [OUT_DIR] [-- extra bench-gpu arguments, e.g. --filter topk]
 #
 # Needs, on that machine: .device/bin/bench-gpu (from ../shared/tools/gpu-pack), the CCCL 3.5
-# headers in .cccl/include (the nvidia-cuda-cccl wheel's include tree), nvcc, and a python3 with
-# torch + cupy + numpy. Writes into OUT_DIR (default $OUT, else /tmp/oxicub-bench):
+# headers (from benches/peers/get-cccl.sh: .cccl/include, or its 2 MiB pack
+# .cccl/cccl-include.tar.gz, unpacked here to /tmp), nvcc, and a python3 with torch + cupy +
+# numpy. Writes into OUT_DIR (default $OUT, else /tmp/oxicub-bench):
 #   NAME.md    the table (Markdown, with date, device, command), ready to commit as results/NAME.md
 #   NAME.json  the same, machine-readable
 #   NAME.svg   time / floor per workload and implementation
@@ -26,6 +27,11 @@ bench="${BENCH_GPU:-$root/.device/bin/bench-gpu}"
 nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
 [ -x "$nvcc" ] || nvcc="$(command -v nvcc || true)"
 cccl="${CCCL_INCLUDE:-$root/.cccl/include}"
+if [ ! -d "$cccl" ] && [ -z "${CCCL_INCLUDE:-}" ] && [ -f "$root/.cccl/cccl-include.tar.gz" ]; then
+  mkdir -p /tmp/oxicub-cccl
+  tar -C /tmp/oxicub-cccl -xzf "$root/.cccl/cccl-include.tar.gz"
+  cccl=/tmp/oxicub-cccl/include
+fi
 python="${PYTHON:-python3}"
 build="${PEER_BUILD_DIR:-/tmp/oxicub-peers}"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"  # libnvrtc for bench-gpu
@@ -34,7 +40,7 @@ fail() { echo "run.sh: $*" >&2; exit 2; }
 [ -x "$bench" ] || fail "no $bench: build it on a Rust machine with ../shared/tools/gpu-pack and carry .device"
 [ -n "$nvcc" ] && [ -x "$nvcc" ] || fail "no nvcc (set NVCC=...)"
 [ -f "$cccl/cub/device/device_batched_topk.cuh" ] ||
-  fail "no CCCL 3.5 headers in $cccl: pip download --no-deps nvidia-cuda-cccl==13.3.5.0.6, unzip, copy nvidia/cu13/include/cccl to .cccl/include, carry .cccl"
+  fail "no CCCL 3.5 headers in $cccl: run benches/peers/get-cccl.sh on a machine with network and carry .cccl/cccl-include.tar.gz"
 command -v nvidia-smi >/dev/null || fail "no nvidia-smi: is this a GPU machine?"
 
 gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"

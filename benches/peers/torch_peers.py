@@ -220,7 +220,9 @@ def main():
             traceback.print_exc(file=sys.stderr)
             emit({"workload": it.name, "impl": "torch", "status": "error", "note": "%s: %s" % (type(e).__name__, e)})
         finally:
+            # Return this workload's memory (torch's cache and cupy's pool) before the next one.
             torch.cuda.empty_cache()
+            cp.get_default_memory_pool().free_all_blocks()
     return 0 if failures == 0 else 1
 
 
