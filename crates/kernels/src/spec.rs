@@ -25,17 +25,24 @@ pub enum KernelFamily {
     TransformKeys,
     /// Count the values of one radix digit over all keys.
     DigitHistogram,
+    /// Single-problem top-k by radix select (every stage of it).
+    TopKRadixSelect,
 }
 
 impl KernelFamily {
     /// Every family.
-    pub const ALL: [KernelFamily; 2] = [KernelFamily::TransformKeys, KernelFamily::DigitHistogram];
+    pub const ALL: [KernelFamily; 3] = [
+        KernelFamily::TransformKeys,
+        KernelFamily::DigitHistogram,
+        KernelFamily::TopKRadixSelect,
+    ];
 
     /// The family's table.
     pub(crate) fn table(self) -> &'static FamilyTable {
         match self {
             KernelFamily::TransformKeys => &crate::families::transform_keys::TABLE,
             KernelFamily::DigitHistogram => &crate::families::digit_histogram::TABLE,
+            KernelFamily::TopKRadixSelect => &crate::families::topk_radix_select::TABLE,
         }
     }
 

@@ -5,8 +5,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use oxicub_kernels::families::topk_radix_select;
 use oxicub_kernels::{
     compile_cubin, nvrtc_available, nvrtc_version, representative_specs, Arch, KernelError,
+    KernelSpec,
 };
 
 fn nvrtc_or_skip() -> bool {
@@ -24,10 +26,19 @@ fn nvrtc_or_skip() -> bool {
 
 #[test]
 fn every_representative_spec_compiles_for_sm_90() {
+    compile_all("representative", representative_specs());
+}
+
+#[test]
+fn every_topk_radix_select_spec_compiles_for_sm_90() {
+    compile_all("topk_radix_select", topk_radix_select::specs());
+}
+
+/// Compiles every spec on a few threads and reports every failure.
+fn compile_all(what: &str, specs: Vec<KernelSpec>) {
     if !nvrtc_or_skip() {
         return;
     }
-    let specs = representative_specs();
     let next = AtomicUsize::new(0);
     let failures: Mutex<Vec<KernelError>> = Mutex::new(Vec::new());
     let workers = std::thread::available_parallelism()
@@ -53,7 +64,7 @@ fn every_representative_spec_compiles_for_sm_90() {
     }
     let (major, minor) = nvrtc_version().expect("NVRTC loaded above");
     println!(
-        "compiled {} of {} kernel variants for sm_90 with NVRTC {major}.{minor} in {:.1?} ({workers} threads)",
+        "{what}: compiled {} of {} kernel variants for sm_90 with NVRTC {major}.{minor} in {:.1?} ({workers} threads)",
         specs.len() - failures.len(),
         specs.len(),
         start.elapsed()

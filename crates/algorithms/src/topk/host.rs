@@ -26,6 +26,9 @@ pub(super) fn resolve_k(request: &Request, k: KArg<'_>) -> usize {
             let (min, max) = request.k_bounds;
             (*value).clamp(min as i64, max as i64) as u64
         }
+        // Only `Cuda`'s parameters point at device memory; the host-memory backends never see
+        // one. Its upper bound is the most a call may write.
+        KArg::Device(_) => request.k_bounds.1,
     };
     value.min(request.num_items) as usize
 }

@@ -54,7 +54,10 @@
 //! # Ok::<(), oxicub_algorithms::Error>(())
 //! ```
 
+mod cuda;
 mod host;
+
+pub use cuda::DeviceValues;
 
 use oxicub_env::{Environment, Resolved};
 use oxicub_params::{
@@ -62,7 +65,9 @@ use oxicub_params::{
     SelectDirection, SingleValue, Static, Uniform,
 };
 
-use crate::backend::{Backend, Buffer, Host};
+use cudarc::driver::CudaView;
+
+use crate::backend::{AnyBackend, Backend, Buffer, Cuda, Host};
 use crate::radix::RadixKey;
 use crate::{contract, Error};
 
@@ -117,10 +122,13 @@ pub enum KArg<'a> {
     Host(u64),
     /// A deferred value in host memory (the host backend's "device").
     HostRef(&'a i64),
+    /// A deferred value on the device: a one-element view.
+    Device(&'a CudaView<'a, i64>),
 }
 
 /// A `k` parameter that a backend can read: static and uniform values on every backend, a
-/// deferred value where that backend keeps it (`&i64` on [`Host`]).
+/// deferred value where that backend keeps it (`&i64` on [`Host`] and [`AnyBackend`], a
+/// one-element `CudaView<i64>` on [`Cuda`]).
 ///
 /// ```
 /// use oxicub_algorithms::{topk, Host};
@@ -156,6 +164,20 @@ impl<B: TopKBackend, const MIN: i64, const MAX: i64> KParam<B> for Uniform<role:
 impl<const MIN: i64, const MAX: i64> KParam<Host> for Deferred<role::K, &i64, MIN, MAX> {
     fn k_arg(&self) -> KArg<'_> {
         KArg::HostRef(self.source())
+    }
+}
+
+impl<const MIN: i64, const MAX: i64> KParam<AnyBackend> for Deferred<role::K, &i64, MIN, MAX> {
+    fn k_arg(&self) -> KArg<'_> {
+        KArg::HostRef(self.source())
+    }
+}
+
+impl<'a, const MIN: i64, const MAX: i64> KParam<Cuda>
+    for Deferred<role::K, CudaView<'a, i64>, MIN, MAX>
+{
+    fn k_arg(&self) -> KArg<'_> {
+        KArg::Device(self.source())
     }
 }
 

@@ -2,6 +2,7 @@
 //! its spec constructor and its typed launcher.
 
 pub mod digit_histogram;
+pub mod topk_radix_select;
 pub mod transform_keys;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};

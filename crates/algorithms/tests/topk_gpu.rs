@@ -1,0 +1,354 @@
+//! Top-k on the GPU against the host oracle: bit for bit where the contract pins the output
+//! (the default, an explicit tie-break with stable order), exactly the contract elsewhere; the
+//! seeds' worked example; adversarial inputs; outputs poisoned before each run. Each test
+//! skips without a GPU (fails with OXICUB_REQUIRE_GPU=1).
+
+mod topk_support;
+
+use half::{bf16, f16};
+use oxicub_algorithms::radix::{RadixBits, RadixKey};
+use oxicub_algorithms::{topk, AnyBackend, Cuda, Error};
+use oxicub_env::{determinism, output_ordering, require, tie_break, Env, Environment};
+use oxicub_params::{direction, k, SelectDirection};
+use oxicub_test::{gpu_or_skip, sample_keys};
+use topk_support::{check_contract, RefKey};
+
+/// Poison for output keys: a pattern no test input uses at the tail.
+fn poison<K: RadixKey>() -> K {
+    K::from_bits(<K::Bits as RadixBits>::from_u64_truncating(
+        0xA5A5_A5A5_A5A5_A5A5,
+    ))
+}
+const POISON_INDEX: u64 = 0xDEAD_BEEF_DEAD_BEEF;
+/// Extra output slots past k that must stay untouched.
+const SLACK: usize = 3;
+
+/// Runs top-k with indices on the GPU (outputs poisoned, SLACK slots longer than k) and on the
+/// host, and checks the GPU result.
+fn check_gpu<K: RefKey, E: Environment>(
+    cuda: &Cuda,
+    keys: &[K],
+    k: usize,
+    dir: SelectDirection,
+    env: &E,
+) {
+    let r = env.resolved();
+    let what = format!("{} n={} k={k} {dir} {r:?}", K::KEY_TYPE, keys.len());
+    let choice = direction::Choice::<direction::Either>::new(dir).expect("direction");
+    let kp = k::uniform(k as i64).expect("k");
+    let device_keys = cuda.upload_keys(keys).expect("upload");
+    let mut out_keys = cuda
+        .upload_keys(&vec![poison::<K>(); k + SLACK])
+        .expect("poison");
+    let mut out_indices = cuda.upload(&vec![POISON_INDEX; k + SLACK]).expect("poison");
+    topk::select_indices(
+        cuda,
+        &choice,
+        device_keys.as_view(),
+        out_keys.as_view_mut(),
+        out_indices.as_view_mut(),
+        &kp,
+        env,
+    )
+    .expect(&what);
+    let got_keys = cuda.download_keys(&out_keys).expect("download");
+    let got_indices = cuda.download(&out_indices.as_view()).expect("download");
+    for j in k..k + SLACK {
+        assert!(
+            got_keys[j].to_bits() == poison::<K>().to_bits(),
+            "{what}: key slot {j} past k was written"
+        );
+        assert_eq!(
+            got_indices[j], POISON_INDEX,
+            "{what}: index slot {j} past k was written"
+        );
+    }
+    check_contract(&what, keys, k, dir, r, &got_keys[..k], &got_indices[..k]);
+    if r.pins_output() {
+        let (host_keys, host_indices) = topk::select_indices_owned::<_, _, _, u64, _, _>(
+            &oxicub_algorithms::Host::new(),
+            &choice,
+            keys,
+            &kp,
+            env,
+        )
+        .expect("host");
+        assert_eq!(
+            got_indices[..k],
+            host_indices[..],
+            "{what}: indices differ from the host"
+        );
+        let bits = |v: &[K]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(
+            bits(&got_keys[..k]) == bits(&host_keys),
+            "{what}: keys differ from the host"
+        );
+    }
+}
+
+fn check_modes<K: RefKey>(cuda: &Cuda, keys: &[K], ks: &[usize]) {
+    for &k in ks.iter().filter(|&&k| k <= keys.len()) {
+        for dir in [SelectDirection::Max, SelectDirection::Min] {
+            check_gpu(cuda, keys, k, dir, &Env::new());
+            check_gpu(cuda, keys, k, dir, &require!(tie_break::PreferLargerIndex));
+            check_gpu(
+                cuda,
+                keys,
+                k,
+                dir,
+                &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+            );
+            check_gpu(
+                cuda,
+                keys,
+                k,
+                dir,
+                &require!(determinism::RunToRun, output_ordering::Sorted),
+            );
+        }
+    }
+}
+
+#[test]
+fn worked_example_every_cell_on_the_gpu() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let keys = [10i32, 8, 8, 8, 6, 5];
+    for_every_env!(check_gpu(&cuda, &keys[..], 3, SelectDirection::Max));
+    for_every_env!(check_gpu(&cuda, &keys[..], 3, SelectDirection::Min));
+    // The fully pinned cells, literally.
+    let run = |env_larger: bool| {
+        let device_keys = cuda.upload(&keys).expect("upload");
+        let kp = k::Static::<3>::new();
+        let result = if env_larger {
+            topk::select_indices_owned::<_, _, _, u64, _, _>(
+                &cuda,
+                &direction::Max,
+                device_keys.as_view(),
+                &kp,
+                &require!(tie_break::PreferLargerIndex),
+            )
+        } else {
+            topk::select_indices_owned::<_, _, _, u64, _, _>(
+                &cuda,
+                &direction::Max,
+                device_keys.as_view(),
+                &kp,
+                &Env::new(),
+            )
+        }
+        .expect("example");
+        (
+            cuda.download_keys(&result.0).expect("keys"),
+            cuda.download(&result.1.as_view()).expect("indices"),
+        )
+    };
+    assert_eq!(run(false), (vec![10, 8, 8], vec![0, 1, 2]));
+    assert_eq!(run(true), (vec![10, 8, 8], vec![0, 2, 3]));
+}
+
+#[test]
+fn every_key_type_random_and_tied() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let ks = [0, 1, 2, 100, 1000, 4999, 5000];
+    macro_rules! each {
+        ($($t:ty),*) => {$(
+            check_modes::<$t>(&cuda, &sample_keys::<$t>(5000, 1), &ks);
+            // Few distinct values: ties at every boundary.
+            let tied: Vec<$t> = sample_keys::<$t>(7, 3).into_iter().cycle().take(5000).collect();
+            check_modes::<$t>(&cuda, &tied, &ks);
+        )*};
+    }
+    each!(u8, u16, u32, u64, i8, i16, i32, i64, f16, bf16, f32, f64);
+}
+
+#[test]
+fn lengths_around_tiles_and_large_inputs() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    for n in [0usize, 1, 31, 255, 256, 257, 100_003] {
+        let keys = sample_keys::<f32>(n, n as u64);
+        check_modes(&cuda, &keys, &[0, 1, n / 3, n.saturating_sub(1), n]);
+    }
+    let n = 3_000_017;
+    let keys = sample_keys::<u32>(n, 7);
+    check_modes(&cuda, &keys, &[1, 2048, n / 2]);
+    let n = 10_000_000;
+    let mut keys = sample_keys::<f32>(n, 8);
+    for key in keys.iter_mut().step_by(5) {
+        *key = 0.5; // many ties
+    }
+    check_gpu(&cuda, &keys, 1000, SelectDirection::Max, &Env::new());
+    check_gpu(
+        &cuda,
+        &keys,
+        n / 2,
+        SelectDirection::Min,
+        &require!(tie_break::PreferLargerIndex),
+    );
+    check_gpu(
+        &cuda,
+        &keys,
+        64,
+        SelectDirection::Max,
+        &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+    );
+}
+
+#[test]
+fn all_equal_nan_and_signed_zeros() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    check_modes(&cuda, &vec![7u16; 1000], &[0, 1, 10, 999, 1000]);
+    check_modes(&cuda, &vec![f32::NAN; 1000], &[1, 10, 1000]);
+    let mut keys = vec![
+        0.0f32,
+        -0.0,
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1.0,
+        -1.0,
+    ];
+    keys.push(f32::from_bits(0x7FC0_1234));
+    let keys: Vec<f32> = keys.into_iter().cycle().take(700).collect();
+    check_modes(&cuda, &keys, &[1, 2, 3, 90, 350, 699, 700]);
+    let keys64: Vec<f64> = keys.iter().map(|&v| f64::from(v)).collect();
+    check_modes(&cuda, &keys64, &[1, 90, 699]);
+}
+
+#[test]
+fn pairs_and_deferred_k_on_the_gpu() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let keys = sample_keys::<i32>(10_000, 11);
+    let values: Vec<f64> = (0..keys.len()).map(|i| i as f64 * 0.5).collect();
+    let device_keys = cuda.upload(&keys).expect("upload");
+    let device_values = cuda.upload(&values).expect("upload");
+    let mut out_keys = cuda.upload(&vec![i32::MIN; 600]).expect("poison");
+    let mut out_values = cuda.upload(&vec![-1.0f64; 600]).expect("poison");
+    topk::max_pairs(
+        &cuda,
+        device_keys.as_view(),
+        device_values.as_view(),
+        out_keys.as_view_mut(),
+        out_values.as_view_mut(),
+        &k::Static::<512>::new(),
+        &Env::new(),
+    )
+    .expect("pairs");
+    let mut host_keys = vec![0i32; 512];
+    let mut host_values = vec![0f64; 512];
+    topk::max_pairs(
+        &oxicub_algorithms::Host::new(),
+        &keys[..],
+        &values[..],
+        &mut host_keys[..],
+        &mut host_values[..],
+        &k::Static::<512>::new(),
+        &Env::new(),
+    )
+    .expect("host pairs");
+    let got_keys = cuda.download(&out_keys.as_view()).expect("download");
+    let got_values = cuda.download(&out_values.as_view()).expect("download");
+    assert_eq!(got_keys[..512], host_keys[..]);
+    assert_eq!(got_values[..512], host_values[..]);
+    assert!(got_values[512..].iter().all(|&v| v == -1.0));
+
+    // A deferred k produced on the device: clamped into its bounds.
+    for (value, written) in [(300i64, 300usize), (5000, 512), (-1, 1)] {
+        let device_k = cuda.upload(&[value]).expect("upload");
+        let kp = k::Deferred::<_, 0, 1024>::new(device_k.as_view())
+            .with_bounds(1, 512)
+            .expect("bounds");
+        let mut out = cuda.upload(&vec![i32::MIN; 600]).expect("poison");
+        topk::min_keys(
+            &cuda,
+            device_keys.as_view(),
+            out.as_view_mut(),
+            &kp,
+            &Env::new(),
+        )
+        .expect("deferred");
+        let got = cuda.download(&out.as_view()).expect("download");
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(got[..written], sorted[..written], "deferred k = {value}");
+        assert!(
+            got[written..].iter().all(|&v| v == i32::MIN),
+            "deferred k = {value}: tail"
+        );
+    }
+}
+
+#[test]
+fn any_backend_matches_the_host() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let any = AnyBackend::Cuda(cuda);
+    let keys = sample_keys::<bf16>(20_000, 12);
+    let (top, at) = topk::select_indices_owned::<_, _, _, u32, _, _>(
+        &any,
+        &direction::Min,
+        &keys[..],
+        &k::uniform(777).expect("k"),
+        &Env::new(),
+    )
+    .expect("any");
+    let (host_top, host_at) = topk::select_indices_owned::<_, _, _, u32, _, _>(
+        &oxicub_algorithms::Host::new(),
+        &direction::Min,
+        &keys[..],
+        &k::uniform(777).expect("k"),
+        &Env::new(),
+    )
+    .expect("host");
+    assert_eq!(at, host_at);
+    assert!(top
+        .iter()
+        .zip(&host_top)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+    let values: Vec<u32> = (0..keys.len() as u32).collect();
+    let (_, v) = topk::select_pairs_owned(
+        &any,
+        &direction::Max,
+        &keys[..],
+        &values[..],
+        &k::Static::<5>::new(),
+        &Env::new(),
+    )
+    .expect("pairs");
+    let (_, hv) = topk::select_pairs_owned(
+        &oxicub_algorithms::Host::new(),
+        &direction::Max,
+        &keys[..],
+        &values[..],
+        &k::Static::<5>::new(),
+        &Env::new(),
+    )
+    .expect("pairs");
+    assert_eq!(v, hv);
+    let _ = f16::ZERO;
+}
+
+#[test]
+fn gpu_argument_errors_need_no_launch() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let keys = cuda.upload(&[1u32, 2, 3]).expect("upload");
+    let mut out = cuda.alloc_zeros::<u32>(4).expect("alloc");
+    let err = topk::max_keys(
+        &cuda,
+        keys.as_view(),
+        out.as_view_mut(),
+        &k::Static::<4>::new(),
+        &Env::new(),
+    )
+    .unwrap_err();
+    assert!(matches!(&err, Error::Param(e) if e.param() == "k"), "{err}");
+    let mut short = cuda.alloc_zeros::<u32>(1).expect("alloc");
+    let err = topk::max_keys(
+        &cuda,
+        keys.as_view(),
+        short.as_view_mut(),
+        &k::Static::<2>::new(),
+        &Env::new(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::BufferTooSmall { .. }), "{err}");
+}
