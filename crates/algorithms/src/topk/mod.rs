@@ -10,8 +10,8 @@
 //! * **Which items.** Determinism with a tie-break pins the set: among the keys equal to the
 //!   `k`-th key, `PreferSmallerIndex` keeps those with the smaller source indices,
 //!   `PreferLargerIndex` those with the larger ones. Without a tie-break (`NotGuaranteed`, or
-//!   a determinism with `Unspecified`), any `k` items with the top keys may be returned;
-//!   the host backend then prefers smaller indices.
+//!   a determinism with `Unspecified`), any `k` items with the top keys may be returned
+//!   (today both backends prefer smaller indices; do not rely on it).
 //! * **In what order.** `Unsorted`: any order. `Sorted`: by key, descending for max and
 //!   ascending for min, equal keys in any order. `StableSorted`: by key, equal keys by source
 //!   index, smallest first.
@@ -27,8 +27,8 @@
 //!
 //! `k` is a parameter of the `k` role: `k::Static::<N>`, `k::uniform(n)?` / `k::Uniform`, or
 //! `k::Deferred` (a value the host does not read before the launch: on the host backend a
-//! `&i64`, on [`Cuda`](crate::Cuda) a one-element `CudaView<i64>`). Every entry point first runs
-//! the one front check [`contract::topk`](crate::contract::topk) against the environment's
+//! `&i64`, on [`Cuda`] a one-element `CudaView<i64>`). Every entry point first runs
+//! the one front check [`contract::topk`] against the environment's
 //! guarantees.
 //!
 //! * `k = 0` is valid: nothing is written.
