@@ -97,7 +97,9 @@ fn plan<'a>(request: &Request, k: KArg<'a>) -> Result<TopKPlan<'a>, Error> {
             SelectDirection::Min => Direction::Ascending,
         },
         prefer_larger_index: request.requirements.tie_break == TieBreak::PreferLargerIndex,
-        sorted: request.requirements.ordering != OutputOrdering::Unsorted,
+        // One item (or none) is already sorted.
+        sorted: request.requirements.ordering != OutputOrdering::Unsorted
+            && !matches!(k, TopKCount::Host(0 | 1)),
         k,
         max_written: request.max_written,
     })

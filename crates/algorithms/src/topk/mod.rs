@@ -524,6 +524,17 @@ where
 /// assert_eq!((top, token), ([0.7, 0.2], [22, 33]));
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
+///
+/// Values of another size do not build:
+///
+/// ```compile_fail
+/// use oxicub_algorithms::{topk, Host};
+/// use oxicub_params::k;
+///
+/// let (mut top, mut v) = ([0u8; 1], [0u16; 1]);
+/// topk::max_pairs(&Host::new(), &[1u8][..], &[7u16][..], &mut top[..], &mut v[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?;
+/// # Ok::<(), oxicub_algorithms::Error>(())
+/// ```
 pub fn max_pairs<B, K, V, Kp, E>(
     backend: &B,
     keys: B::Slice<'_, K>,
