@@ -39,7 +39,9 @@ pub use oxicub_params::{
     Param, ParamError, ParamKind, PerSegment, SelectDirection, SortOrder, Static, Uniform,
 };
 
-pub use oxicub_algorithms::contract;
+pub use oxicub_algorithms::{
+    contract, radix, topk, AnyBackend, Backend, Cuda, DeviceFacts, Error, Host, KernelError,
+};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]
