@@ -1,14 +1,36 @@
-//! Quickstart: the parameter and requirement types at work. Runs on any machine (no GPU needed).
+//! Quickstart: the parameter and requirement types at work, then a real top-k on the GPU if one is
+//! present, else on the host backend. Runs on any machine.
 //!
 //! `cargo run --release --example quickstart`
 
+use oxicub::env::Environment;
 use oxicub::guarantee::{MaxK, MaxSegmentSize};
 use oxicub::{
     contract, determinism, direction, k, num_segments, output_ordering, require, segment_size,
-    tie_break, Env, Param, ParamError, Requirements,
+    tie_break, topk, AnyBackend, Env, Error, Param, Requirements,
 };
 
-fn main() -> Result<(), ParamError> {
+/// Top-3 of the seeds' worked example `10 8 8 8 6 5`, printed as `key@index`.
+fn worked_example<E: Environment>(backend: &AnyBackend, env: &E) -> Result<String, Error> {
+    let keys = [10i32, 8, 8, 8, 6, 5];
+    let (mut top, mut at) = ([0i32; 3], [0u32; 3]);
+    topk::max_indices(
+        backend,
+        &keys[..],
+        &mut top[..],
+        &mut at[..],
+        &k::Static::<3>::new(),
+        env,
+    )?;
+    let shown: Vec<String> = top
+        .iter()
+        .zip(at)
+        .map(|(k, i)| format!("{k}@{i}"))
+        .collect();
+    Ok(format!("[{}]", shown.join(", ")))
+}
+
+fn main() -> Result<(), Error> {
     // 1. What the caller knows about each parameter is a type.
     //    MoE routing: 256 experts per token (static), top-8 (static), 16384 tokens (runtime).
     let experts = segment_size::Static::<256>::new();
@@ -64,5 +86,23 @@ fn main() -> Result<(), ParamError> {
         Err(e) => println!("rejected: {e}"),
         Ok(_) => unreachable!("the environment guarantees k <= 2048"),
     }
+
+    // 5. Run it: top-3 of the seeds' worked example, on the GPU when there is one.
+    let (backend, note) = AnyBackend::auto_explained();
+    println!("{note}");
+    println!(
+        "default contract:            {}",
+        worked_example(&backend, &Env::new())?
+    );
+    let larger = require!(determinism::RunToRun, tie_break::PreferLargerIndex);
+    println!(
+        "prefer_larger_index:         {}",
+        worked_example(&backend, &larger)?
+    );
+    let fast = require!(determinism::NotGuaranteed, output_ordering::Unsorted);
+    println!(
+        "not_guaranteed, unsorted:    {}",
+        worked_example(&backend, &fast)?
+    );
     Ok(())
 }
