@@ -62,6 +62,20 @@ pub enum Error {
         /// Where that number comes from, e.g. `k`.
         required_from: &'static str,
     },
+    /// One segment of a batched call is invalid: a per-segment value outside its declared
+    /// bounds, offsets out of order or past the buffer. Reported for the smallest such segment
+    /// index; the other segments are processed (see `batched_topk`).
+    #[error("segment {segment}: {arg} = {value} {reason}")]
+    InvalidSegment {
+        /// The segment's index.
+        segment: u64,
+        /// The per-segment argument at fault (`k`, `segment_sizes`, `direction`, `offsets`).
+        arg: &'static str,
+        /// Its value for that segment.
+        value: i64,
+        /// What is wrong: the bound it breaks.
+        reason: String,
+    },
     /// A parameter is outside its bounds (for example `k > keys.len()`), or its bounds contradict
     /// the environment's guarantees. Names the parameter.
     #[error(transparent)]

@@ -24,6 +24,7 @@
 mod backend;
 mod error;
 pub mod radix;
+pub mod batched_topk;
 pub mod topk;
 
 // Owned by the lead: the per-algorithm front checks (parameters x environment).

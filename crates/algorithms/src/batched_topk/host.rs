@@ -1,0 +1,219 @@
+//! Batched top-k on the host: segments in parallel (rayon), each selected by a partial sort of
+//! its (rank, tie-break index) pairs. The oracle of the GPU tests; also the per-segment checks
+//! that the GPU makes on the device, in the same order, so both report the same error.
+
+use rayon::prelude::*;
+
+use super::{num_segments_error, Args, CountArg, DirectionArg, LayoutArg, NumSegmentsArg};
+use super::{Outcome, Request, Violation};
+use crate::backend::Host;
+use crate::radix::{RadixBits, RadixKey};
+use crate::topk::ValuesIn;
+use crate::Error;
+use oxicub_env::TieBreak;
+use oxicub_params::SelectDirection;
+
+/// One valid segment, resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Segment {
+    /// Where it starts in `keys`.
+    pub(crate) begin: u64,
+    /// Its size.
+    pub(crate) size: u64,
+    /// How many items it writes: `min(k, size)`.
+    pub(crate) written: u64,
+    /// Its direction.
+    pub(crate) direction: SelectDirection,
+}
+
+/// The number of segments: the host value, or a deferred one clamped into its bounds (an
+/// out-of-bounds value is also returned as the error to report).
+pub(crate) fn resolve_num_segments(
+    request: &Request,
+    num_segments: NumSegmentsArg<&i64>,
+) -> (u64, Option<Error>) {
+    match num_segments {
+        NumSegmentsArg::Host(n) => (n, None),
+        NumSegmentsArg::Deferred(&value) => {
+            let bounds = request.num_segments;
+            if bounds.contains(value) {
+                (value as u64, None)
+            } else {
+                let clamped = value.clamp(bounds.min, bounds.max) as u64;
+                (clamped, Some(num_segments_error(request, value)))
+            }
+        }
+    }
+}
+
+/// Resolves segment `i` and makes every per-segment check, in the order the device makes them.
+pub(crate) fn resolve_segment(
+    request: &Request,
+    args: &Args<'_, Host>,
+    i: u64,
+) -> Result<Segment, (Violation, i64)> {
+    let at = i as usize;
+    let (begin, size) = match args.layout {
+        LayoutArg::Offsets { begin, end } => {
+            let (b, e) = (begin[at], end[at]);
+            if b < 0 || b > e {
+                return Err((Violation::OffsetsOutOfOrder, b));
+            }
+            if e as u64 > request.num_keys {
+                return Err((Violation::PastBuffer, e));
+            }
+            let size = e - b;
+            if !request.sizes.contains(size) {
+                return Err((Violation::SizeOutOfBounds, size));
+            }
+            (b as u64, size as u64)
+        }
+        LayoutArg::Strided(stride) => {
+            let size = match args.sizes {
+                CountArg::Host(size) => size as i64,
+                CountArg::PerSegment(sizes) => sizes[at],
+                CountArg::BoundsOnly => unreachable!("rejected by the front check"),
+            };
+            if !request.sizes.contains(size) {
+                return Err((Violation::SizeOutOfBounds, size));
+            }
+            let size = size as u64;
+            if size > stride {
+                return Err((Violation::SizeAboveStride, size as i64));
+            }
+            let begin = i.saturating_mul(stride);
+            let end = begin.saturating_add(size);
+            if end > request.num_keys {
+                return Err((Violation::PastBuffer, end.min(i64::MAX as u64) as i64));
+            }
+            (begin, size)
+        }
+    };
+    let k = match args.k {
+        CountArg::Host(k) => k as i64,
+        CountArg::PerSegment(k) => k[at],
+        CountArg::BoundsOnly => unreachable!("k always has values"),
+    };
+    if !request.k.contains(k) {
+        return Err((Violation::KOutOfBounds, k));
+    }
+    let direction = match args.direction {
+        DirectionArg::Host(direction) => direction,
+        DirectionArg::PerSegment(dirs) => {
+            let byte = dirs[at];
+            match byte {
+                0 if request.directions & 1 != 0 => SelectDirection::Max,
+                1 if request.directions & 2 != 0 => SelectDirection::Min,
+                _ => return Err((Violation::DirectionNotCompiled, i64::from(byte))),
+            }
+        }
+    };
+    Ok(Segment {
+        begin,
+        size,
+        written: (k as u64).min(size),
+        direction,
+    })
+}
+
+/// The rank of a key: its radix code, inverted for min, so a larger rank is always better.
+fn rank<K: RadixKey>(key: K, direction: SelectDirection) -> u64 {
+    let code = key.to_radix().to_u64();
+    match direction {
+        SelectDirection::Max => code,
+        SelectDirection::Min => {
+            let bits = <K::Bits as RadixBits>::BITS;
+            let mask = if bits >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits) - 1
+            };
+            !code & mask
+        }
+    }
+}
+
+/// The indices (within the segment) of its selected items, stable sorted: by rank, best first,
+/// equal ranks by index. The set: the `written` best by rank, ties at the boundary by the
+/// tie-break (smaller indices when unspecified).
+pub(crate) fn select_segment<K: RadixKey>(
+    keys: &[K],
+    written: usize,
+    direction: SelectDirection,
+    tie_break: TieBreak,
+) -> Vec<usize> {
+    if written == 0 {
+        return Vec::new();
+    }
+    let ranks: Vec<u64> = keys.iter().map(|&key| rank(key, direction)).collect();
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    let prefer_larger = tie_break == TieBreak::PreferLargerIndex;
+    if written < keys.len() {
+        order.select_nth_unstable_by(written - 1, |&a, &b| {
+            let by_rank = ranks[b].cmp(&ranks[a]);
+            by_rank.then(if prefer_larger { b.cmp(&a) } else { a.cmp(&b) })
+        });
+        order.truncate(written);
+    }
+    order.sort_unstable_by(|&a, &b| ranks[b].cmp(&ranks[a]).then(a.cmp(&b)));
+    order
+}
+
+/// A processed segment and its selected indices, or why it was skipped.
+type SegmentResult = Result<(Segment, Vec<usize>), (Violation, i64)>;
+
+/// Runs a checked call on the host.
+pub(super) fn run<K: RadixKey, V: Copy + Send + Sync + 'static>(
+    request: &Request,
+    args: &Args<'_, Host>,
+    keys: &[K],
+    values: ValuesIn<&[V], V>,
+    out_keys: &mut [K],
+    out_values: Option<&mut [V]>,
+) -> Outcome {
+    let (num_segments, num_segments_error) = resolve_num_segments(request, args.num_segments);
+    let tie_break = request.requirements.tie_break;
+    let results: Vec<SegmentResult> = (0..num_segments)
+        .into_par_iter()
+        .map(|i| {
+            let segment = resolve_segment(request, args, i)?;
+            let items = &keys[segment.begin as usize..][..segment.size as usize];
+            let selected = select_segment(
+                items,
+                segment.written as usize,
+                segment.direction,
+                tie_break,
+            );
+            Ok((segment, selected))
+        })
+        .collect();
+    let stride = request.out_stride as usize;
+    let mut out_values = out_values;
+    let mut first_violation = None;
+    for (i, result) in results.into_iter().enumerate() {
+        let (segment, selected) = match result {
+            Ok(ok) => ok,
+            Err((violation, value)) => {
+                if first_violation.is_none() {
+                    first_violation = Some(violation.error(request, i as u64, value));
+                }
+                continue;
+            }
+        };
+        let base = i * stride;
+        let begin = segment.begin as usize;
+        for (j, &at) in selected.iter().enumerate() {
+            out_keys[base + j] = keys[begin + at];
+        }
+        if let Some(out) = out_values.as_deref_mut() {
+            for (j, &at) in selected.iter().enumerate() {
+                out[base + j] = match &values {
+                    ValuesIn::Copy(values) => values[begin + at],
+                    ValuesIn::Index(index) => index(at as u64),
+                    ValuesIn::None => continue,
+                };
+            }
+        }
+    }
+    Outcome::ready(num_segments_error.or(first_violation))
+}
