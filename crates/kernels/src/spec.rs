@@ -27,14 +27,17 @@ pub enum KernelFamily {
     DigitHistogram,
     /// Single-problem top-k by radix select (every stage of it).
     TopKRadixSelect,
+    /// Batched top-k: the control stages and the warp, block and multi-block tiers.
+    BatchedTopK,
 }
 
 impl KernelFamily {
     /// Every family.
-    pub const ALL: [KernelFamily; 3] = [
+    pub const ALL: [KernelFamily; 4] = [
         KernelFamily::TransformKeys,
         KernelFamily::DigitHistogram,
         KernelFamily::TopKRadixSelect,
+        KernelFamily::BatchedTopK,
     ];
 
     /// The family's table.
@@ -43,6 +46,7 @@ impl KernelFamily {
             KernelFamily::TransformKeys => &crate::families::transform_keys::TABLE,
             KernelFamily::DigitHistogram => &crate::families::digit_histogram::TABLE,
             KernelFamily::TopKRadixSelect => &crate::families::topk_radix_select::TABLE,
+            KernelFamily::BatchedTopK => &crate::families::batched_topk::TABLE,
         }
     }
 
@@ -72,6 +76,12 @@ impl fmt::Display for KernelFamily {
 pub enum Tier {
     /// One flat problem; a grid-stride loop over all items.
     GridStride,
+    /// A warp per segment (small segments, small k).
+    WarpPerSegment,
+    /// A block per segment (segments that fit in shared memory).
+    BlockPerSegment,
+    /// Several blocks per segment (huge segments).
+    BlocksPerSegment,
 }
 
 /// Sort or selection direction.

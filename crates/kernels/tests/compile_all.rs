@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use oxicub_kernels::families::topk_radix_select;
+use oxicub_kernels::families::{batched_topk, topk_radix_select};
 use oxicub_kernels::{
     compile_cubin, nvrtc_available, nvrtc_version, representative_specs, Arch, KernelError,
     KernelSpec,
@@ -32,6 +32,11 @@ fn every_representative_spec_compiles_for_sm_90() {
 #[test]
 fn every_topk_radix_select_spec_compiles_for_sm_90() {
     compile_all("topk_radix_select", topk_radix_select::specs());
+}
+
+#[test]
+fn every_batched_topk_spec_compiles_for_sm_90() {
+    compile_all("batched_topk", batched_topk::specs());
 }
 
 /// Compiles every spec on a few threads and reports every failure.

@@ -74,13 +74,15 @@
 //! # Ok::<(), oxicub_algorithms::Error>(())
 //! ```
 
+mod cuda;
 mod host;
 
-use cudarc::driver::CudaView;
-use oxicub_env::{Environment, Resolved};
+use cudarc::driver::{CudaView, CudaViewMut};
+use oxicub_env::{merged_static_bounds, Environment, Guarantees, Resolved};
+use oxicub_kernels::families::batched_topk::{BatchedTiers, WARP_MAX_SIZE};
 use oxicub_params::{
-    role, Bounds, Deferred, DiscreteParam, DiscreteParamFor, ParamError, ParamFor, PerSegment,
-    PerSegmentChoice, SelectDirection, SingleValue, Static, Uniform,
+    role, Bounds, Deferred, DiscreteParam, DiscreteParamFor, Param, ParamError, ParamFor,
+    PerSegment, PerSegmentChoice, SelectDirection, SingleValue, Static, Uniform,
 };
 
 use crate::backend::{AnyBackend, Backend, Buffer, Cuda, Host};
@@ -232,16 +234,19 @@ impl BatchedTopKBackend for AnyBackend {
         out_keys: &mut [K],
         out_values: Option<&mut [V]>,
     ) -> Result<Outcome, Error> {
-        // The GPU path of AnyBackend arrives with the Cuda kernels; until then it runs the
-        // host implementation (the same contract, bit for bit where it is pinned).
-        Ok(host::run(
-            request,
-            &host_args(&args),
-            keys,
-            values,
-            out_keys,
-            out_values,
-        ))
+        match self {
+            AnyBackend::Host(_) => Ok(host::run(
+                request,
+                &host_args(&args),
+                keys,
+                values,
+                out_keys,
+                out_values,
+            )),
+            AnyBackend::Cuda(cuda) => {
+                cuda::run_any(cuda, request, &args, keys, values, out_keys, out_values)
+            }
+        }
     }
 }
 
@@ -252,19 +257,14 @@ impl BatchedTopKBackend for Cuda {
 
     fn batched_topk_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
         &self,
-        _request: &Request,
-        _args: Args<'_, Self>,
-        _keys: CudaView<'_, K>,
-        _values: ValuesIn<CudaView<'_, V>, V>,
-        _out_keys: cudarc::driver::CudaViewMut<'_, K>,
-        _out_values: Option<cudarc::driver::CudaViewMut<'_, V>>,
+        request: &Request,
+        args: Args<'_, Self>,
+        keys: CudaView<'_, K>,
+        values: ValuesIn<CudaView<'_, V>, V>,
+        out_keys: CudaViewMut<'_, K>,
+        out_values: Option<CudaViewMut<'_, V>>,
     ) -> Result<Outcome, Error> {
-        Err(Error::InvalidArgument {
-            arg: "backend",
-            reason: "batched top-k kernels are not available on Cuda yet; use Host or \
-                     AnyBackend"
-                .to_owned(),
-        })
+        cuda::run(self, request, args, keys, values, out_keys, out_values)
     }
 }
 
@@ -630,6 +630,10 @@ pub struct Request {
     pub per_segment_max: u64,
     /// Distance between consecutive segments' outputs.
     pub out_stride: u64,
+    /// The tiers the static bounds allow (a constant of the parameter types).
+    pub static_tiers: BatchedTiers,
+    /// Keys per lane of the warp tier (a constant of the parameter types).
+    pub warp_items: u32,
 }
 
 /// Why one segment was not processed.
@@ -726,6 +730,8 @@ pub struct Outcome {
 enum OutcomeInner {
     /// Already known (host backends).
     Ready(Option<Error>),
+    /// On the device.
+    Device(cuda::DeviceStatus),
 }
 
 impl Outcome {
@@ -735,17 +741,70 @@ impl Outcome {
         }
     }
 
+    fn device(status: cuda::DeviceStatus) -> Outcome {
+        Outcome {
+            inner: OutcomeInner::Device(status),
+        }
+    }
+
     /// `Ok` when every segment was valid, else the error of the smallest invalid segment
     /// ([`Error::InvalidSegment`]) or of a deferred `num_segments` outside its bounds.
     pub fn check(self) -> Result<(), Error> {
         match self.inner {
             OutcomeInner::Ready(None) => Ok(()),
             OutcomeInner::Ready(Some(error)) => Err(error),
+            OutcomeInner::Device(status) => status.check(),
         }
     }
 }
 
 // ---- The front check ----
+
+/// The kernels a call may need, from the static bounds of its parameter types alone: a
+/// constant, so what the types exclude is never compiled.
+struct StaticTiers<S, K, G>(std::marker::PhantomData<(S, K, G)>);
+
+impl<S: Param, K: Param, G: Guarantees> StaticTiers<S, K, G> {
+    const SIZES: Bounds = merged_static_bounds::<S, G>();
+    const K: Bounds = merged_static_bounds::<K, G>();
+    const TIERS: BatchedTiers = BatchedTiers::for_bounds(
+        (Self::SIZES.min, Self::SIZES.max),
+        (Self::K.min, Self::K.max),
+    );
+    const WARP_ITEMS: u32 = BatchedTiers::warp_items(if Self::SIZES.max < WARP_MAX_SIZE {
+        Self::SIZES.max
+    } else {
+        WARP_MAX_SIZE
+    });
+}
+
+/// The kernel variants a call with these parameter types instantiates on [`Cuda`], decided
+/// from the static bounds alone (runtime bounds may skip some of them): the control stages
+/// and one kernel per tier. `value_bytes` is 0 for keys only, else 4 or 8.
+///
+/// ```
+/// use oxicub_algorithms::batched_topk::kernel_specs;
+/// use oxicub_env::Env;
+/// use oxicub_params::{k, segment_size};
+///
+/// // MoE routing: k = Static<8> over Static<256> experts compiles the warp tier only.
+/// let specs = kernel_specs::<f32, segment_size::Static<256>, k::Static<8>, Env>(4);
+/// let names: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+/// assert_eq!(names, [
+///     "oxicub::batched_topk<oxicub::KeyU32, 256, 0, 0, 1, 0>",
+///     "oxicub::batched_topk<oxicub::KeyF32, 256, 1, 4, 8, 0>",
+/// ]);
+/// ```
+pub fn kernel_specs<Key: RadixKey, S: Param, K: Param, E: Environment>(
+    value_bytes: u8,
+) -> Vec<oxicub_kernels::KernelSpec> {
+    oxicub_kernels::families::batched_topk::specs_for(
+        Key::KEY_TYPE,
+        value_bytes,
+        StaticTiers::<S, K, E::Guarantees>::TIERS,
+        StaticTiers::<S, K, E::Guarantees>::WARP_ITEMS,
+    )
+}
 
 fn front_check<'p, B, L, S, K, D, N, E>(
     problem: &'p Problem<L, S, K, D, N>,
@@ -861,6 +920,8 @@ where
         max_segments,
         per_segment_max,
         out_stride,
+        static_tiers: StaticTiers::<S, K, E::Guarantees>::TIERS,
+        warp_items: StaticTiers::<S, K, E::Guarantees>::WARP_ITEMS,
     };
     Ok((request, args))
 }

@@ -1,6 +1,7 @@
 //! The kernel families: for each, its table (template arguments, header, parameter struct),
 //! its spec constructor and its typed launcher.
 
+pub mod batched_topk;
 pub mod digit_histogram;
 pub mod topk_radix_select;
 pub mod transform_keys;

@@ -1,0 +1,538 @@
+//! Batched top-k on the GPU against the host backend: bit for bit where the contract pins the
+//! output, exactly the contract elsewhere; every tier (warp, block, several blocks per
+//! segment) and mixed sizes in one call; every requirement combination; adversarial inputs
+//! (ties at the k-th key, all equal, NaN, signed zeros, empty segments, k = 0, k = size,
+//! k > size, one huge segment among tiny ones); bad per-segment values reported like the
+//! host; outputs poisoned before each run. Each test skips without a GPU (fails with
+//! OXICUB_REQUIRE_GPU=1).
+
+mod topk_support;
+
+use oxicub_algorithms::batched_topk::{self, Problem};
+use oxicub_algorithms::radix::{RadixBits, RadixKey};
+use oxicub_algorithms::{AnyBackend, Cuda, Error, Host};
+use oxicub_env::{determinism, output_ordering, require, tie_break, Env, Environment};
+use oxicub_params::{direction, k, num_segments, segment_size, SelectDirection};
+use oxicub_test::{gpu_or_skip, sample_keys, SplitMix64};
+use topk_support::{check_contract, RefKey};
+
+fn poison<K: RadixKey>() -> K {
+    K::from_bits(<K::Bits as RadixBits>::from_u64_truncating(
+        0xA5A5_A5A5_A5A5_A5A5,
+    ))
+}
+const POISON_INDEX: u64 = 0xDEAD_BEEF_DEAD_BEEF;
+
+/// Segments by offsets, with a k and a direction per segment.
+#[derive(Clone, Debug)]
+struct Case<K> {
+    keys: Vec<K>,
+    begin: Vec<i64>,
+    end: Vec<i64>,
+    ks: Vec<i64>,
+    dirs: Vec<u8>,
+}
+
+impl<K: RefKey> Case<K> {
+    fn contiguous(keys: Vec<K>, sizes: &[usize], ks: &[i64], dirs: &[u8]) -> Case<K> {
+        let (mut begin, mut end, mut at) = (Vec::new(), Vec::new(), 0i64);
+        for &s in sizes {
+            begin.push(at);
+            at += s as i64;
+            end.push(at);
+        }
+        assert_eq!(at as usize, keys.len());
+        Case {
+            keys,
+            begin,
+            end,
+            ks: ks.to_vec(),
+            dirs: dirs.to_vec(),
+        }
+    }
+
+    fn max_size(&self) -> i64 {
+        let sizes = self.begin.iter().zip(&self.end).map(|(b, e)| e - b);
+        sizes.max().unwrap_or(0).max(0)
+    }
+
+    fn max_k(&self) -> i64 {
+        self.ks.iter().copied().max().unwrap_or(0).max(0)
+    }
+
+    fn stride(&self) -> usize {
+        self.max_size().min(self.max_k()) as usize
+    }
+}
+
+type Run<K> = (Vec<K>, Vec<u64>, Result<(), String>);
+
+/// The case on the host.
+fn on_host<K: RefKey, E: Environment>(case: &Case<K>, env: &E) -> Run<K> {
+    let n = case.ks.len();
+    let problem = Problem::offsets(
+        &case.begin[..],
+        &case.end[..],
+        segment_size::PerSegment::<(), 0, { 1 << 40 }>::new(())
+            .with_bounds(0, case.max_size())
+            .expect("bounds"),
+        k::PerSegment::<_, 0, { 1 << 40 }>::new(&case.ks[..])
+            .with_bounds(0, case.max_k())
+            .expect("bounds"),
+        direction::PerSegment::<_>::new(&case.dirs[..]),
+        num_segments::uniform(n as i64).expect("n"),
+    );
+    let len = n * case.stride();
+    let mut out_keys = vec![poison::<K>(); len];
+    let mut out_indices = vec![POISON_INDEX; len];
+    let outcome = batched_topk::select_indices(
+        &Host::new(),
+        &problem,
+        &case.keys[..],
+        &mut out_keys[..],
+        &mut out_indices[..],
+        env,
+    )
+    .expect("host call");
+    (
+        out_keys,
+        out_indices,
+        outcome.check().map_err(|e| e.to_string()),
+    )
+}
+
+/// The case on the GPU, with every per-segment argument in device memory.
+fn on_gpu<K: RefKey, E: Environment>(cuda: &Cuda, case: &Case<K>, env: &E) -> Run<K> {
+    let n = case.ks.len();
+    let pad = |v: &[i64]| if v.is_empty() { vec![0] } else { v.to_vec() };
+    let begin = cuda.upload(&pad(&case.begin)).expect("upload");
+    let end = cuda.upload(&pad(&case.end)).expect("upload");
+    let ks = cuda.upload(&pad(&case.ks)).expect("upload");
+    let dirs = cuda
+        .upload(&if case.dirs.is_empty() {
+            vec![0]
+        } else {
+            case.dirs.clone()
+        })
+        .expect("upload");
+    let keys = cuda
+        .upload_keys(&if case.keys.is_empty() {
+            vec![poison::<K>()]
+        } else {
+            case.keys.clone()
+        })
+        .expect("upload");
+    let problem = Problem::offsets(
+        begin.slice(..n),
+        end.slice(..n),
+        segment_size::PerSegment::<(), 0, { 1 << 40 }>::new(())
+            .with_bounds(0, case.max_size())
+            .expect("bounds"),
+        k::PerSegment::<_, 0, { 1 << 40 }>::new(ks.slice(..n))
+            .with_bounds(0, case.max_k())
+            .expect("bounds"),
+        direction::PerSegment::<_>::new(dirs.slice(..n)),
+        num_segments::uniform(n as i64).expect("n"),
+    );
+    let len = (n * case.stride()).max(1);
+    let mut out_keys = cuda.upload_keys(&vec![poison::<K>(); len]).expect("poison");
+    let mut out_indices = cuda.upload(&vec![POISON_INDEX; len]).expect("poison");
+    let keys_view = keys.as_view();
+    let outcome = batched_topk::select_indices(
+        cuda,
+        &problem,
+        keys_view.slice(..case.keys.len()),
+        out_keys.as_view_mut(),
+        out_indices.as_view_mut(),
+        env,
+    )
+    .expect("gpu call");
+    let checked = outcome.check().map_err(|e| e.to_string());
+    let got_keys = cuda.download_keys(&out_keys).expect("download");
+    let got_indices = cuda.download(&out_indices.as_view()).expect("download");
+    let used = n * case.stride();
+    (
+        got_keys[..used].to_vec(),
+        got_indices[..used].to_vec(),
+        checked,
+    )
+}
+
+/// GPU against host: the same error; per segment the contract, bit for bit where pinned; the
+/// slots past each segment's results untouched.
+fn check_case<K: RefKey, E: Environment>(cuda: &Cuda, case: &Case<K>, env: &E) {
+    let r = env.resolved();
+    let host = on_host(case, env);
+    let gpu = on_gpu(cuda, case, env);
+    assert_eq!(gpu.2, host.2, "{r:?}: the reported error");
+    let stride = case.stride();
+    for i in 0..case.ks.len() {
+        let (b, e) = (case.begin[i], case.end[i]);
+        let valid = b >= 0 && b <= e && e as usize <= case.keys.len();
+        let base = i * stride;
+        let what = format!(
+            "{} segment {i} [{b}, {e}) k={} dir={} {r:?}",
+            K::KEY_TYPE,
+            case.ks[i],
+            case.dirs[i]
+        );
+        if !valid || case.dirs[i] > 1 || case.ks[i] < 0 {
+            assert!(
+                gpu.1[base..base + stride]
+                    .iter()
+                    .all(|&x| x == POISON_INDEX),
+                "{what}: an invalid segment wrote"
+            );
+            continue;
+        }
+        let seg = &case.keys[b as usize..e as usize];
+        let written = (case.ks[i] as usize).min(seg.len());
+        let dir = if case.dirs[i] == 0 {
+            SelectDirection::Max
+        } else {
+            SelectDirection::Min
+        };
+        check_contract(
+            &what,
+            seg,
+            written,
+            dir,
+            r,
+            &gpu.0[base..base + written],
+            &gpu.1[base..base + written],
+        );
+        assert!(
+            gpu.1[base + written..base + stride]
+                .iter()
+                .all(|&x| x == POISON_INDEX),
+            "{what}: a slot past the results was written"
+        );
+        if r.pins_output() {
+            assert_eq!(
+                gpu.1[base..base + written],
+                host.1[base..base + written],
+                "{what}: indices differ from the host"
+            );
+            let bits = |v: &[K]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(&gpu.0[base..base + written]) == bits(&host.0[base..base + written]),
+                "{what}: keys differ from the host"
+            );
+        }
+    }
+}
+
+fn dirs(rng: &mut SplitMix64, n: usize) -> Vec<u8> {
+    (0..n).map(|_| (rng.next_u64() % 2) as u8).collect()
+}
+
+/// A mixed case: tiny, shared-memory and huge segments, adversarial k.
+fn mixed<K: RefKey>(keys_for: impl Fn(usize, u64) -> Vec<K>, seed: u64) -> Case<K> {
+    let mut rng = SplitMix64::new(seed);
+    let mut sizes = vec![0usize, 1, 7, 64, 256, 300, 2048, 2049, 5000, 40_000];
+    for _ in 0..40 {
+        sizes.push((rng.next_u64() % 300) as usize);
+    }
+    let ks: Vec<i64> = sizes
+        .iter()
+        .map(|&s| match rng.next_u64() % 6 {
+            0 => 0,
+            1 => s as i64,
+            2 => s as i64 + 5,
+            3 => 1,
+            _ => (rng.next_u64() % 40) as i64,
+        })
+        .collect();
+    let total = sizes.iter().sum();
+    let d = dirs(&mut rng, sizes.len());
+    Case::contiguous(keys_for(total, seed), &sizes, &ks, &d)
+}
+
+#[test]
+fn mixed_tiers_every_requirement_combination() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let case = mixed(sample_keys::<f32>, 1);
+    for_every_env!(check_case(&cuda, &case));
+    let ties = mixed(
+        |n, s| {
+            let mut rng = SplitMix64::new(s);
+            (0..n).map(|_| (rng.next_u64() % 4) as i32).collect()
+        },
+        2,
+    );
+    for_every_env!(check_case(&cuda, &ties));
+}
+
+#[test]
+fn every_key_type_in_every_tier() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn each<K: RefKey>(cuda: &Cuda, seed: u64) {
+        let case = mixed(sample_keys::<K>, seed);
+        check_case(cuda, &case, &Env::new());
+        check_case(cuda, &case, &require!(tie_break::PreferLargerIndex));
+        check_case(
+            cuda,
+            &case,
+            &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+        );
+    }
+    each::<u8>(&cuda, 3);
+    each::<u16>(&cuda, 4);
+    each::<u32>(&cuda, 5);
+    each::<u64>(&cuda, 6);
+    each::<i8>(&cuda, 7);
+    each::<i16>(&cuda, 8);
+    each::<i32>(&cuda, 9);
+    each::<i64>(&cuda, 10);
+    each::<half::f16>(&cuda, 11);
+    each::<half::bf16>(&cuda, 12);
+    each::<f32>(&cuda, 13);
+    each::<f64>(&cuda, 14);
+}
+
+#[test]
+fn all_equal_nan_and_signed_zeros() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let equal = mixed(|n, _| vec![7u32; n], 15);
+    check_case(&cuda, &equal, &Env::new());
+    check_case(&cuda, &equal, &require!(tie_break::PreferLargerIndex));
+    let specials = [
+        f32::NAN,
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        -f32::NAN,
+        1.0,
+        -0.0,
+        f32::NEG_INFINITY,
+    ];
+    let special = mixed(
+        |n, _| {
+            specials
+                .iter()
+                .copied()
+                .cycle()
+                .take(n)
+                .collect::<Vec<f32>>()
+        },
+        16,
+    );
+    for_every_env!(check_case(&cuda, &special));
+}
+
+#[test]
+fn one_huge_segment_among_tiny_ones_with_a_tie_at_the_boundary() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let mut keys: Vec<u32> = sample_keys(131_072 + 40, 17);
+    for key in keys.iter_mut().step_by(3) {
+        *key = 1 << 31;
+    }
+    let sizes = [5, 131_072, 10, 0, 25];
+    let case = Case::contiguous(keys, &sizes, &[3, 2048, 10, 4, 30], &[0, 0, 1, 0, 1]);
+    for_every_env!(check_case(&cuda, &case));
+    // Unsorted output may exceed the shared-memory sort: k = 5000 of the huge segment.
+    let case = Case {
+        ks: vec![3, 5000, 10, 4, 30],
+        ..case
+    };
+    check_case(
+        &cuda,
+        &case,
+        &require!(
+            determinism::GpuToGpu,
+            tie_break::PreferLargerIndex,
+            output_ordering::Unsorted
+        ),
+    );
+    check_case(
+        &cuda,
+        &case,
+        &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+    );
+}
+
+#[test]
+fn bad_per_segment_values_are_reported_like_the_host() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let keys: Vec<i64> = sample_keys(100, 18);
+    let base = Case::contiguous(keys, &[10, 20, 30, 40], &[3, 4, 5, 6], &[0, 1, 0, 1]);
+    // A direction byte outside the option set.
+    let case = Case {
+        dirs: vec![0, 1, 2, 1],
+        ..base.clone()
+    };
+    check_case(&cuda, &case, &Env::new());
+    // Offsets out of order, past the buffer.
+    let case = Case {
+        begin: vec![0, 10, 31, 60],
+        end: vec![10, 30, 30, 100],
+        ..base.clone()
+    };
+    check_case(&cuda, &case, &Env::new());
+    let case = Case {
+        end: vec![10, 30, 60, 101],
+        ..base.clone()
+    };
+    check_case(&cuda, &case, &Env::new());
+}
+
+#[test]
+fn k_outside_its_bounds_and_a_deferred_count_on_the_device() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let keys: Vec<f32> = sample_keys(4 * 64, 19);
+    let device_keys = cuda.upload(&keys).expect("upload");
+    let ks = cuda.upload(&[6i64, 9, 6, 6]).expect("upload");
+    let count = cuda.upload(&[5i64]).expect("upload");
+    let problem = Problem::strided(
+        64,
+        segment_size::Static::<64>::new(),
+        k::PerSegment::<_, 0, 8>::new(ks.as_view())
+            .with_bounds(0, 6)
+            .expect("bounds"),
+        direction::Max,
+        num_segments::Deferred::<_, 0, 4>::new(count.as_view()),
+    );
+    let mut out = cuda.upload(&[-1.0f32; 4 * 6]).expect("poison");
+    let err = batched_topk::select_keys(
+        &cuda,
+        &problem,
+        device_keys.as_view(),
+        out.as_view_mut(),
+        &Env::new(),
+    )
+    .expect("call")
+    .check()
+    .unwrap_err();
+    // The count (5 > 4) is reported first; 4 segments were processed, segment 1 skipped.
+    assert!(
+        matches!(&err, Error::Param(e) if e.param() == "num_segments"),
+        "{err}"
+    );
+    let got = cuda.download(&out.as_view()).expect("download");
+    assert!(got[6..12].iter().all(|&v| v == -1.0), "segment 1 wrote");
+    let count = cuda.upload(&[4i64]).expect("upload");
+    let problem = Problem::strided(
+        64,
+        segment_size::Static::<64>::new(),
+        k::PerSegment::<_, 0, 8>::new(ks.as_view())
+            .with_bounds(0, 6)
+            .expect("bounds"),
+        direction::Max,
+        num_segments::Deferred::<_, 0, 4>::new(count.as_view()),
+    );
+    let err = batched_topk::select_keys(
+        &cuda,
+        &problem,
+        device_keys.as_view(),
+        out.as_view_mut(),
+        &Env::new(),
+    )
+    .expect("call")
+    .check()
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "segment 1: k = 9 is outside its bounds [0, 6]"
+    );
+}
+
+/// The MoE shape through AnyBackend (static size and k: the warp tier only), against Host.
+#[test]
+fn moe_shape_static_parameters_and_pairs_on_any_backend() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let tokens = 3000usize;
+    let logits: Vec<f32> = sample_keys(tokens * 256, 20);
+    let weights: Vec<u64> = (0..logits.len() as u64).collect();
+    let problem = Problem::strided(
+        256,
+        segment_size::Static::<256>::new(),
+        k::Static::<8>::new(),
+        direction::Max,
+        num_segments::uniform(tokens as i64).expect("n"),
+    );
+    let run = |backend: &AnyBackend| {
+        let (mut top, mut v) = (vec![0f32; tokens * 8], vec![0u64; tokens * 8]);
+        batched_topk::select_pairs(
+            backend,
+            &problem,
+            &logits[..],
+            &weights[..],
+            &mut top[..],
+            &mut v[..],
+            &Env::new(),
+        )
+        .expect("call")
+        .check()
+        .expect("valid");
+        (top.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), v)
+    };
+    assert_eq!(
+        run(&AnyBackend::Cuda(cuda.clone())),
+        run(&AnyBackend::Host(Host::new()))
+    );
+    // [4096 x 64], k = 6: ITEMS = 2 per lane.
+    let logits: Vec<f32> = sample_keys(4096 * 64, 21);
+    let problem = Problem::strided(
+        64,
+        segment_size::Static::<64>::new(),
+        k::Static::<6>::new(),
+        direction::Max,
+        num_segments::Static::<4096>::new(),
+    );
+    let run = |backend: &AnyBackend| {
+        let (mut top, mut at) = (vec![0f32; 4096 * 6], vec![0u32; 4096 * 6]);
+        batched_topk::select_indices(
+            backend,
+            &problem,
+            &logits[..],
+            &mut top[..],
+            &mut at[..],
+            &require!(tie_break::PreferLargerIndex),
+        )
+        .expect("call")
+        .check()
+        .expect("valid");
+        at
+    };
+    assert_eq!(
+        run(&AnyBackend::Cuda(cuda)),
+        run(&AnyBackend::Host(Host::new()))
+    );
+}
+
+/// Sparse attention: top-2048 of 131072 scores per query (several blocks per segment).
+#[test]
+fn sparse_attention_shape() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let queries = 8usize;
+    let scores: Vec<half::bf16> = sample_keys(queries * 131_072, 22);
+    let problem = Problem::strided(
+        131_072,
+        segment_size::Static::<131_072>::new(),
+        k::Static::<2048>::new(),
+        direction::Max,
+        num_segments::uniform(queries as i64).expect("n"),
+    );
+    let run = |backend: &AnyBackend| {
+        let (mut top, mut at) = (
+            vec![half::bf16::ZERO; queries * 2048],
+            vec![0i64; queries * 2048],
+        );
+        batched_topk::select_indices(
+            backend,
+            &problem,
+            &scores[..],
+            &mut top[..],
+            &mut at[..],
+            &Env::new(),
+        )
+        .expect("call")
+        .check()
+        .expect("valid");
+        at
+    };
+    assert_eq!(
+        run(&AnyBackend::Cuda(cuda)),
+        run(&AnyBackend::Host(Host::new()))
+    );
+}

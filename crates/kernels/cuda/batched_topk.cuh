@@ -1,0 +1,750 @@
+// Family batched_topk: top-k of many independent segments, each with its own size, k and
+// direction. One template, specialised by TIER; a call launches, in stream order:
+//
+//   TIER 0 (control), stage INIT      one thread: the number of segments (host value, or a
+//                                     deferred i64 clamped into its bounds, flagged when out of
+//                                     them); resets the status words.
+//   TIER 0 (control), stage RESOLVE   one thread per segment: resolves begin, size, k and
+//                                     direction, makes every per-segment check (the same checks
+//                                     in the same order as the host backend) and writes the
+//                                     segment's descriptor; an invalid segment records
+//                                     (segment << 8 | code) with atomicMin, so the smallest
+//                                     invalid segment is reported, and is skipped later.
+//   TIER 0 (control), stage FINALIZE  one thread: the offending value of the reported segment.
+//   TIER 1 (warp)                     one warp per segment: keys in registers (ITEMS per lane),
+//                                     k rounds of a warp arg-max over (rank, tie-break index).
+//                                     No shared memory.
+//   TIER 2 (block)                    one block per segment: the segment's (rank, index) pairs
+//                                     bitonic-sorted in shared memory (SORT_CAP entries).
+//   TIER 3 (blocks)                   several blocks per segment: MSB-first radix select with
+//                                     per-segment histograms merged on the device (stages
+//                                     below), the selected indices collected, then sorted per
+//                                     segment.
+//
+// Every tier kernel walks all segments and takes those of its bin (the same predicate in every
+// tier, from the caps in the parameters), so a call with mixed sizes sends each segment to
+// exactly one tier. The rank of a key is its radix code XOR flip (all ones for min), so a
+// larger rank is better; ties at the boundary are broken by index within the segment (the
+// smaller unless BT_PREFER_LARGER). Indices and offsets are 64-bit.
+namespace oxicub {
+
+enum BatchedTopKStage {
+    BT_STAGE_INIT = 0,
+    BT_STAGE_RESOLVE = 1,
+    BT_STAGE_FINALIZE = 2,
+    BT_STAGE_SELECT = 3,
+    // tier 3 only
+    BT_STAGE_LARGE_INIT = 4,
+    BT_STAGE_LARGE_HISTOGRAM = 5,
+    BT_STAGE_LARGE_PIVOT = 6,
+    BT_STAGE_LARGE_COUNT = 7,
+    BT_STAGE_LARGE_SCAN = 8,
+    BT_STAGE_LARGE_COLLECT = 9,
+    BT_STAGE_LARGE_WRITE = 10,
+    BT_STAGE_LARGE_SORT_INIT = 11,
+    BT_STAGE_LARGE_SORT_STEP = 12
+};
+
+// params.flags
+constexpr u32 BT_OFFSETS = 1u;             // layout: begin/end offsets (else strided)
+constexpr u32 BT_SIZES_PER_SEGMENT = 2u;   // strided: sizes from params.sizes
+constexpr u32 BT_K_PER_SEGMENT = 4u;       // k from params.ks
+constexpr u32 BT_DIR_PER_SEGMENT = 8u;     // direction from params.directions (u8)
+constexpr u32 BT_N_DEFERRED = 16u;         // number of segments from params.num_segments_ptr
+constexpr u32 BT_PREFER_LARGER = 32u;      // tie-break: keep the larger indices
+constexpr u32 BT_STABLE = 64u;             // output: by key, equal keys by index
+constexpr u32 BT_VALUES_ARE_INDEX = 128u;  // write the index within the segment as the value
+constexpr u32 BT_SORTED = 256u;            // output sorted by key (stable or not)
+constexpr u32 BT_GLOBAL_SORT = 512u;       // tier 3: the selected sets are sorted in global memory
+
+// params.tiers: which tiers this call runs (the bins).
+constexpr u32 BT_TIER_WARP = 1u;
+constexpr u32 BT_TIER_BLOCK = 2u;
+constexpr u32 BT_TIER_LARGE = 4u;
+
+// Status words (u64).
+constexpr u32 BT_STATUS_VIOLATION = 0;  // min over invalid segments of (segment << 8 | code)
+constexpr u32 BT_STATUS_VALUE = 1;      // the offending value of that segment
+constexpr u32 BT_STATUS_N_BAD = 2;      // 1 when a deferred count was outside its bounds
+constexpr u32 BT_STATUS_N_VALUE = 3;    // that count
+constexpr u32 BT_STATUS_COUNT = 4;      // the number of segments processed
+
+// Descriptor words per segment (u64).
+constexpr u32 BT_DESC_WORDS = 4;  // begin, size, written, direction | valid << 8
+constexpr u64 BT_DESC_VALID = 256ull;
+
+// Violation codes (as the host's `Violation`).
+constexpr u32 BT_OFFSETS_OUT_OF_ORDER = 1;
+constexpr u32 BT_PAST_BUFFER = 2;
+constexpr u32 BT_SIZE_OUT_OF_BOUNDS = 3;
+constexpr u32 BT_SIZE_ABOVE_STRIDE = 4;
+constexpr u32 BT_K_OUT_OF_BOUNDS = 5;
+constexpr u32 BT_DIRECTION_NOT_COMPILED = 6;
+
+constexpr u64 BT_PAD = ~0ull;  // index of a padding entry: worse than every item
+
+template <int VALUE_BYTES> struct BatchedPayload { typedef u32 Type; };
+template <> struct BatchedPayload<8> { typedef u64 Type; };
+
+// `a` comes before `b` in the selection order: a larger rank, or an equal rank and the index
+// the tie-break prefers. Padding entries come last.
+__device__ __forceinline__ bool bt_better(u64 rank_a, u64 index_a, u64 rank_b, u64 index_b,
+                                          bool prefer_larger) {
+    if (index_a == BT_PAD) {
+        return false;
+    }
+    if (index_b == BT_PAD) {
+        return true;
+    }
+    if (rank_a != rank_b) {
+        return rank_a > rank_b;
+    }
+    return prefer_larger ? index_a > index_b : index_a < index_b;
+}
+
+// Resolves segment `seg` (< the number of segments) and checks it; returns 0 or a violation
+// code (with the offending value in *value).
+__device__ __forceinline__ u32 bt_resolve(const BatchedTopKParams& p, u64 seg, u64* begin_out,
+                                          u64* size_out, u64* written_out, u32* dir_out,
+                                          i64* value) {
+    const u32 f = p.flags;
+    u64 begin;
+    u64 size;
+    if (f & BT_OFFSETS) {
+        const i64 b = reinterpret_cast<const i64*>(p.begin_offsets)[seg];
+        const i64 e = reinterpret_cast<const i64*>(p.end_offsets)[seg];
+        if (b < 0 || b > e) {
+            *value = b;
+            return BT_OFFSETS_OUT_OF_ORDER;
+        }
+        if ((u64)e > p.num_keys) {
+            *value = e;
+            return BT_PAST_BUFFER;
+        }
+        const i64 s = e - b;
+        if (s < (i64)p.size_min || s > (i64)p.size_max) {
+            *value = s;
+            return BT_SIZE_OUT_OF_BOUNDS;
+        }
+        begin = (u64)b;
+        size = (u64)s;
+    } else {
+        const i64 s = (f & BT_SIZES_PER_SEGMENT) ? reinterpret_cast<const i64*>(p.sizes)[seg]
+                                                 : (i64)p.size_value;
+        if (s < (i64)p.size_min || s > (i64)p.size_max) {
+            *value = s;
+            return BT_SIZE_OUT_OF_BOUNDS;
+        }
+        if ((u64)s > p.stride) {
+            *value = s;
+            return BT_SIZE_ABOVE_STRIDE;
+        }
+        const u64 high = __umul64hi(seg, p.stride);
+        const u64 b = seg * p.stride;
+        const u64 e = b + (u64)s;
+        if (high != 0 || e < b || e > p.num_keys) {
+            const bool saturated = high != 0 || e < b || e > 0x7FFFFFFFFFFFFFFFull;
+            *value = saturated ? (i64)0x7FFFFFFFFFFFFFFFll : (i64)e;
+            return BT_PAST_BUFFER;
+        }
+        begin = b;
+        size = (u64)s;
+    }
+    const i64 k = (f & BT_K_PER_SEGMENT) ? reinterpret_cast<const i64*>(p.ks)[seg] : (i64)p.k_value;
+    if (k < (i64)p.k_min || k > (i64)p.k_max) {
+        *value = k;
+        return BT_K_OUT_OF_BOUNDS;
+    }
+    u32 dir = p.direction_value;
+    if (f & BT_DIR_PER_SEGMENT) {
+        const u32 d = reinterpret_cast<const u8*>(p.directions)[seg];
+        if (d > 1 || ((p.direction_mask >> d) & 1u) == 0) {
+            *value = (i64)d;
+            return BT_DIRECTION_NOT_COMPILED;
+        }
+        dir = d;
+    }
+    *begin_out = begin;
+    *size_out = size;
+    *written_out = (u64)k < size ? (u64)k : size;
+    *dir_out = dir;
+    return 0;
+}
+
+// The bin of a segment: exactly one of the tiers this call runs.
+__device__ __forceinline__ u32 bt_bin(const BatchedTopKParams& p, u64 size, u64 written) {
+    if ((p.tiers & BT_TIER_WARP) && size <= p.warp_max_size && written <= p.warp_max_k) {
+        return BT_TIER_WARP;
+    }
+    if ((p.tiers & BT_TIER_BLOCK) && size <= p.block_max_size) {
+        return BT_TIER_BLOCK;
+    }
+    return BT_TIER_LARGE;
+}
+
+// Reads a segment's descriptor; false when it is invalid, not in `bin`, or writes nothing.
+__device__ __forceinline__ bool bt_descriptor(const BatchedTopKParams& p, u64 seg, u32 bin,
+                                              u64* begin, u64* size, u64* written, u32* dir) {
+    const u64* desc = reinterpret_cast<const u64*>(p.descriptors) + seg * BT_DESC_WORDS;
+    const u64 flags = desc[3];
+    if ((flags & BT_DESC_VALID) == 0) {
+        return false;
+    }
+    *begin = desc[0];
+    *size = desc[1];
+    *written = desc[2];
+    *dir = (u32)(flags & 1u);
+    return *written != 0 && bt_bin(p, *size, *written) == bin;
+}
+
+template <class Key>
+__device__ __forceinline__ u64 bt_rank(typename Key::Bits raw, u32 dir) {
+    typedef typename Key::Bits Bits;
+    const Bits flip = dir ? (Bits)~(Bits)0 : (Bits)0;
+    return (u64)(Bits)(Key::to_radix(raw) ^ flip);
+}
+
+// Writes the item at index `index` of the segment starting at `begin` to output slot `slot`.
+template <class Key, int VALUE_BYTES>
+__device__ __forceinline__ void bt_write(const BatchedTopKParams& p, u64 begin, u64 index,
+                                         u64 slot) {
+    typedef typename Key::Bits Bits;
+    typedef typename BatchedPayload<VALUE_BYTES>::Type Payload;
+    reinterpret_cast<Bits*>(p.out_keys)[slot] =
+        reinterpret_cast<const Bits*>(p.keys)[begin + index];
+    if (VALUE_BYTES != 0) {
+        const Payload payload = (p.flags & BT_VALUES_ARE_INDEX)
+            ? (Payload)index
+            : reinterpret_cast<const Payload*>(p.values)[begin + index];
+        reinterpret_cast<Payload*>(p.out_values)[slot] = payload;
+    }
+}
+
+__device__ __forceinline__ u64 bt_count(const BatchedTopKParams& p) {
+    return reinterpret_cast<const u64*>(p.status)[BT_STATUS_COUNT];
+}
+
+// ---- Tier 0: control stages ----
+
+__device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block_threads) {
+    u64* status = reinterpret_cast<u64*>(p.status);
+    if (p.stage == BT_STAGE_INIT) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            u64 count = p.num_segments;
+            status[BT_STATUS_N_BAD] = 0;
+            status[BT_STATUS_N_VALUE] = 0;
+            if (p.flags & BT_N_DEFERRED) {
+                const i64 n = *reinterpret_cast<const i64*>(p.num_segments_ptr);
+                const i64 lo = (i64)p.num_segments_min;
+                const i64 hi = (i64)p.num_segments_max;
+                if (n < lo || n > hi) {
+                    status[BT_STATUS_N_BAD] = 1;
+                    status[BT_STATUS_N_VALUE] = (u64)n;
+                }
+                count = (u64)(n < lo ? lo : (n > hi ? hi : n));
+            }
+            status[BT_STATUS_COUNT] = count;
+            status[BT_STATUS_VIOLATION] = ~0ull;
+            status[BT_STATUS_VALUE] = 0;
+        }
+        return;
+    }
+    const u64 count = status[BT_STATUS_COUNT];
+    if (p.stage == BT_STAGE_RESOLVE) {
+        const u64 stride = grid_threads(block_threads);
+        for (u64 seg = global_thread_index(block_threads); seg < count; seg += stride) {
+            u64 begin = 0, size = 0, written = 0;
+            u32 dir = 0;
+            i64 value = 0;
+            const u32 code = bt_resolve(p, seg, &begin, &size, &written, &dir, &value);
+            u64* desc = reinterpret_cast<u64*>(p.descriptors) + seg * BT_DESC_WORDS;
+            desc[0] = begin;
+            desc[1] = size;
+            desc[2] = written;
+            desc[3] = (u64)dir | (code == 0 ? BT_DESC_VALID : 0ull);
+            if (code != 0) {
+                atomicMin(&status[BT_STATUS_VIOLATION], (seg << 8) | (u64)code);
+            }
+        }
+        return;
+    }
+    if (p.stage == BT_STAGE_FINALIZE) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            const u64 violation = status[BT_STATUS_VIOLATION];
+            if (violation != ~0ull) {
+                u64 begin = 0, size = 0, written = 0;
+                u32 dir = 0;
+                i64 value = 0;
+                bt_resolve(p, violation >> 8, &begin, &size, &written, &dir, &value);
+                status[BT_STATUS_VALUE] = (u64)value;
+            }
+        }
+        return;
+    }
+}
+
+// ---- Tier 1: a warp per segment ----
+
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int ITEMS>
+__device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
+    typedef typename Key::Bits Bits;
+    const u32 lane = threadIdx.x & 31u;
+    const u64 warps_per_block = BLOCK_THREADS / 32;
+    const u64 total_warps = (u64)gridDim.x * warps_per_block;
+    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
+    const bool stable = (p.flags & BT_STABLE) != 0;
+    const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+    const u64 count = bt_count(p);
+    for (u64 seg = (u64)blockIdx.x * warps_per_block + (threadIdx.x >> 5); seg < count;
+         seg += total_warps) {
+        u64 begin, size, written;
+        u32 dir;
+        if (!bt_descriptor(p, seg, BT_TIER_WARP, &begin, &size, &written, &dir)) {
+            continue;  // warp-uniform: every lane reads the same descriptor
+        }
+        u64 rank[ITEMS];
+        u32 alive = 0;
+#pragma unroll
+        for (int t = 0; t < ITEMS; ++t) {
+            const u64 j = (u64)lane + 32ull * (u64)t;
+            rank[t] = 0;
+            if (j < size) {
+                rank[t] = bt_rank<Key>(keys[begin + j], dir);
+                alive |= 1u << t;
+            }
+        }
+        u64 kept_rank = 0;
+        u64 kept_index = BT_PAD;
+        for (u64 round = 0; round < written; ++round) {
+            u64 best_rank = 0;
+            u64 best_index = BT_PAD;
+#pragma unroll
+            for (int t = 0; t < ITEMS; ++t) {
+                const u64 j = (u64)lane + 32ull * (u64)t;
+                if (((alive >> t) & 1u) && bt_better(rank[t], j, best_rank, best_index, prefer_larger)) {
+                    best_rank = rank[t];
+                    best_index = j;
+                }
+            }
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) {
+                const u64 other_rank = __shfl_xor_sync(0xFFFFFFFFu, best_rank, offset);
+                const u64 other_index = __shfl_xor_sync(0xFFFFFFFFu, best_index, offset);
+                if (bt_better(other_rank, other_index, best_rank, best_index, prefer_larger)) {
+                    best_rank = other_rank;
+                    best_index = other_index;
+                }
+            }
+            // Every lane holds the same winner (a strict total order over distinct indices).
+            if (best_index != BT_PAD && (best_index & 31u) == lane) {
+                alive &= ~(1u << (u32)(best_index >> 5));
+            }
+            if (round == lane) {
+                kept_rank = best_rank;
+                kept_index = best_index;
+            }
+        }
+        // Lane r holds the r-th item in selection order (best first, ties as the tie-break
+        // prefers): already sorted by key. A stable order puts equal keys by index.
+        u64 slot = lane;
+        if (stable && prefer_larger) {
+            slot = 0;
+            for (u64 q = 0; q < written; ++q) {
+                const u64 other_rank = __shfl_sync(0xFFFFFFFFu, kept_rank, (int)q);
+                const u64 other_index = __shfl_sync(0xFFFFFFFFu, kept_index, (int)q);
+                if (other_rank > kept_rank || (other_rank == kept_rank && other_index < kept_index)) {
+                    ++slot;
+                }
+            }
+        }
+        if ((u64)lane < written) {
+            bt_write<Key, VALUE_BYTES>(p, begin, kept_index, seg * p.out_stride + slot);
+        }
+    }
+}
+
+// ---- Shared-memory bitonic sort of (rank, index) pairs, best first ----
+
+// Sorts entries [0, n) (n a power of two); `stable_order` sorts by (rank desc, index asc),
+// else by the selection order (rank desc, index as the tie-break prefers). Every thread of the
+// block calls it.
+template <u32 BLOCK_THREADS>
+__device__ __forceinline__ void bt_block_sort(u64* ranks, u64* indices, u32 n, bool prefer_larger) {
+    for (u32 size = 2; size <= n; size <<= 1) {
+        for (u32 half = size >> 1; half > 0; half >>= 1) {
+            for (u32 i = threadIdx.x; i < n; i += BLOCK_THREADS) {
+                const u32 partner = i ^ half;
+                if (partner > i) {
+                    const bool best_first = (i & size) == 0;
+                    const u64 ra = ranks[i], ia = indices[i];
+                    const u64 rb = ranks[partner], ib = indices[partner];
+                    const bool swap = best_first ? bt_better(rb, ib, ra, ia, prefer_larger)
+                                                 : bt_better(ra, ia, rb, ib, prefer_larger);
+                    if (swap) {
+                        ranks[i] = rb;
+                        indices[i] = ib;
+                        ranks[partner] = ra;
+                        indices[partner] = ia;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+}
+
+__device__ __forceinline__ u32 bt_pow2_at_least(u64 n) {
+    u32 p = 1;
+    while ((u64)p < n) {
+        p <<= 1;
+    }
+    return p;
+}
+
+// ---- Tier 2: a block per segment ----
+
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int SORT_CAP>
+__device__ __forceinline__ void bt_block(const BatchedTopKParams& p) {
+    typedef typename Key::Bits Bits;
+    __shared__ u64 ranks[SORT_CAP];
+    __shared__ u64 indices[SORT_CAP];
+    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
+    const bool stable = (p.flags & BT_STABLE) != 0;
+    const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+    const u64 count = bt_count(p);
+    for (u64 seg = blockIdx.x; seg < count; seg += gridDim.x) {
+        u64 begin, size, written;
+        u32 dir;
+        if (!bt_descriptor(p, seg, BT_TIER_BLOCK, &begin, &size, &written, &dir)) {
+            continue;  // block-uniform
+        }
+        const u32 n = bt_pow2_at_least(size);  // size <= block_max_size <= SORT_CAP
+        for (u32 j = threadIdx.x; j < n; j += BLOCK_THREADS) {
+            const bool item = (u64)j < size;
+            ranks[j] = item ? bt_rank<Key>(keys[begin + j], dir) : 0;
+            indices[j] = item ? (u64)j : BT_PAD;
+        }
+        __syncthreads();
+        bt_block_sort<BLOCK_THREADS>(ranks, indices, n, prefer_larger);
+        if (stable && prefer_larger) {
+            // The first `written` entries are the set; lay them out with equal keys by index.
+            const u32 m = bt_pow2_at_least(written);
+            for (u32 j = (u32)written + threadIdx.x; j < m; j += BLOCK_THREADS) {
+                indices[j] = BT_PAD;
+            }
+            __syncthreads();
+            bt_block_sort<BLOCK_THREADS>(ranks, indices, m, false);
+        }
+        for (u32 j = threadIdx.x; (u64)j < written; j += BLOCK_THREADS) {
+            bt_write<Key, VALUE_BYTES>(p, begin, indices[j], seg * p.out_stride + j);
+        }
+        __syncthreads();  // the shared arrays are reused by the next segment
+    }
+}
+
+// Exclusive scan of 0/1 flags over the block; every thread of the block must call it.
+template <u32 BLOCK_THREADS>
+__device__ __forceinline__ u32 bt_block_flag_scan(bool flag, u32* warp_totals, u32* total) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warp = threadIdx.x >> 5;
+    const u32 ballot = __ballot_sync(0xFFFFFFFFu, flag);
+    const u32 below = __popc(ballot & ((1u << lane) - 1u));
+    if (lane == 0) {
+        warp_totals[warp] = __popc(ballot);
+    }
+    __syncthreads();
+    u32 offset = 0;
+    u32 sum = 0;
+    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
+        const u32 t = warp_totals[w];
+        offset += (w < warp) ? t : 0u;
+        sum += t;
+    }
+    __syncthreads();
+    *total = sum;
+    return offset + below;
+}
+
+// ---- Tier 3: several blocks per segment ----
+//
+// Per segment, in global memory: `large_state` (BT_LARGE_WORDS u64: prefix, mask, remaining,
+// done, boundary total, collected count), `large_histogram` (256 u64, cleared per pass), and
+// per chunk of the segment the boundary count, then its exclusive prefix (`large_chunks`,
+// chunks_per_segment u64). `large_selected` holds, per segment, the indices of the `written`
+// selected items (out_stride entries per segment).
+//   LARGE_INIT       one thread per segment: state reset (remaining = written).
+//   LARGE_HISTOGRAM  grid (segment, chunk): histogram of digit `shift` over the candidates.
+//   LARGE_PIVOT      one thread per segment: the pivot digit; narrows prefix/mask; early exit.
+//   LARGE_COUNT      grid (segment, chunk): boundary items of the chunk.
+//   LARGE_SCAN       one thread per segment: exclusive scan of the chunk counts.
+//   LARGE_COLLECT    grid (segment, chunk): items above the boundary (any order, by atomics)
+//                    and the boundary items the tie-break keeps (by their boundary rank, in
+//                    index order) into large_selected.
+//   LARGE_SORT_INIT  (sorted output of sets larger than SORT_CAP) one thread per (segment,
+//                    slot of sort_span): the rank of each selected item, padding past `written`.
+//   LARGE_SORT_STEP  one compare-exchange step (size = shift, half = half) of a bitonic sort
+//                    of every segment's sort_span slots in global memory, by (key, index).
+//   LARGE_WRITE      a block per segment: sorts the selected indices (by key, then index) in
+//                    shared memory when they fit (written <= SORT_CAP) and the output is
+//                    sorted, unless they were sorted in global memory; writes the outputs.
+constexpr u32 BT_LARGE_WORDS = 8;
+constexpr u32 BT_L_PREFIX = 0;
+constexpr u32 BT_L_MASK = 1;
+constexpr u32 BT_L_REMAINING = 2;
+constexpr u32 BT_L_DONE = 3;
+constexpr u32 BT_L_BOUNDARY = 4;
+constexpr u32 BT_L_ABOVE = 5;
+constexpr u32 BT_BINS = 256;
+
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int SORT_CAP>
+__device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
+    typedef typename Key::Bits Bits;
+    const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+    const u64 count = bt_count(p);
+    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
+    u64* state_all = reinterpret_cast<u64*>(p.large_state);
+    u64* histogram_all = reinterpret_cast<u64*>(p.large_histogram);
+    u64* chunks_all = reinterpret_cast<u64*>(p.large_chunks);
+    u64* selected_all = reinterpret_cast<u64*>(p.large_selected);
+    u64* sort_ranks_all = reinterpret_cast<u64*>(p.large_ranks);
+    const u64 chunks = p.chunks_per_segment;
+    const u64 chunk_items = p.chunk_items;
+
+    if (p.stage == BT_STAGE_LARGE_SORT_INIT || p.stage == BT_STAGE_LARGE_SORT_STEP) {
+        // One thread per (segment, slot) of the global sort.
+        const u64 span = p.sort_span;
+        const u64 items = count * span;
+        const u64 stride = grid_threads(BLOCK_THREADS);
+        for (u64 e = global_thread_index(BLOCK_THREADS); e < items; e += stride) {
+            const u64 seg = e / span;
+            const u64 i = e % span;
+            u64 begin, size, written;
+            u32 dir;
+            if (!bt_descriptor(p, seg, BT_TIER_LARGE, &begin, &size, &written, &dir)) {
+                continue;
+            }
+            u64* selected = selected_all + seg * p.selected_stride;
+            u64* sort_ranks = sort_ranks_all + seg * span;
+            if (p.stage == BT_STAGE_LARGE_SORT_INIT) {
+                if (i < written) {
+                    sort_ranks[i] = bt_rank<Key>(keys[begin + selected[i]], dir);
+                } else {
+                    sort_ranks[i] = 0;
+                    selected[i] = BT_PAD;
+                }
+                continue;
+            }
+            const u64 partner = i ^ (u64)p.half;
+            if (partner > i) {
+                const bool best_first = (i & (u64)p.shift) == 0;
+                const u64 ra = sort_ranks[i], ia = selected[i];
+                const u64 rb = sort_ranks[partner], ib = selected[partner];
+                const bool swap = best_first ? bt_better(rb, ib, ra, ia, false)
+                                             : bt_better(ra, ia, rb, ib, false);
+                if (swap) {
+                    sort_ranks[i] = rb;
+                    selected[i] = ib;
+                    sort_ranks[partner] = ra;
+                    selected[partner] = ia;
+                }
+            }
+        }
+        return;
+    }
+
+    if (p.stage == BT_STAGE_LARGE_INIT || p.stage == BT_STAGE_LARGE_PIVOT ||
+        p.stage == BT_STAGE_LARGE_SCAN) {
+        // One thread per segment.
+        const u64 stride = grid_threads(BLOCK_THREADS);
+        for (u64 seg = global_thread_index(BLOCK_THREADS); seg < count; seg += stride) {
+            u64 begin, size, written;
+            u32 dir;
+            if (!bt_descriptor(p, seg, BT_TIER_LARGE, &begin, &size, &written, &dir)) {
+                continue;
+            }
+            u64* state = state_all + seg * BT_LARGE_WORDS;
+            u64* histogram = histogram_all + seg * BT_BINS;
+            if (p.stage == BT_STAGE_LARGE_INIT) {
+                state[BT_L_PREFIX] = 0;
+                state[BT_L_MASK] = 0;
+                state[BT_L_REMAINING] = written;
+                state[BT_L_DONE] = written == size ? 1 : 0;
+                state[BT_L_BOUNDARY] = 0;
+                state[BT_L_ABOVE] = 0;
+                for (u32 b = 0; b < BT_BINS; ++b) {
+                    histogram[b] = 0;
+                }
+            } else if (p.stage == BT_STAGE_LARGE_PIVOT) {
+                if (state[BT_L_DONE] != 0) {
+                    continue;
+                }
+                u64 remaining = state[BT_L_REMAINING];
+                u64 above = 0;
+                u32 pivot = 0;
+                for (int digit = (int)BT_BINS - 1; digit >= 0; --digit) {
+                    const u64 c = histogram[digit];
+                    if (above + c >= remaining) {
+                        pivot = (u32)digit;
+                        break;
+                    }
+                    above += c;
+                }
+                remaining -= above;
+                state[BT_L_REMAINING] = remaining;
+                state[BT_L_PREFIX] |= (u64)pivot << p.shift;
+                state[BT_L_MASK] |= (u64)(BT_BINS - 1) << p.shift;
+                if (histogram[pivot] == remaining || p.shift == 0) {
+                    state[BT_L_DONE] = 1;
+                }
+                for (u32 b = 0; b < BT_BINS; ++b) {
+                    histogram[b] = 0;
+                }
+            } else {
+                // Exclusive scan of the chunk boundary counts.
+                u64* chunk_counts = chunks_all + seg * chunks;
+                u64 running = 0;
+                for (u64 c = 0; c < chunks; ++c) {
+                    const u64 v = chunk_counts[c];
+                    chunk_counts[c] = running;
+                    running += v;
+                }
+                state[BT_L_BOUNDARY] = running;
+            }
+        }
+        return;
+    }
+
+    // Grid-stride over (segment, chunk) work items; one block per work item at a time.
+    __shared__ u32 block_counts[BT_BINS];
+    __shared__ u32 warp_totals[BLOCK_THREADS / 32];
+    __shared__ u64 chunk_base;
+    const u64 work_items = count * chunks;
+    for (u64 work = blockIdx.x; work < work_items; work += gridDim.x) {
+        const u64 seg = work / chunks;
+        const u64 chunk = work % chunks;
+        u64 begin, size, written;
+        u32 dir;
+        if (!bt_descriptor(p, seg, BT_TIER_LARGE, &begin, &size, &written, &dir)) {
+            continue;  // block-uniform
+        }
+        if (p.stage == BT_STAGE_LARGE_WRITE) {
+            if (chunk != 0) {
+                continue;
+            }
+            // Sort the selected indices of the segment, then write.
+            __shared__ u64 ranks[SORT_CAP];
+            __shared__ u64 indices[SORT_CAP];
+            const u64* selected = selected_all + seg * p.selected_stride;
+            const bool sorted = (p.flags & BT_SORTED) != 0;
+            if (written <= (u64)SORT_CAP && (p.flags & BT_GLOBAL_SORT) == 0) {
+                const u32 n = bt_pow2_at_least(written);
+                for (u32 j = threadIdx.x; j < n; j += BLOCK_THREADS) {
+                    const bool item = (u64)j < written;
+                    const u64 index = item ? selected[j] : BT_PAD;
+                    ranks[j] = item ? bt_rank<Key>(keys[begin + index], dir) : 0;
+                    indices[j] = index;
+                }
+                __syncthreads();
+                if (sorted) {
+                    bt_block_sort<BLOCK_THREADS>(ranks, indices, n, false);
+                }
+                for (u32 j = threadIdx.x; (u64)j < written; j += BLOCK_THREADS) {
+                    bt_write<Key, VALUE_BYTES>(p, begin, indices[j], seg * p.out_stride + j);
+                }
+                __syncthreads();
+            } else {
+                // Sorted in global memory already, or unsorted output: as they are.
+                for (u64 j = threadIdx.x; j < written; j += BLOCK_THREADS) {
+                    bt_write<Key, VALUE_BYTES>(p, begin, selected[j], seg * p.out_stride + j);
+                }
+            }
+            continue;
+        }
+        u64* state = state_all + seg * BT_LARGE_WORDS;
+        if (p.stage == BT_STAGE_LARGE_HISTOGRAM && state[BT_L_DONE] != 0) {
+            continue;
+        }
+        const u64 prefix = state[BT_L_PREFIX];
+        const u64 mask = state[BT_L_MASK];
+        const u64 lo = chunk * chunk_items;
+        const u64 hi = lo + chunk_items < size ? lo + chunk_items : size;
+        if (p.stage == BT_STAGE_LARGE_HISTOGRAM) {
+            for (u32 b = threadIdx.x; b < BT_BINS; b += BLOCK_THREADS) {
+                block_counts[b] = 0;
+            }
+            __syncthreads();
+            for (u64 j = lo + threadIdx.x; j < hi; j += BLOCK_THREADS) {
+                const u64 rank = bt_rank<Key>(keys[begin + j], dir);
+                if ((rank & mask) == prefix) {
+                    atomicAdd(&block_counts[(u32)(rank >> p.shift) & (BT_BINS - 1)], 1u);
+                }
+            }
+            __syncthreads();
+            u64* histogram = histogram_all + seg * BT_BINS;
+            for (u32 b = threadIdx.x; b < BT_BINS; b += BLOCK_THREADS) {
+                if (block_counts[b] != 0) {
+                    atomicAdd(&histogram[b], (u64)block_counts[b]);
+                }
+            }
+            __syncthreads();
+            continue;
+        }
+        // LARGE_COUNT / LARGE_COLLECT: tiles of BLOCK_THREADS items in index order.
+        u64* chunk_slot = chunks_all + seg * chunks + chunk;
+        const u64 remaining = state[BT_L_REMAINING];
+        const u64 boundary_total = state[BT_L_BOUNDARY];
+        u64* selected = selected_all + seg * p.selected_stride;
+        if (threadIdx.x == 0) {
+            chunk_base = p.stage == BT_STAGE_LARGE_COLLECT ? *chunk_slot : 0;
+        }
+        __syncthreads();
+        u64 boundary_before = chunk_base;  // boundary items before this tile, in the segment
+        for (u64 tile = lo; tile < hi; tile += BLOCK_THREADS) {
+            const u64 j = tile + threadIdx.x;
+            const bool valid = j < hi;
+            const u64 rank = valid ? bt_rank<Key>(keys[begin + j], dir) : 0;
+            const bool boundary = valid && (rank & mask) == prefix;
+            u32 total = 0;
+            const u32 below = bt_block_flag_scan<BLOCK_THREADS>(boundary, warp_totals, &total);
+            if (p.stage == BT_STAGE_LARGE_COLLECT) {
+                if (valid && (rank & mask) > prefix) {
+                    const u64 at = atomicAdd(&state[BT_L_ABOVE], 1ull);
+                    selected[at] = j;
+                }
+                if (boundary) {
+                    const u64 boundary_rank = boundary_before + below;
+                    const u64 above_total = written - remaining;
+                    if (prefer_larger) {
+                        if (boundary_rank + remaining >= boundary_total) {
+                            selected[above_total + boundary_rank - (boundary_total - remaining)] = j;
+                        }
+                    } else if (boundary_rank < remaining) {
+                        selected[above_total + boundary_rank] = j;
+                    }
+                }
+            }
+            boundary_before += total;
+        }
+        if (p.stage == BT_STAGE_LARGE_COUNT && threadIdx.x == 0) {
+            *chunk_slot = boundary_before;
+        }
+        __syncthreads();
+    }
+}
+
+template <class Key, u32 BLOCK_THREADS, int TIER, int VALUE_BYTES, int ITEMS, int SORT_CAP>
+__device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
+    static_assert(BLOCK_THREADS % 32 == 0, "block size");
+    if constexpr (TIER == 0) {
+        bt_control(params, BLOCK_THREADS);
+    } else if constexpr (TIER == 1) {
+        static_assert(ITEMS >= 1 && ITEMS <= 32, "warp tier: ITEMS per lane");
+        bt_warp<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS>(params);
+    } else if constexpr (TIER == 2) {
+        bt_block<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
+    } else {
+        bt_large<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
+    }
+}
+
+}  // namespace oxicub

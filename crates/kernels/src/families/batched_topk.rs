@@ -1,0 +1,775 @@
+//! Family `batched_topk`: top-k of many segments (see `cuda/batched_topk.cuh`). The tiers a
+//! call launches are chosen by the caller from the static bounds of its parameters
+//! ([`BatchedTiers`]); each tier is its own template instantiation, so a call whose bounds
+//! exclude a tier never compiles it. All stages are launched back to back on one stream; the
+//! per-segment checks are reported through a small status buffer that the caller reads when
+//! it chooses to synchronise.
+
+use std::sync::Arc;
+
+use cudarc::driver::SyncOnDrop;
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
+
+use crate::error::DriverResultExt;
+use crate::params::{kernel_params, KernelParams};
+use crate::radix::{KeyType, RadixBits, RadixKey};
+use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
+use crate::{KernelError, KernelRuntime, KernelSpec, ValueType};
+
+kernel_params! {
+    /// Parameters of `batched_topk` (device pointers as `u64`, 0 where unused).
+    struct BatchedTopKParams {
+        keys: u64,
+        values: u64,
+        out_keys: u64,
+        out_values: u64,
+        begin_offsets: u64,
+        end_offsets: u64,
+        sizes: u64,
+        ks: u64,
+        directions: u64,
+        num_segments_ptr: u64,
+        descriptors: u64,
+        status: u64,
+        large_state: u64,
+        large_histogram: u64,
+        large_chunks: u64,
+        large_selected: u64,
+        large_ranks: u64,
+        num_keys: u64,
+        stride: u64,
+        size_value: u64,
+        size_min: u64,
+        size_max: u64,
+        k_value: u64,
+        k_min: u64,
+        k_max: u64,
+        num_segments: u64,
+        num_segments_min: u64,
+        num_segments_max: u64,
+        out_stride: u64,
+        warp_max_size: u64,
+        warp_max_k: u64,
+        block_max_size: u64,
+        chunks_per_segment: u64,
+        chunk_items: u64,
+        selected_stride: u64,
+        sort_span: u64,
+        flags: u32,
+        direction_value: u32,
+        direction_mask: u32,
+        tiers: u32,
+        stage: u32,
+        shift: u32,
+        half: u32,
+        /// Explicit padding, always zero.
+        reserved: u32,
+    }
+}
+
+/// Threads per block of every tier.
+pub const BLOCK_THREADS: u32 = 256;
+/// The largest segment the warp tier takes (8 keys per lane).
+pub const WARP_MAX_SIZE: i64 = 256;
+/// The largest `k` the warp tier takes (one selected item per lane).
+pub const WARP_MAX_K: i64 = 32;
+/// The largest segment the block tier takes, and the most items a block sorts in shared
+/// memory.
+pub const SORT_CAP: i64 = 2048;
+/// Items per chunk of a huge segment (one block's work in the multi-block tier).
+const CHUNK_ITEMS: u64 = 16 * 1024;
+
+// Stages, flags, status and descriptor words: as in the header.
+const STAGE_INIT: u32 = 0;
+const STAGE_RESOLVE: u32 = 1;
+const STAGE_FINALIZE: u32 = 2;
+const STAGE_SELECT: u32 = 3;
+const STAGE_LARGE_INIT: u32 = 4;
+const STAGE_LARGE_HISTOGRAM: u32 = 5;
+const STAGE_LARGE_PIVOT: u32 = 6;
+const STAGE_LARGE_COUNT: u32 = 7;
+const STAGE_LARGE_SCAN: u32 = 8;
+const STAGE_LARGE_COLLECT: u32 = 9;
+const STAGE_LARGE_WRITE: u32 = 10;
+const STAGE_LARGE_SORT_INIT: u32 = 11;
+const STAGE_LARGE_SORT_STEP: u32 = 12;
+const FLAG_OFFSETS: u32 = 1;
+const FLAG_SIZES_PER_SEGMENT: u32 = 2;
+const FLAG_K_PER_SEGMENT: u32 = 4;
+const FLAG_DIR_PER_SEGMENT: u32 = 8;
+const FLAG_N_DEFERRED: u32 = 16;
+const FLAG_PREFER_LARGER: u32 = 32;
+const FLAG_STABLE: u32 = 64;
+const FLAG_VALUES_ARE_INDEX: u32 = 128;
+const FLAG_SORTED: u32 = 256;
+const FLAG_GLOBAL_SORT: u32 = 512;
+const STATUS_WORDS: usize = 8;
+const DESC_WORDS: u64 = 4;
+const LARGE_WORDS: u64 = 8;
+const BINS: u64 = 256;
+
+/// The tiers of a batched top-k call, as a set of bits.
+///
+/// ```
+/// use oxicub_kernels::families::batched_topk::BatchedTiers;
+///
+/// // MoE routing: 256 experts, k = 8: only the warp tier exists.
+/// let tiers = BatchedTiers::for_bounds((256, 256), (8, 8));
+/// assert_eq!(tiers, BatchedTiers::WARP);
+/// // Sparse attention: 131072 keys, k = 2048: only the multi-block tier.
+/// assert_eq!(BatchedTiers::for_bounds((131_072, 131_072), (2048, 2048)), BatchedTiers::LARGE);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BatchedTiers(pub u32);
+
+impl BatchedTiers {
+    /// No tier.
+    pub const NONE: BatchedTiers = BatchedTiers(0);
+    /// A warp per segment.
+    pub const WARP: BatchedTiers = BatchedTiers(1);
+    /// A block per segment.
+    pub const BLOCK: BatchedTiers = BatchedTiers(2);
+    /// Several blocks per segment.
+    pub const LARGE: BatchedTiers = BatchedTiers(4);
+
+    /// The tiers some segment may need when segment sizes lie in `sizes` and `k` in `k`
+    /// (closed intervals); usable in `const` context, so dispatch decides at compile time.
+    pub const fn for_bounds(sizes: (i64, i64), k: (i64, i64)) -> BatchedTiers {
+        let (size_min, size_max) = sizes;
+        let (k_min, k_max) = k;
+        let mut bits = 0;
+        // Warp: some size <= 256 with min(k, size) <= 32.
+        if size_min <= WARP_MAX_SIZE && (k_min <= WARP_MAX_K || size_min <= WARP_MAX_K) {
+            bits |= 1;
+        }
+        // Block: some size <= 2048 outside the warp bin.
+        let outside_warp =
+            size_max > WARP_MAX_SIZE || (k_max > WARP_MAX_K && size_max > WARP_MAX_K);
+        if size_min <= SORT_CAP && outside_warp {
+            bits |= 2;
+        }
+        if size_max > SORT_CAP {
+            bits |= 4;
+        }
+        BatchedTiers(bits)
+    }
+
+    /// The tiers in both sets.
+    pub const fn and(self, other: BatchedTiers) -> BatchedTiers {
+        BatchedTiers(self.0 & other.0)
+    }
+
+    /// Whether `tier` is in the set.
+    pub const fn contains(self, tier: BatchedTiers) -> bool {
+        self.0 & tier.0 == tier.0 && tier.0 != 0
+    }
+
+    /// Keys per lane of the warp tier for segments of at most `size_max` items: the smallest
+    /// power of two that holds them (1 to 8).
+    pub const fn warp_items(size_max: i64) -> u32 {
+        let mut items = 1u32;
+        while (items as i64) * 32 < size_max && items < 8 {
+            items *= 2;
+        }
+        items
+    }
+}
+
+/// Which instantiation of the family: the control stages or one tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BatchedKernel {
+    /// Number of segments, per-segment checks, descriptors (independent of the key type).
+    Control,
+    /// A warp per segment with `items` keys per lane.
+    Warp {
+        /// Keys per lane (1, 2, 4 or 8).
+        items: u32,
+    },
+    /// A block per segment.
+    Block,
+    /// Several blocks per segment.
+    Large,
+}
+
+pub(crate) static TABLE: FamilyTable = FamilyTable {
+    name: "batched_topk",
+    header: include_str!("../../cuda/batched_topk.cuh"),
+    params_name: BatchedTopKParams::CXX_NAME,
+    params_declaration: BatchedTopKParams::cxx_declaration,
+    template_args: &[
+        TemplateArg::Key,
+        TemplateArg::BlockThreads,
+        TemplateArg::Const("TIER"),
+        TemplateArg::Const("VALUE_BYTES"),
+        TemplateArg::Const("ITEMS"),
+        TemplateArg::Const("SORT_CAP"),
+    ],
+    static_shared_bytes: |spec| {
+        let sort = 16 * spec.constant("SORT_CAP").unwrap_or(0).max(0) as u64;
+        let warps = u64::from(spec.block_threads) / 32;
+        match spec.constant("TIER") {
+            Some(2) => sort,
+            Some(3) => sort + 4 * BINS + 4 * warps + 8,
+            _ => 0,
+        }
+    },
+};
+
+impl KernelSpec {
+    /// The spec of one `batched_topk` instantiation: keys of type `key` carrying values of
+    /// `value_bytes` bytes (0, 4 or 8). The control stages use one instantiation for every
+    /// key and value type.
+    ///
+    /// ```
+    /// use oxicub_kernels::families::batched_topk::BatchedKernel;
+    /// use oxicub_kernels::{KernelSpec, KeyType};
+    ///
+    /// let spec = KernelSpec::batched_topk(KeyType::F32, 4, BatchedKernel::Warp { items: 8 });
+    /// assert_eq!(spec.to_string(), "oxicub::batched_topk<oxicub::KeyF32, 256, 1, 4, 8, 0>");
+    /// ```
+    pub fn batched_topk(key: KeyType, value_bytes: u8, kernel: BatchedKernel) -> KernelSpec {
+        let (key, value_bytes, tier, code, items, sort_cap) = match kernel {
+            BatchedKernel::Control => (KeyType::U32, 0, Tier::GridStride, 0, 1, 0),
+            BatchedKernel::Warp { items } => (key, value_bytes, Tier::WarpPerSegment, 1, items, 0),
+            BatchedKernel::Block => (key, value_bytes, Tier::BlockPerSegment, 2, 1, SORT_CAP),
+            BatchedKernel::Large => (key, value_bytes, Tier::BlocksPerSegment, 3, 1, SORT_CAP),
+        };
+        KernelSpec {
+            family: KernelFamily::BatchedTopK,
+            key,
+            value: (value_bytes != 0).then_some(ValueType::Opaque { bytes: value_bytes }),
+            direction: None,
+            tier,
+            block_threads: BLOCK_THREADS,
+            consts: vec![
+                ("TIER", code),
+                ("VALUE_BYTES", i64::from(value_bytes)),
+                ("ITEMS", i64::from(items)),
+                ("SORT_CAP", sort_cap),
+            ],
+        }
+    }
+}
+
+/// The specs a call with these tiers instantiates (the control stages and one per tier), for
+/// keys of type `key` and values of `value_bytes` bytes; `warp_items` keys per lane in the
+/// warp tier.
+///
+/// ```
+/// use oxicub_kernels::families::batched_topk::{specs_for, BatchedTiers};
+/// use oxicub_kernels::KeyType;
+///
+/// // k = Static<8> over segments of Static<256>: no block or multi-block kernel.
+/// let specs = specs_for(KeyType::F32, 4, BatchedTiers::WARP, 8);
+/// assert_eq!(specs.len(), 2);
+/// ```
+pub fn specs_for(
+    key: KeyType,
+    value_bytes: u8,
+    tiers: BatchedTiers,
+    warp_items: u32,
+) -> Vec<KernelSpec> {
+    let mut specs = vec![KernelSpec::batched_topk(
+        key,
+        value_bytes,
+        BatchedKernel::Control,
+    )];
+    if tiers.contains(BatchedTiers::WARP) {
+        let kernel = BatchedKernel::Warp { items: warp_items };
+        specs.push(KernelSpec::batched_topk(key, value_bytes, kernel));
+    }
+    if tiers.contains(BatchedTiers::BLOCK) {
+        specs.push(KernelSpec::batched_topk(
+            key,
+            value_bytes,
+            BatchedKernel::Block,
+        ));
+    }
+    if tiers.contains(BatchedTiers::LARGE) {
+        specs.push(KernelSpec::batched_topk(
+            key,
+            value_bytes,
+            BatchedKernel::Large,
+        ));
+    }
+    specs
+}
+
+/// Every `batched_topk` spec dispatch can produce: each key type and value width with each
+/// tier (and each warp width).
+///
+/// ```
+/// assert_eq!(oxicub_kernels::families::batched_topk::specs().len(), 1 + 12 * 3 * 6);
+/// ```
+pub fn specs() -> Vec<KernelSpec> {
+    let mut specs = vec![KernelSpec::batched_topk(
+        KeyType::U32,
+        0,
+        BatchedKernel::Control,
+    )];
+    for key in KeyType::ALL {
+        for bytes in [0, 4, 8] {
+            for items in [1, 2, 4, 8] {
+                specs.push(KernelSpec::batched_topk(
+                    key,
+                    bytes,
+                    BatchedKernel::Warp { items },
+                ));
+            }
+            specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Block));
+            specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Large));
+        }
+    }
+    specs
+}
+
+/// A per-segment value, or one for every segment.
+#[derive(Clone, Copy, Debug)]
+pub enum PerSegmentOr<'a, 'b, T, U> {
+    /// The same for every segment.
+    Uniform(U),
+    /// One per segment (at least `max_segments` elements).
+    PerSegment(&'b CudaView<'a, T>),
+}
+
+/// Where the segments are.
+#[derive(Clone, Copy, Debug)]
+pub enum BatchedLayout<'a, 'b> {
+    /// Segment `i` starts at `i * stride`; its size is `sizes`.
+    Strided {
+        /// The stride.
+        stride: u64,
+        /// The sizes.
+        sizes: PerSegmentOr<'a, 'b, i64, u64>,
+    },
+    /// Segment `i` is `begin[i]..end[i]`.
+    Offsets {
+        /// Begin offsets.
+        begin: &'b CudaView<'a, i64>,
+        /// End offsets.
+        end: &'b CudaView<'a, i64>,
+    },
+}
+
+/// Everything a batched top-k launch needs besides the buffers of keys and values.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchedTopKPlan<'a, 'b> {
+    /// The layout.
+    pub layout: BatchedLayout<'a, 'b>,
+    /// `k`.
+    pub k: PerSegmentOr<'a, 'b, i64, u64>,
+    /// The direction: 0 = max, 1 = min (per segment: `u8`s).
+    pub direction: PerSegmentOr<'a, 'b, u8, u32>,
+    /// The options of the direction that were compiled (bit 0: max, bit 1: min).
+    pub direction_mask: u32,
+    /// The number of segments: on the host, or deferred (an `i64` clamped into
+    /// `num_segments_bounds`).
+    pub num_segments: PerSegmentOr<'a, 'b, i64, u64>,
+    /// Bounds of a deferred number of segments; its upper bound is the most segments launched.
+    pub num_segments_bounds: (u64, u64),
+    /// Bounds every segment size must satisfy.
+    pub size_bounds: (u64, u64),
+    /// Bounds every `k` must satisfy.
+    pub k_bounds: (u64, u64),
+    /// Distance between consecutive segments' outputs.
+    pub out_stride: u64,
+    /// The most items one segment writes.
+    pub per_segment_max: u64,
+    /// The tiers to run.
+    pub tiers: BatchedTiers,
+    /// Keys per lane of the warp tier.
+    pub warp_items: u32,
+    /// Ties at the boundary keep the larger indices.
+    pub prefer_larger_index: bool,
+    /// The output is sorted by key.
+    pub sorted: bool,
+    /// ... with equal keys by index.
+    pub stable: bool,
+}
+
+/// The values a batched top-k call carries.
+#[derive(Debug)]
+pub enum BatchedValues<'a, 'b, V> {
+    /// Keys only.
+    None,
+    /// `values[j]` goes with `keys[j]`.
+    Copy {
+        /// One per key.
+        values: &'b CudaView<'a, V>,
+        /// The output.
+        out: &'b mut CudaViewMut<'a, V>,
+    },
+    /// The index within the segment, truncated to the width of `V`.
+    Index {
+        /// The output.
+        out: &'b mut CudaViewMut<'a, V>,
+    },
+}
+
+/// The status words a call leaves on the device (see [`BatchedStatus::decode`]).
+#[derive(Debug)]
+pub struct BatchedStatus {
+    /// The words.
+    pub words: CudaSlice<u64>,
+}
+
+/// The decoded status of a finished call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchedReport {
+    /// The smallest invalid segment: (segment, violation code, offending value).
+    pub violation: Option<(u64, u8, i64)>,
+    /// A deferred number of segments outside its bounds: its value.
+    pub bad_num_segments: Option<i64>,
+}
+
+impl BatchedStatus {
+    /// Reads the status (waits for the stream).
+    pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<BatchedReport, KernelError> {
+        let words = stream.clone_dtoh(&self.words).during("cuMemcpyDtoHAsync")?;
+        let violation = (words[0] != u64::MAX)
+            .then(|| (words[0] >> 8, (words[0] & 0xFF) as u8, words[1] as i64));
+        let bad_num_segments = (words[2] != 0).then_some(words[3] as i64);
+        Ok(BatchedReport {
+            violation,
+            bad_num_segments,
+        })
+    }
+}
+
+/// Runs batched top-k: each segment's `min(k, size)` best keys (and values) into
+/// `out_keys[i * out_stride ..]`, as `plan` says. Asynchronous on `stream`; returns the status
+/// words to decode when the caller chooses to synchronise.
+pub fn batched_topk<K: RadixKey, V>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    plan: BatchedTopKPlan<'_, '_>,
+    keys: &CudaView<'_, K>,
+    out_keys: &mut CudaViewMut<'_, K>,
+    mut values: BatchedValues<'_, '_, V>,
+) -> Result<BatchedStatus, KernelError> {
+    runtime.check_buffer("keys", keys)?;
+    runtime.check_buffer("out_keys", &*out_keys)?;
+    let max_segments = match plan.num_segments {
+        PerSegmentOr::Uniform(n) => n,
+        PerSegmentOr::PerSegment(_) => plan.num_segments_bounds.1,
+    };
+    let out_len = if max_segments == 0 || plan.per_segment_max == 0 {
+        0
+    } else {
+        (max_segments - 1)
+            .saturating_mul(plan.out_stride)
+            .saturating_add(plan.per_segment_max)
+    };
+    let at_least = |buffer: &'static str, actual: usize, expected: u64| {
+        if (actual as u64) < expected {
+            Err(KernelError::LengthMismatch {
+                buffer,
+                actual,
+                expected: expected as usize,
+            })
+        } else {
+            Ok(())
+        }
+    };
+    at_least("out_keys", out_keys.len(), out_len)?;
+    let value_bytes = match &values {
+        BatchedValues::None => 0u8,
+        BatchedValues::Copy { values, out } => {
+            runtime.check_buffer("values", *values)?;
+            runtime.check_buffer("out_values", &**out)?;
+            at_least("values", values.len(), keys.len() as u64)?;
+            at_least("out_values", out.len(), out_len)?;
+            std::mem::size_of::<V>() as u8
+        }
+        BatchedValues::Index { out } => {
+            runtime.check_buffer("out_values", &**out)?;
+            at_least("out_values", out.len(), out_len)?;
+            std::mem::size_of::<V>() as u8
+        }
+    };
+    if !matches!(value_bytes, 0 | 4 | 8) {
+        return Err(KernelError::InvalidSpec {
+            kernel: "batched_topk".to_owned(),
+            reason: format!("values must be 4 or 8 bytes, not {value_bytes}"),
+        });
+    }
+    let per_segment = |name: &'static str, view: &CudaView<'_, i64>| {
+        runtime.check_buffer(name, view)?;
+        at_least(name, view.len(), max_segments)
+    };
+    if let BatchedLayout::Offsets { begin, end } = plan.layout {
+        per_segment("begin_offsets", begin)?;
+        per_segment("end_offsets", end)?;
+    }
+    if let BatchedLayout::Strided {
+        sizes: PerSegmentOr::PerSegment(sizes),
+        ..
+    } = plan.layout
+    {
+        per_segment("segment_sizes", sizes)?;
+    }
+    if let PerSegmentOr::PerSegment(k) = plan.k {
+        per_segment("k", k)?;
+    }
+    if let PerSegmentOr::PerSegment(directions) = plan.direction {
+        runtime.check_buffer("direction", directions)?;
+        at_least("direction", directions.len(), max_segments)?;
+    }
+    if let PerSegmentOr::PerSegment(n) = plan.num_segments {
+        runtime.check_buffer("num_segments", n)?;
+        at_least("num_segments", n.len(), 1)?;
+    }
+
+    let alloc = |count: u64| stream.alloc_zeros::<u64>(count.max(1) as usize);
+    let mut status = alloc(STATUS_WORDS as u64).during("cuMemAllocAsync")?;
+    if max_segments == 0 {
+        // No segment can exist: nothing to launch, nothing to report.
+        let none = [u64::MAX, 0, 0, 0, 0, 0, 0, 0];
+        stream
+            .memcpy_htod(&none, &mut status)
+            .during("cuMemcpyHtoDAsync")?;
+        return Ok(BatchedStatus { words: status });
+    }
+    let large = plan.tiers.contains(BatchedTiers::LARGE);
+    // Sorted sets larger than a block sorts in shared memory are sorted in global memory.
+    let global_sort = large && plan.sorted && plan.per_segment_max > SORT_CAP as u64;
+    let sort_span = if global_sort {
+        plan.per_segment_max.next_power_of_two()
+    } else {
+        0
+    };
+    if sort_span > u64::from(u32::MAX) {
+        return Err(KernelError::InvalidSpec {
+            kernel: "batched_topk (several blocks per segment)".to_owned(),
+            reason: format!(
+                "sorted output of {} items per segment is more than the global sort handles",
+                plan.per_segment_max
+            ),
+        });
+    }
+    let mut descriptors =
+        alloc(max_segments.saturating_mul(DESC_WORDS)).during("cuMemAllocAsync")?;
+    let largest = plan.size_bounds.1.min(keys.len() as u64);
+    let chunks = if large {
+        largest.div_ceil(CHUNK_ITEMS).max(1)
+    } else {
+        0
+    };
+    let large_segments = if large { max_segments } else { 0 };
+    let mut large_state =
+        alloc(large_segments.saturating_mul(LARGE_WORDS)).during("cuMemAllocAsync")?;
+    let mut large_histogram =
+        alloc(large_segments.saturating_mul(BINS)).during("cuMemAllocAsync")?;
+    let mut large_chunks =
+        alloc(large_segments.saturating_mul(chunks)).during("cuMemAllocAsync")?;
+    let selected_stride = if global_sort {
+        sort_span
+    } else {
+        plan.out_stride
+    };
+    let selected_len = if large {
+        max_segments.saturating_mul(selected_stride)
+    } else {
+        0
+    };
+    let mut large_selected = alloc(selected_len).during("cuMemAllocAsync")?;
+    let ranks_len = if global_sort { selected_len } else { 0 };
+    let mut large_ranks = alloc(ranks_len).during("cuMemAllocAsync")?;
+
+    let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
+    let keys_ptr = keep(&mut guards, keys.device_ptr(stream));
+    let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
+    let status_ptr = keep(&mut guards, status.device_ptr_mut(stream));
+    let descriptors_ptr = keep(&mut guards, descriptors.device_ptr_mut(stream));
+    let large_state_ptr = keep(&mut guards, large_state.device_ptr_mut(stream));
+    let large_histogram_ptr = keep(&mut guards, large_histogram.device_ptr_mut(stream));
+    let large_chunks_ptr = keep(&mut guards, large_chunks.device_ptr_mut(stream));
+    let large_selected_ptr = keep(&mut guards, large_selected.device_ptr_mut(stream));
+    let large_ranks_ptr = keep(&mut guards, large_ranks.device_ptr_mut(stream));
+    let (values_ptr, out_values_ptr, index_flag) = match &mut values {
+        BatchedValues::None => (0, 0, 0),
+        BatchedValues::Copy { values, out } => (
+            keep(&mut guards, values.device_ptr(stream)),
+            keep(&mut guards, out.device_ptr_mut(stream)),
+            0,
+        ),
+        BatchedValues::Index { out } => (
+            0,
+            keep(&mut guards, out.device_ptr_mut(stream)),
+            FLAG_VALUES_ARE_INDEX,
+        ),
+    };
+    let mut flags = index_flag;
+    let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match plan.layout {
+        BatchedLayout::Strided { stride, sizes } => match sizes {
+            PerSegmentOr::Uniform(size) => (stride, size, 0, 0, 0),
+            PerSegmentOr::PerSegment(view) => {
+                flags |= FLAG_SIZES_PER_SEGMENT;
+                (stride, 0, keep(&mut guards, view.device_ptr(stream)), 0, 0)
+            }
+        },
+        BatchedLayout::Offsets { begin, end } => {
+            flags |= FLAG_OFFSETS;
+            (
+                0,
+                0,
+                0,
+                keep(&mut guards, begin.device_ptr(stream)),
+                keep(&mut guards, end.device_ptr(stream)),
+            )
+        }
+    };
+    let (k_value, ks_ptr) = match plan.k {
+        PerSegmentOr::Uniform(k) => (k, 0),
+        PerSegmentOr::PerSegment(view) => {
+            flags |= FLAG_K_PER_SEGMENT;
+            (0, keep(&mut guards, view.device_ptr(stream)))
+        }
+    };
+    let (direction_value, directions_ptr) = match plan.direction {
+        PerSegmentOr::Uniform(d) => (d, 0),
+        PerSegmentOr::PerSegment(view) => {
+            flags |= FLAG_DIR_PER_SEGMENT;
+            (0, keep(&mut guards, view.device_ptr(stream)))
+        }
+    };
+    let (num_segments, num_segments_ptr) = match plan.num_segments {
+        PerSegmentOr::Uniform(n) => (n, 0),
+        PerSegmentOr::PerSegment(view) => {
+            flags |= FLAG_N_DEFERRED;
+            (0, keep(&mut guards, view.device_ptr(stream)))
+        }
+    };
+    if plan.prefer_larger_index {
+        flags |= FLAG_PREFER_LARGER;
+    }
+    if plan.stable {
+        flags |= FLAG_STABLE;
+    }
+    if plan.sorted {
+        flags |= FLAG_SORTED;
+    }
+    if global_sort {
+        flags |= FLAG_GLOBAL_SORT;
+    }
+    let params = BatchedTopKParams {
+        keys: keys_ptr,
+        values: values_ptr,
+        out_keys: out_keys_ptr,
+        out_values: out_values_ptr,
+        begin_offsets: begin_ptr,
+        end_offsets: end_ptr,
+        sizes: sizes_ptr,
+        ks: ks_ptr,
+        directions: directions_ptr,
+        num_segments_ptr,
+        descriptors: descriptors_ptr,
+        status: status_ptr,
+        large_state: large_state_ptr,
+        large_histogram: large_histogram_ptr,
+        large_chunks: large_chunks_ptr,
+        large_selected: large_selected_ptr,
+        large_ranks: large_ranks_ptr,
+        num_keys: keys.len() as u64,
+        stride,
+        size_value,
+        size_min: plan.size_bounds.0,
+        size_max: plan.size_bounds.1,
+        k_value,
+        k_min: plan.k_bounds.0,
+        k_max: plan.k_bounds.1,
+        num_segments,
+        num_segments_min: plan.num_segments_bounds.0,
+        num_segments_max: plan.num_segments_bounds.1,
+        out_stride: plan.out_stride,
+        warp_max_size: u64::from(plan.warp_items) * 32,
+        warp_max_k: WARP_MAX_K as u64,
+        block_max_size: SORT_CAP as u64,
+        chunks_per_segment: chunks,
+        chunk_items: CHUNK_ITEMS,
+        selected_stride,
+        sort_span,
+        flags,
+        direction_value,
+        direction_mask: plan.direction_mask,
+        tiers: plan.tiers.0,
+        stage: STAGE_INIT,
+        shift: 0,
+        half: 0,
+        reserved: 0,
+    };
+    let key = K::KEY_TYPE;
+    let launch_step =
+        |kernel: BatchedKernel, grid_items: u64, stage: u32, shift: u32, half: u32| {
+            let spec = KernelSpec::batched_topk(key, value_bytes, kernel);
+            let loaded = runtime.kernel(&spec)?;
+            let grid = runtime.grid_blocks(&loaded, grid_items, 1);
+            let params = BatchedTopKParams {
+                stage,
+                shift,
+                half,
+                ..params
+            };
+            runtime.launch(stream, &loaded, grid, params)
+        };
+    let launch = |kernel: BatchedKernel, grid_items: u64, stage: u32, shift: u32| {
+        launch_step(kernel, grid_items, stage, shift, 0)
+    };
+    let threads = u64::from(BLOCK_THREADS);
+    launch(BatchedKernel::Control, 1, STAGE_INIT, 0)?;
+    launch(BatchedKernel::Control, max_segments, STAGE_RESOLVE, 0)?;
+    launch(BatchedKernel::Control, 1, STAGE_FINALIZE, 0)?;
+    if plan.per_segment_max > 0 {
+        if plan.tiers.contains(BatchedTiers::WARP) {
+            let kernel = BatchedKernel::Warp {
+                items: plan.warp_items,
+            };
+            launch(kernel, max_segments.saturating_mul(32), STAGE_SELECT, 0)?;
+        }
+        if plan.tiers.contains(BatchedTiers::BLOCK) {
+            launch(
+                BatchedKernel::Block,
+                max_segments.saturating_mul(threads),
+                STAGE_SELECT,
+                0,
+            )?;
+        }
+        if large {
+            let work = max_segments.saturating_mul(chunks).saturating_mul(threads);
+            launch(BatchedKernel::Large, max_segments, STAGE_LARGE_INIT, 0)?;
+            let bits = <K::Bits as RadixBits>::BITS;
+            for pass in 0..bits / 8 {
+                let shift = bits - 8 * (pass + 1);
+                launch(BatchedKernel::Large, work, STAGE_LARGE_HISTOGRAM, shift)?;
+                launch(BatchedKernel::Large, max_segments, STAGE_LARGE_PIVOT, shift)?;
+            }
+            launch(BatchedKernel::Large, work, STAGE_LARGE_COUNT, 0)?;
+            launch(BatchedKernel::Large, max_segments, STAGE_LARGE_SCAN, 0)?;
+            launch(BatchedKernel::Large, work, STAGE_LARGE_COLLECT, 0)?;
+            if global_sort {
+                let slots = max_segments.saturating_mul(sort_span);
+                launch(BatchedKernel::Large, slots, STAGE_LARGE_SORT_INIT, 0)?;
+                let mut size = 2u64;
+                while size <= sort_span {
+                    let mut half = size / 2;
+                    while half > 0 {
+                        let step = STAGE_LARGE_SORT_STEP;
+                        launch_step(BatchedKernel::Large, slots, step, size as u32, half as u32)?;
+                        half /= 2;
+                    }
+                    size *= 2;
+                }
+            }
+            let write = max_segments.saturating_mul(chunks).saturating_mul(threads);
+            launch(BatchedKernel::Large, write, STAGE_LARGE_WRITE, 0)?;
+        }
+    }
+    drop(guards);
+    Ok(BatchedStatus { words: status })
+}
+
+/// Keeps the guard of a device pointer until the launches are issued; returns the pointer.
+fn keep<'a>(guards: &mut Vec<SyncOnDrop<'a>>, (ptr, guard): (u64, SyncOnDrop<'a>)) -> u64 {
+    guards.push(guard);
+    ptr
+}
