@@ -6,6 +6,8 @@
 //! * [`radix`]: the radix key transforms and radix-digit histograms.
 //! * [`topk`]: single-problem top-k (max/min, keys, pairs, source indices) under the
 //!   requirement model.
+//! * [`batched_topk`]: top-k of many segments in one call (per-segment size, k and direction;
+//!   warp, block and multi-block tiers chosen from the static bounds).
 //! * [`Error`]: the one error type; argument errors name the argument.
 //!
 //! ```
