@@ -39,6 +39,40 @@ fn every_batched_topk_spec_compiles_for_sm_90() {
     compile_all("batched_topk", batched_topk::specs());
 }
 
+/// What representative calls instantiate, from their static bounds alone: MoE routing
+/// (`segment_size::Static<256>`, `k::Static<8>`) compiles the warp tier and nothing for large k
+/// or large segments; sparse attention only the multi-block tier; unbounded per-segment
+/// parameters every tier.
+#[test]
+fn batched_topk_calls_instantiate_only_what_their_bounds_allow() {
+    use oxicub_kernels::families::batched_topk::{specs_for, BatchedTiers};
+    use oxicub_kernels::{KeyType, Tier};
+    let calls = [
+        ("MoE [tokens x 256] k = Static<8>", (256, 256), (8, 8), 1usize),
+        ("[4096 x Static<64>] k = Static<6>", (64, 64), (6, 6), 1),
+        ("sparse attention [q x 131072] k = Static<2048>", (131_072, 131_072), (2048, 2048), 1),
+        ("segments Uniform<512, 2048>, k Uniform<1, 64>", (512, 2048), (1, 64), 1),
+        ("per-segment sizes and k, unbounded", (0, i64::MAX), (0, i64::MAX), 3),
+    ];
+    let mut all = Vec::new();
+    for (call, sizes, k, tiers_expected) in calls {
+        let tiers = BatchedTiers::for_bounds(sizes, k);
+        let items = BatchedTiers::warp_items(sizes.1.min(256));
+        let specs = specs_for(KeyType::F32, 4, tiers, items);
+        println!("{call}:");
+        for spec in &specs {
+            println!("    {spec} ({:?})", spec.tier());
+        }
+        assert_eq!(specs.len(), 1 + tiers_expected, "{call}");
+        all.extend(specs);
+    }
+    let moe = specs_for(KeyType::F32, 4, BatchedTiers::for_bounds((256, 256), (8, 8)), 8);
+    assert!(moe
+        .iter()
+        .all(|s| !matches!(s.tier(), Tier::BlockPerSegment | Tier::BlocksPerSegment)));
+    compile_all("batched_topk (representative calls)", all);
+}
+
 /// Compiles every spec on a few threads and reports every failure.
 fn compile_all(what: &str, specs: Vec<KernelSpec>) {
     if !nvrtc_or_skip() {

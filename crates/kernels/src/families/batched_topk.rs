@@ -522,8 +522,9 @@ pub fn batched_topk<K: RadixKey, V>(
 
     let alloc = |count: u64| stream.alloc_zeros::<u64>(count.max(1) as usize);
     let mut status = alloc(STATUS_WORDS as u64).during("cuMemAllocAsync")?;
-    if max_segments == 0 {
-        // No segment can exist: nothing to launch, nothing to report.
+    if max_segments == 0 && matches!(plan.num_segments, PerSegmentOr::Uniform(_)) {
+        // No segment: nothing to launch, nothing to report (a deferred count is still read,
+        // to report it when it is outside its bounds).
         let none = [u64::MAX, 0, 0, 0, 0, 0, 0, 0];
         stream
             .memcpy_htod(&none, &mut status)
