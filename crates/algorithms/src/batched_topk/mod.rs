@@ -52,6 +52,25 @@
 //!   report is the caller's explicit synchronisation). A deferred `num_segments` outside its
 //!   bounds is clamped into them and reported as [`Error::Param`] the same way.
 //!
+//! A static `k` that no segment the types allow can hold does not build (the front check's
+//! contract, evaluated at compile time):
+//!
+//! ```compile_fail
+//! use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
+//! use oxicub_params::{direction, k, num_segments, segment_size};
+//!
+//! let problem = Problem::strided(
+//!     256,
+//!     segment_size::Uniform::<1, 256>::new(256)?,
+//!     k::Static::<300>::new(),
+//!     direction::Max,
+//!     num_segments::uniform(1)?,
+//! );
+//! let mut out = [0f32; 256];
+//! batched_topk::select_keys(&Host::new(), &problem, &[0f32; 256][..], &mut out[..], &oxicub_env::Env::new())?.check()?;
+//! # Ok::<(), oxicub_algorithms::Error>(())
+//! ```
+//!
 //! ```
 //! use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
 //! use oxicub_env::Env;
