@@ -40,7 +40,8 @@ pub use oxicub_params::{
 };
 
 pub use oxicub_algorithms::{
-    contract, radix, topk, AnyBackend, Backend, Cuda, DeviceFacts, Error, Host, KernelError,
+    batched_topk, contract, radix, topk, AnyBackend, Backend, Cuda, DeviceFacts, Error, Host,
+    KernelError,
 };
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
