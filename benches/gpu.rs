@@ -207,7 +207,10 @@ fn measure_and_report(
         ("rust-nvrtc".to_string(), dev_gen),
     ];
     let oxicub_cell = |w: &Workload, reference: &workloads::Reference, rotations: usize| {
-        run_oxicub(gpu, w, reference, rotations)
+        (
+            run_oxicub(gpu, w, reference, rotations, oxicub::runner(w)),
+            run_oxicub(gpu, w, reference, rotations, oxicub::opt_out_runner(w)),
+        )
     };
     finish(
         args,
@@ -241,7 +244,8 @@ fn report_without_gpu(
     };
     let generator = vec![("rust-host".to_string(), host_generator_digests())];
     let no_oxicub = |_: &Workload, _: &workloads::Reference, _: usize| {
-        Cell::new(State::NotImplemented, "dry run: oxicub not run")
+        let cell = Cell::new(State::NotImplemented, "dry run: oxicub not run");
+        (cell.clone(), cell)
     };
     finish(
         args,
@@ -255,8 +259,14 @@ fn report_without_gpu(
     )
 }
 
-fn run_oxicub(gpu: &Gpu, w: &Workload, reference: &workloads::Reference, rotations: usize) -> Cell {
-    match oxicub::runner(w) {
+fn run_oxicub(
+    gpu: &Gpu,
+    w: &Workload,
+    reference: &workloads::Reference,
+    rotations: usize,
+    runner: Option<oxicub::Runner>,
+) -> Cell {
+    match runner {
         None => Cell::new(State::NotImplemented, ""),
         Some(run) => match run(gpu, w, rotations) {
             Ok(m) if m.digest == reference.digest => Cell::new(
@@ -292,7 +302,7 @@ fn finish(
     bw: device::Bandwidth,
     l2_bytes: u64,
     mut generator: Vec<(String, String)>,
-    oxicub_cell: &dyn Fn(&Workload, &workloads::Reference, usize) -> Cell,
+    oxicub_cell: &dyn Fn(&Workload, &workloads::Reference, usize) -> (Cell, Cell),
 ) -> Result<ExitCode> {
     let host_gen = generator[0].1.clone();
 
@@ -311,8 +321,8 @@ fn finish(
             rotations,
             if rotations == 1 { "y" } else { "ies" }
         );
-        let oxicub = oxicub_cell(w, &reference, rotations);
-        prepared.push((w, reference, rotations, oxicub));
+        let (oxicub, opt_out) = oxicub_cell(w, &reference, rotations);
+        prepared.push((w, reference, rotations, oxicub, opt_out));
     }
     drop(cache);
 
@@ -322,7 +332,7 @@ fn finish(
     let mut plan = vec![format!(
         "generator generator {GEN_CHECK_SEED} {GEN_CHECK_N} {GEN_CHECK_MAX_EXP} 0 0 0 1"
     )];
-    plan.extend(prepared.iter().map(|(w, _, rot, _)| w.plan_line(*rot)));
+    plan.extend(prepared.iter().map(|(w, _, rot, _, _)| w.plan_line(*rot)));
     peers::write_plan(&plan_path, &plan)?;
     let mut peer_lines: HashMap<(String, String), peers::PeerLine> = HashMap::new();
     let mut peer_failed = false;
@@ -362,7 +372,7 @@ fn finish(
     // Merge and check.
     let mut failures = 0usize;
     let mut rows = Vec::new();
-    for (w, reference, rotations, oxicub) in prepared {
+    for (w, reference, rotations, oxicub, oxicub_opt_out) in prepared {
         let expected = reference.digest.text();
         let mut matched = Vec::new();
         let mut mismatched = Vec::new();
@@ -371,6 +381,12 @@ fn finish(
         }
         if let State::Mismatch { .. } = oxicub.state {
             mismatched.push("oxicub".to_string());
+        }
+        if let State::Timed { .. } = oxicub_opt_out.state {
+            matched.push("oxicub opt-out".to_string());
+        }
+        if let State::Mismatch { .. } = oxicub_opt_out.state {
+            mismatched.push("oxicub opt-out".to_string());
         }
         let peers: Vec<Cell> = COLUMNS
             .iter()
@@ -408,7 +424,7 @@ fn finish(
         failures += mismatched.len();
         failures += peers
             .iter()
-            .chain(std::iter::once(&oxicub))
+            .chain([&oxicub, &oxicub_opt_out])
             .filter(|c| matches!(c.state, State::Error))
             .count();
         let against = if matches!(oxicub.state, State::Timed { .. }) {
@@ -434,6 +450,7 @@ fn finish(
             out_len: reference.out_len,
             rotations,
             oxicub,
+            oxicub_opt_out,
             peers,
             check,
         });

@@ -117,6 +117,8 @@ pub struct Row {
     pub out_len: u64,
     pub rotations: usize,
     pub oxicub: Cell,
+    /// oxicub's opt-out contract (no determinism, unsorted) where it has one.
+    pub oxicub_opt_out: Cell,
     /// One cell per entry of COLUMNS.
     pub peers: Vec<Cell>,
     /// What the timed results were checked against.
@@ -159,7 +161,12 @@ fn best_peer_ms(r: &Row) -> Option<f64> {
 
 impl Report {
     fn header_cells(&self) -> Vec<String> {
-        let mut h = vec!["workload".to_string(), "oxicub ms".to_string()];
+        let mut h = vec![
+            "workload".to_string(),
+            "oxicub ms".to_string(),
+            "oxicub opt-out ms".to_string(),
+            "default/opt-out".to_string(),
+        ];
         h.extend(COLUMNS.iter().map(|c| format!("{} ms", c.title)));
         h.push("floor ms".into());
         h.extend(COLUMNS.iter().map(|c| format!("oxicub/{}", c.title)));
@@ -170,7 +177,12 @@ impl Report {
     }
 
     fn row_cells(&self, r: &Row) -> Vec<String> {
-        let mut c = vec![r.label.clone(), r.oxicub.text()];
+        let mut c = vec![
+            r.label.clone(),
+            r.oxicub.text(),
+            r.oxicub_opt_out.text(),
+            ratio(r.oxicub.ms(), r.oxicub_opt_out.ms()),
+        ];
         c.extend(r.peers.iter().map(Cell::text));
         c.push(fmt_ms(r.floor_ms));
         c.extend(r.peers.iter().map(|p| ratio(r.oxicub.ms(), p.ms())));
@@ -290,6 +302,9 @@ impl Report {
             if !r.oxicub.note.is_empty() {
                 notes.push(format!("oxicub: {}", r.oxicub.note));
             }
+            if !r.oxicub_opt_out.note.is_empty() {
+                notes.push(format!("oxicub opt-out: {}", r.oxicub_opt_out.note));
+            }
             for (c, cell) in COLUMNS.iter().zip(&r.peers) {
                 if !cell.note.is_empty() {
                     notes.push(format!("{}: {}", c.title, cell.note));
@@ -339,6 +354,8 @@ impl Report {
                     "rotations": r.rotations,
                     "oxicub": r.oxicub.json(),
                     "oxicub_over_floor": r.oxicub.ms().map(|m| m / r.floor_ms),
+                    "oxicub_opt_out": r.oxicub_opt_out.json(),
+                    "oxicub_default_over_opt_out": r.oxicub.ms().zip(r.oxicub_opt_out.ms()).map(|(a, b)| a / b),
                     "peers": peers,
                     "check": r.check,
                 })
@@ -367,7 +384,8 @@ impl Report {
     /// Horizontal bars of time / floor on a log scale, one group per workload, one bar per
     /// implementation; the line at 1 is the floor.
     pub fn svg(&self) -> String {
-        let series: Vec<(&str, &str)> = std::iter::once(("oxicub", "#d62728"))
+        let series: Vec<(&str, &str)> = [("oxicub", "#d62728"), ("oxicub opt-out", "#e377c2")]
+            .into_iter()
             .chain(
                 COLUMNS
                     .iter()
@@ -379,7 +397,8 @@ impl Report {
             .rows
             .iter()
             .map(|r| {
-                std::iter::once(&r.oxicub)
+                [&r.oxicub, &r.oxicub_opt_out]
+                    .into_iter()
                     .chain(&r.peers)
                     .map(|c| c.ms().map(|m| m / r.floor_ms))
                     .collect()
@@ -468,7 +487,10 @@ impl Report {
                 y0 + group_h / 2.0,
                 xml(&r.label)
             );
-            let cells: Vec<&Cell> = std::iter::once(&r.oxicub).chain(&r.peers).collect();
+            let cells: Vec<&Cell> = [&r.oxicub, &r.oxicub_opt_out]
+                .into_iter()
+                .chain(&r.peers)
+                .collect();
             for (i, ((_, col), cell)) in series.iter().zip(cells).enumerate() {
                 let y = y0 + i as f64 * bar_h;
                 match ratios[k][i] {

@@ -193,6 +193,38 @@ fn lengths_around_tiles_and_large_inputs() {
     );
 }
 
+/// The fast path (sampled threshold, candidate buffer, rank sort) and each of its fallbacks:
+/// ties at the pivot that the rank buffer holds (the tie-break drops the surplus), ties that
+/// overflow the rank buffer (the input-order stages with the threshold), and candidates that
+/// overflow the candidate buffer (all keys equal: the input-order stages over the input).
+#[test]
+fn fast_path_ties_and_buffer_overflows() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let n = 1 << 20;
+    // Uniform in [0, 1) with 24-bit steps, like the benchmark's keys: few ties.
+    let base: Vec<f32> = (0..n as u64)
+        .map(|i| {
+            let mut z = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(21);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+        })
+        .collect();
+    // Random keys: the plain fast path, several k.
+    check_modes(&cuda, &base, &[1, 8, 1000, 16384]);
+    // `ties` copies of the best key spread over the input: k = 1000 takes some of them.
+    for ties in [3000usize, 8000] {
+        let mut keys = base.clone();
+        for j in 0..ties {
+            keys[(j * 524_287 + 11) % n] = 2.0;
+            keys[(j * 786_433 + 6) % n] = -1.0; // and as many of the worst, for min
+        }
+        check_modes(&cuda, &keys, &[1000]);
+    }
+    // All keys equal: every key reaches the threshold, more than the candidate buffer holds.
+    check_modes(&cuda, &vec![0.5f32; 1 << 20], &[1, 1000]);
+}
+
 #[test]
 fn all_equal_nan_and_signed_zeros() {
     let Some(cuda) = gpu_or_skip() else { return };

@@ -30,6 +30,9 @@ pub struct LoadedKernel {
     spec: KernelSpec,
     function: CudaFunction,
     max_threads_per_block: u32,
+    /// Blocks of `spec.block_threads()` threads that fit on one SM at once (registers, shared
+    /// memory), from the driver's occupancy calculator.
+    resident_per_sm: u32,
     origin: CubinOrigin,
 }
 
@@ -135,10 +138,15 @@ impl KernelRuntime {
         let max_threads = function
             .get_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
             .during("cuFuncGetAttribute")?;
+        let fallback = (self.facts.max_threads_per_sm / spec.block_threads().max(1)).max(1);
+        let resident_per_sm = function
+            .occupancy_max_active_blocks_per_multiprocessor(spec.block_threads(), 0, None)
+            .map_or(fallback, |blocks| blocks.clamp(1, fallback));
         let kernel = LoadedKernel {
             spec: spec.clone(),
             function,
             max_threads_per_block: u32::try_from(max_threads).unwrap_or(0),
+            resident_per_sm,
             origin,
         };
         Ok(self
@@ -201,11 +209,11 @@ impl KernelRuntime {
     }
 
     /// A grid for `items` items, one per thread per iteration of a grid-stride loop: enough
-    /// blocks to fill the device once (more only to reach `min_blocks`), fewer when there is
-    /// less work.
+    /// blocks to fill the device once with as many blocks as are resident together (more only
+    /// to reach `min_blocks`), fewer when there is less work.
     pub(crate) fn grid_blocks(&self, kernel: &LoadedKernel, items: u64, min_blocks: u64) -> u32 {
         let block = u64::from(kernel.spec.block_threads());
-        let resident_per_sm = (u64::from(self.facts.max_threads_per_sm) / block).max(1);
+        let resident_per_sm = u64::from(kernel.resident_per_sm);
         let fill = u64::from(self.facts.sm_count).max(1) * resident_per_sm;
         let needed = items.div_ceil(block);
         let blocks = needed.min(fill).max(min_blocks).max(1);

@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
-use oxicub_env::{OutputOrdering, TieBreak};
+use oxicub_env::{Determinism, OutputOrdering, TieBreak};
 use oxicub_kernels::families::topk_radix_select::{
     topk_radix_select, TopKCount, TopKPlan, TopKValues,
 };
@@ -97,6 +97,7 @@ fn plan<'a>(request: &Request, k: KArg<'a>) -> Result<TopKPlan<'a>, Error> {
             SelectDirection::Min => Direction::Ascending,
         },
         prefer_larger_index: request.requirements.tie_break == TieBreak::PreferLargerIndex,
+        deterministic: request.requirements.determinism != Determinism::NotGuaranteed,
         // One item (or none) is already sorted.
         sorted: request.requirements.ordering != OutputOrdering::Unsorted
             && !matches!(k, TopKCount::Host(0 | 1)),

@@ -35,6 +35,26 @@ kernel_params! {
         tile_offsets: u64,
         /// Per-tile counts, then offsets, of the boundary items.
         boundary_offsets: u64,
+        /// Candidate buffer (fast path): `cand_cap` keys.
+        cand_keys: u64,
+        /// Candidate buffer: `cand_cap` source indices (u64).
+        cand_index: u64,
+        /// Rank buffer: `rank_cap` keys.
+        rank_keys: u64,
+        /// Rank buffer: `rank_cap` source indices (u64).
+        rank_index: u64,
+        /// Rank buffer: `rank_cap` zeroed u64 output positions.
+        rank_pos: u64,
+        /// Candidates written per segment (one segment per prefilter warp).
+        cand_counts: u64,
+        /// Number of segments.
+        cand_segments: u64,
+        /// Capacity of each segment of the candidate buffer (0: no fast path).
+        cand_cap: u64,
+        /// Capacity of the rank buffer (0: no rank sort).
+        rank_cap: u64,
+        /// The threshold is the `sample_rank`-th best of the sampled keys.
+        sample_rank: u64,
         /// A deferred k (`i64` on the device), or 0.
         k_pointer: u64,
         /// Number of keys.
@@ -63,25 +83,41 @@ const DIGIT_BITS: u32 = 8;
 /// The most keys one block may count in its 32-bit shared histogram.
 const MAX_KEYS_PER_BLOCK: u64 = 1 << 31;
 
+/// Keys sampled for the fast path's threshold (`TOPK_SAMPLES`).
+const SAMPLES: u64 = 2048;
+/// The fast path runs on inputs of at least this many keys.
+const FAST_MIN_LEN: u64 = 1 << 16;
+/// The rank sort (sorted output, and the deterministic fast path) serves k up to this bound;
+/// larger k sorts by the bit-split passes and runs the input-order stages.
+const RANK_K_MAX: u64 = 32768;
+/// Most items the rank sort takes: k plus the boundary ties.
+const RANK_CAP_MAX: u64 = 65536;
+
 // Stages, state slots and flags: as in the header.
 const STAGE_INIT: u32 = 0;
 const STAGE_HISTOGRAM: u32 = 1;
-const STAGE_PIVOT: u32 = 2;
 const STAGE_COUNT_BOUNDARY: u32 = 3;
 const STAGE_SCAN: u32 = 4;
 const STAGE_COUNT_SELECTED: u32 = 5;
 const STAGE_SCATTER_SELECTED: u32 = 6;
 const STAGE_COUNT_SPLIT: u32 = 7;
 const STAGE_SCATTER_SPLIT: u32 = 8;
+const STAGE_SAMPLE: u32 = 9;
+const STAGE_PREFILTER: u32 = 10;
+const STAGE_FINAL: u32 = 12;
+const STAGE_RANK_COUNT: u32 = 13;
+const STAGE_RANK_SCATTER: u32 = 14;
 const SLOT_BOUNDARY: u32 = 5;
 const SLOT_SELECTED: u32 = 6;
 const SLOT_ONES: u32 = 7;
-const STATE_SLOTS: usize = 8;
+const STATE_SLOTS: usize = 24;
 const FLAG_PREFER_LARGER: u32 = 1;
 const FLAG_VALUES_ARE_INDEX: u32 = 2;
 const FLAG_SOURCE_IS_TMP: u32 = 4;
 const FLAG_LEN_IS_SELECTED: u32 = 8;
 const FLAG_SCAN_BOUNDARY: u32 = 16;
+const FLAG_DIRECT: u32 = 32;
+const FLAG_RANK_SORT: u32 = 64;
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "topk_radix_select",
@@ -92,11 +128,17 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::Key,
         TemplateArg::BlockThreads,
         TemplateArg::Const("VALUE_BYTES"),
+        TemplateArg::Const("PART"),
     ],
-    // 256 u32 bin counters, one u32 per warp, one u64 per thread for the scan.
+    // 256 u32 bin counters, one u32 per warp, one u64 per thread for the scan, the sample, two
+    // u64 tiles per thread for the rank sort, one u64 block base.
+    // PART 1 (the prefilter alone): one u32 per warp and the block base.
     static_shared_bytes: |spec| {
         let threads = u64::from(spec.block_threads);
-        4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 8 * threads
+        if spec.constant("PART") == Some(1) {
+            return 4 * threads / 32 + 8;
+        }
+        4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 8 * threads + 8 * SAMPLES + 16 * threads + 9
     },
 };
 
@@ -108,7 +150,7 @@ impl KernelSpec {
     /// use oxicub_kernels::{KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::topk_radix_select(KeyType::F32, 8);
-    /// assert_eq!(spec.to_string(), "oxicub::topk_radix_select<oxicub::KeyF32, 256, 8>");
+    /// assert_eq!(spec.to_string(), "oxicub::topk_radix_select<oxicub::KeyF32, 256, 8, 0>");
     /// ```
     pub fn topk_radix_select(key: KeyType, value_bytes: u8) -> KernelSpec {
         KernelSpec {
@@ -118,16 +160,32 @@ impl KernelSpec {
             direction: None,
             tier: Tier::GridStride,
             block_threads: BLOCK_THREADS,
-            consts: vec![("VALUE_BYTES", i64::from(value_bytes))],
+            consts: vec![("VALUE_BYTES", i64::from(value_bytes)), ("PART", 0)],
+        }
+    }
+
+    /// The spec of `topk_radix_select`'s prefilter (the fast path's one full read of the input),
+    /// compiled alone so that its register count sets its occupancy.
+    ///
+    /// ```
+    /// use oxicub_kernels::{KernelSpec, KeyType};
+    ///
+    /// let spec = KernelSpec::topk_radix_select_prefilter(KeyType::F32);
+    /// assert_eq!(spec.to_string(), "oxicub::topk_radix_select<oxicub::KeyF32, 256, 0, 1>");
+    /// ```
+    pub fn topk_radix_select_prefilter(key: KeyType) -> KernelSpec {
+        KernelSpec {
+            consts: vec![("VALUE_BYTES", 0), ("PART", 1)],
+            ..KernelSpec::topk_radix_select(key, 0)
         }
     }
 }
 
 /// Every `topk_radix_select` spec that dispatch produces: each key type, keys only and values
-/// of 4 and 8 bytes.
+/// of 4 and 8 bytes, and the prefilter of each key type.
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::topk_radix_select::specs().len(), 36);
+/// assert_eq!(oxicub_kernels::families::topk_radix_select::specs().len(), 48);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = Vec::new();
@@ -135,6 +193,7 @@ pub fn specs() -> Vec<KernelSpec> {
         for bytes in [0, 4, 8] {
             specs.push(KernelSpec::topk_radix_select(key, bytes));
         }
+        specs.push(KernelSpec::topk_radix_select_prefilter(key));
     }
     specs
 }
@@ -163,8 +222,13 @@ pub struct TopKPlan<'a> {
     pub direction: Direction,
     /// Among keys equal to the k-th, keep the larger source indices (else the smaller).
     pub prefer_larger_index: bool,
-    /// Sort the result by key (equal keys in source-index order); else source-index order.
+    /// Sort the result by key (equal keys in source-index order); else any order (source-index
+    /// order, or sorted, when `deterministic`).
     pub sorted: bool,
+    /// The same result on every run (and GPU). When false and `sorted` is false, the result is
+    /// written in whatever order the threads finish, and ties at the k-th key are taken in any
+    /// order.
+    pub deterministic: bool,
     /// `k`.
     pub k: TopKCount<'a>,
     /// The most items the call may write (`min(k or its upper bound, keys.len())`); the output
@@ -203,7 +267,7 @@ pub enum TopKValues<'a, 'b, V> {
 /// let stream = runtime.context().default_stream();
 /// let keys = stream.clone_htod(&[3u32, 9, 1]).map_err(|e| e.to_string())?;
 /// let mut top = stream.alloc_zeros::<u32>(2).map_err(|e| e.to_string())?;
-/// let plan = TopKPlan { direction: Direction::Descending, prefer_larger_index: false, sorted: true, k: TopKCount::Host(2), max_written: 2 };
+/// let plan = TopKPlan { direction: Direction::Descending, prefer_larger_index: false, sorted: true, deterministic: true, k: TopKCount::Host(2), max_written: 2 };
 /// topk_radix_select::<u32, u32>(&runtime, &stream, plan, &keys.as_view(), &mut top.as_view_mut(), TopKValues::None)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -280,9 +344,62 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let alloc = |count: u64| stream.alloc_zeros::<u64>(count.max(1) as usize);
     let mut state = alloc(STATE_SLOTS as u64).during("cuMemAllocAsync")?;
     let mut histogram = alloc(u64::from(passes) << DIGIT_BITS).during("cuMemAllocAsync")?;
-    let mut tile_offsets = alloc(input_tiles).during("cuMemAllocAsync")?;
-    let mut boundary_offsets = alloc(input_tiles).during("cuMemAllocAsync")?;
-    let sort_scratch = if plan.sorted { max_written } else { 0 };
+    // SAFETY: each tile's count is written (COUNT_*) before the scan reads it.
+    let mut tile_offsets =
+        unsafe { stream.alloc::<u64>(input_tiles.max(1) as usize) }.during("cuMemAllocAsync")?;
+    let mut boundary_offsets =
+        unsafe { stream.alloc::<u64>(input_tiles.max(1) as usize) }.during("cuMemAllocAsync")?;
+    // The fast path: a sampled threshold, one read of the input into a candidate buffer, the
+    // select over the candidates. `kb` bounds k (a deferred k is at most max_written).
+    let kb = max_written;
+    let direct = !plan.deterministic && !plan.sorted;
+    let rank_sort = plan.sorted && kb <= RANK_K_MAX;
+    let rank_cap = if rank_sort || (!direct && kb <= RANK_K_MAX) {
+        (2 * kb).max(kb + 4096).min(RANK_CAP_MAX).max(kb)
+    } else {
+        0
+    };
+    let sample_rank = 2 * (kb * SAMPLES).div_ceil(len) + 8;
+    let expected = sample_rank * (len / SAMPLES);
+    let fast = len >= FAST_MIN_LEN
+        && sample_rank <= SAMPLES / 4
+        && 4 * expected + 4096 <= len / 4
+        && (direct || rank_cap > 0);
+    // One segment of the candidate buffer per prefilter warp, each for 4x its expected share.
+    let prefilter = if fast {
+        Some(runtime.kernel(&KernelSpec::topk_radix_select_prefilter(K::KEY_TYPE))?)
+    } else {
+        None
+    };
+    let prefilter_grid = prefilter
+        .as_ref()
+        .map_or(1, |p| runtime.grid_blocks(p, len, 1));
+    let segments = u64::from(prefilter_grid) * u64::from(BLOCK_THREADS / 32);
+    let cand_cap = if fast {
+        (4 * expected).div_ceil(segments) + 64
+    } else {
+        0
+    };
+    let cand_slots = segments * cand_cap;
+    // SAFETY: each prefilter warp writes its count before any stage reads it.
+    let mut cand_counts =
+        unsafe { stream.alloc::<u64>(segments as usize) }.during("cuMemAllocAsync")?;
+    // SAFETY (all `alloc` below): every element is written by a stage before any stage reads
+    // it (candidates below the count, rank items below their count, tile counts before scans).
+    let mut cand_keys =
+        unsafe { stream.alloc::<K::Bits>(cand_slots.max(1) as usize) }.during("cuMemAllocAsync")?;
+    let mut cand_index =
+        unsafe { stream.alloc::<u64>(cand_slots.max(1) as usize) }.during("cuMemAllocAsync")?;
+    let mut rank_keys =
+        unsafe { stream.alloc::<K::Bits>(rank_cap.max(1) as usize) }.during("cuMemAllocAsync")?;
+    let mut rank_index =
+        unsafe { stream.alloc::<u64>(rank_cap.max(1) as usize) }.during("cuMemAllocAsync")?;
+    let mut rank_pos = alloc(rank_cap).during("cuMemAllocAsync")?;
+    let sort_scratch = if plan.sorted && !rank_sort {
+        max_written
+    } else {
+        0
+    };
     let mut tmp_keys = stream
         .alloc_zeros::<K::Bits>(sort_scratch.max(1) as usize)
         .during("cuMemAllocAsync")?;
@@ -298,6 +415,12 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let boundary_offsets_ptr = keep(&mut guards, boundary_offsets.device_ptr_mut(stream));
     let tmp_keys_ptr = keep(&mut guards, tmp_keys.device_ptr_mut(stream));
     let tmp_values_ptr = keep(&mut guards, tmp_values.device_ptr_mut(stream));
+    let cand_keys_ptr = keep(&mut guards, cand_keys.device_ptr_mut(stream));
+    let cand_index_ptr = keep(&mut guards, cand_index.device_ptr_mut(stream));
+    let cand_counts_ptr = keep(&mut guards, cand_counts.device_ptr_mut(stream));
+    let rank_keys_ptr = keep(&mut guards, rank_keys.device_ptr_mut(stream));
+    let rank_index_ptr = keep(&mut guards, rank_index.device_ptr_mut(stream));
+    let rank_pos_ptr = keep(&mut guards, rank_pos.device_ptr_mut(stream));
     let (values_ptr, out_values_ptr, index_flag) = match &mut values {
         TopKValues::None => (0, 0, 0),
         TopKValues::Copy { values, out } => (
@@ -329,7 +452,9 @@ pub fn topk_radix_select<K: RadixKey, V>(
             FLAG_PREFER_LARGER
         } else {
             0
-        };
+        }
+        | if direct { FLAG_DIRECT } else { 0 }
+        | if rank_sort { FLAG_RANK_SORT } else { 0 };
     let params = TopKRadixSelectParams {
         keys: keys_ptr,
         values: values_ptr,
@@ -341,6 +466,16 @@ pub fn topk_radix_select<K: RadixKey, V>(
         histogram: histogram_ptr,
         tile_offsets: tile_offsets_ptr,
         boundary_offsets: boundary_offsets_ptr,
+        cand_keys: cand_keys_ptr,
+        cand_index: cand_index_ptr,
+        rank_keys: rank_keys_ptr,
+        rank_index: rank_index_ptr,
+        rank_pos: rank_pos_ptr,
+        cand_counts: cand_counts_ptr,
+        cand_segments: segments,
+        cand_cap,
+        rank_cap,
+        sample_rank,
         k_pointer,
         len,
         k_value,
@@ -369,18 +504,39 @@ pub fn topk_radix_select<K: RadixKey, V>(
         runtime.launch(stream, &kernel, grid, params)
     };
 
-    launch(1, STAGE_INIT, 0, 0, 0, 0)?;
+    if let Some(prefilter) = &prefilter {
+        // INIT + SAMPLE in one launch; the prefilter on its own kernel, DECIDE in its last
+        // block; each PIVOT in the last block of its HISTOGRAM.
+        launch(1, STAGE_SAMPLE, 0, 0, 0, 0)?;
+        let params = TopKRadixSelectParams {
+            stage: STAGE_PREFILTER,
+            ..params
+        };
+        runtime.launch(stream, prefilter, prefilter_grid, params)?;
+    } else {
+        launch(1, STAGE_INIT, 0, 0, 0, 0)?;
+    }
     for pass in 0..passes {
         let shift = bits - DIGIT_BITS * (pass + 1);
         launch(histogram_grid, STAGE_HISTOGRAM, shift, pass, 0, 0)?;
-        launch(1, STAGE_PIVOT, shift, pass, 0, 0)?;
     }
+    if fast {
+        let grid = runtime.grid_blocks(&kernel, cand_slots, 1);
+        launch(grid, STAGE_FINAL, 0, 0, 0, 0)?;
+    }
+    // The input-order stages: the whole work in mode 0, no-ops on the fast path.
     launch(input_grid, STAGE_COUNT_BOUNDARY, 0, 0, 0, 0)?;
     launch(1, STAGE_SCAN, 0, 0, FLAG_SCAN_BOUNDARY, SLOT_BOUNDARY)?;
     launch(input_grid, STAGE_COUNT_SELECTED, 0, 0, 0, 0)?;
     launch(1, STAGE_SCAN, 0, 0, 0, SLOT_SELECTED)?;
     launch(input_grid, STAGE_SCATTER_SELECTED, 0, 0, 0, 0)?;
-    if plan.sorted {
+    if rank_cap > 0 {
+        let fill = runtime.grid_blocks(&kernel, u64::MAX, 1);
+        launch(fill, STAGE_RANK_COUNT, 0, 0, 0, 0)?;
+        let grid = runtime.grid_blocks(&kernel, rank_cap, 1);
+        launch(grid, STAGE_RANK_SCATTER, 0, 0, 0, 0)?;
+    }
+    if plan.sorted && !rank_sort {
         // LSD stable split by each rank bit, set bits first: sorted by rank descending, equal
         // ranks in source-index order. An even number of passes ends in the outputs.
         for bit in 0..bits {
