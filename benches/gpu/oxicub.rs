@@ -110,8 +110,6 @@ pub fn runner(w: &Workload) -> Option<Runner> {
         Kind::TopK { .. } => Some(topk),
         // One arm per kind as they land.
         Kind::Batched { .. } => batched::runner(w),
-        Kind::SegSort { .. }
-        | Kind::SegSortPowerLaw { .. }
-        | Kind::Set { .. } => None,
+        Kind::SegSort { .. } | Kind::SegSortPowerLaw { .. } | Kind::Set { .. } => None,
     }
 }

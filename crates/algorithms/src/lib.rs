@@ -24,9 +24,9 @@
 #![deny(missing_docs)]
 
 mod backend;
+pub mod batched_topk;
 mod error;
 pub mod radix;
-pub mod batched_topk;
 pub mod topk;
 
 // Owned by the lead: the per-algorithm front checks (parameters x environment).

@@ -48,11 +48,31 @@ fn batched_topk_calls_instantiate_only_what_their_bounds_allow() {
     use oxicub_kernels::families::batched_topk::{specs_for, BatchedTiers};
     use oxicub_kernels::{KeyType, Tier};
     let calls = [
-        ("MoE [tokens x 256] k = Static<8>", (256, 256), (8, 8), 1usize),
+        (
+            "MoE [tokens x 256] k = Static<8>",
+            (256, 256),
+            (8, 8),
+            1usize,
+        ),
         ("[4096 x Static<64>] k = Static<6>", (64, 64), (6, 6), 1),
-        ("sparse attention [q x 131072] k = Static<2048>", (131_072, 131_072), (2048, 2048), 1),
-        ("segments Uniform<512, 2048>, k Uniform<1, 64>", (512, 2048), (1, 64), 1),
-        ("per-segment sizes and k, unbounded", (0, i64::MAX), (0, i64::MAX), 3),
+        (
+            "sparse attention [q x 131072] k = Static<2048>",
+            (131_072, 131_072),
+            (2048, 2048),
+            1,
+        ),
+        (
+            "segments Uniform<512, 2048>, k Uniform<1, 64>",
+            (512, 2048),
+            (1, 64),
+            1,
+        ),
+        (
+            "per-segment sizes and k, unbounded",
+            (0, i64::MAX),
+            (0, i64::MAX),
+            3,
+        ),
     ];
     let mut all = Vec::new();
     for (call, sizes, k, tiers_expected) in calls {
@@ -66,7 +86,12 @@ fn batched_topk_calls_instantiate_only_what_their_bounds_allow() {
         assert_eq!(specs.len(), 1 + tiers_expected, "{call}");
         all.extend(specs);
     }
-    let moe = specs_for(KeyType::F32, 4, BatchedTiers::for_bounds((256, 256), (8, 8)), 8);
+    let moe = specs_for(
+        KeyType::F32,
+        4,
+        BatchedTiers::for_bounds((256, 256), (8, 8)),
+        8,
+    );
     assert!(moe
         .iter()
         .all(|s| !matches!(s.tier(), Tier::BlockPerSegment | Tier::BlocksPerSegment)));
