@@ -283,13 +283,21 @@ __device__ __forceinline__ void topk_prefilter(const TopKRadixSelectParams& para
         }
         written += total;
     };
-    for (u64 base = 0; base < vectors; base += stride * UNROLL) {  // warp-uniform
-        Lanes lanes[UNROLL];
+    // The next batch's loads are issued before this batch is tested and appended, so every warp
+    // keeps UNROLL 16-byte loads in flight through its compute (software pipelining in registers):
+    // without it each warp idled the memory system while it scanned and appended.
+    auto load_batch = [&](Lanes(&dst)[UNROLL], u64 batch_base) {
 #pragma unroll
         for (u32 u = 0; u < UNROLL; ++u) {
-            const u64 v = base + u * stride + me;
-            lanes[u].v = v < vectors ? vec[v] : make_uint4(0, 0, 0, 0);
+            const u64 v = batch_base + u * stride + me;
+            dst[u].v = v < vectors ? vec[v] : make_uint4(0, 0, 0, 0);
         }
+    };
+    Lanes lanes[UNROLL];
+    load_batch(lanes, 0);
+    for (u64 base = 0; base < vectors; base += stride * UNROLL) {  // warp-uniform
+        Lanes next[UNROLL];
+        load_batch(next, base + stride * UNROLL);
         u32 hits = 0;
 #pragma unroll
         for (u32 u = 0; u < UNROLL; ++u) {
@@ -315,6 +323,10 @@ __device__ __forceinline__ void topk_prefilter(const TopKRadixSelectParams& para
                 }
             }
         });
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) {
+            lanes[u] = next[u];
+        }
     }
     if (me < 32) {
         // At most VEC - 1 keys at each end.
