@@ -256,6 +256,7 @@ __device__ __forceinline__ void topk_prefilter(const TopKRadixSelectParams& para
     const Bits threshold = (Bits)state[TOPK_SLOT_THRESHOLD];
     constexpr u32 VEC = 16 / sizeof(Bits);
     constexpr u32 UNROLL = VEC >= 8 ? 1 : TOPK_UNROLL;  // at most 16 keys per thread
+    static_assert(UNROLL * VEC <= 32, "the batch's hit mask is one u32");
     // Keys before the first 16-byte boundary and after the last whole vector: warp 0.
     const u64 misalign = (u64)(16 - (params.keys & 15)) & 15;
     const u64 head_items = misalign / sizeof(Bits);
@@ -298,31 +299,37 @@ __device__ __forceinline__ void topk_prefilter(const TopKRadixSelectParams& para
     for (u64 base = 0; base < vectors; base += stride * UNROLL) {  // warp-uniform
         Lanes next[UNROLL];
         load_batch(next, base + stride * UNROLL);
-        u32 hits = 0;
+        // One bit per key of the batch (UNROLL * VEC <= 16), tested once: ncu showed this stage
+        // instruction-bound when the append re-derived every key's radix code, in a loop that
+        // nearly every batch enters (some lane almost always has a hit).
+        u32 hit_mask = 0;
 #pragma unroll
         for (u32 u = 0; u < UNROLL; ++u) {
             const bool valid = base + u * stride + me < vectors;
 #pragma unroll
             for (u32 j = 0; j < VEC; ++j) {
-                hits += (valid && (Bits)(Key::to_radix(lanes[u].b[j]) ^ flip) >= threshold) ? 1u : 0u;
+                const bool hit = valid && (Bits)(Key::to_radix(lanes[u].b[j]) ^ flip) >= threshold;
+                hit_mask |= (hit ? 1u : 0u) << (u * VEC + j);
             }
         }
-        append(hits, [&](u64 slot) {
+        if (__any_sync(0xFFFFFFFFu, hit_mask != 0)) {
+            append(__popc(hit_mask), [&](u64 slot) {
 #pragma unroll
-            for (u32 u = 0; u < UNROLL; ++u) {
-                const u64 v = base + u * stride + me;
+                for (u32 u = 0; u < UNROLL; ++u) {
+                    const u64 v = base + u * stride + me;
 #pragma unroll
-                for (u32 j = 0; j < VEC; ++j) {
-                    if (v < vectors && (Bits)(Key::to_radix(lanes[u].b[j]) ^ flip) >= threshold) {
-                        if (slot < cap) {
-                            seg_keys[slot] = lanes[u].b[j];
-                            seg_index[slot] = head + v * VEC + j;
+                    for (u32 j = 0; j < VEC; ++j) {
+                        if (hit_mask & (1u << (u * VEC + j))) {
+                            if (slot < cap) {
+                                seg_keys[slot] = lanes[u].b[j];
+                                seg_index[slot] = head + v * VEC + j;
+                            }
+                            ++slot;
                         }
-                        ++slot;
                     }
                 }
-            }
-        });
+            });
+        }
 #pragma unroll
         for (u32 u = 0; u < UNROLL; ++u) {
             lanes[u] = next[u];
