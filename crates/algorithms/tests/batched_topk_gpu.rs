@@ -536,3 +536,171 @@ fn sparse_attention_shape() {
         run(&AnyBackend::Host(Host::new()))
     );
 }
+
+/// One strided call with every value uniform (the direct path on the GPU: checked on the host,
+/// no control stages) on both backends: the same outcome; per segment the contract, bit for
+/// bit where pinned.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    n: usize,
+    stride: usize,
+    size: usize,
+    k: usize,
+    dir: SelectDirection,
+    /// Keys short of `n * stride` by this many (past the buffer: reported, not direct).
+    short: usize,
+}
+
+fn strided_run<B, K, E>(
+    backend: &B,
+    shape: Shape,
+    keys: B::Slice<'_, K>,
+    out_keys: B::SliceMut<'_, K>,
+    out_indices: B::SliceMut<'_, u64>,
+    env: &E,
+) -> Result<(), String>
+where
+    B: batched_topk::BatchedTopKBackend + oxicub_algorithms::batched_topk::PerSegmentLengths,
+    K: RadixKey,
+    E: Environment,
+    direction::Choice<direction::Either>: batched_topk::Directions<B>,
+{
+    let problem = Problem::strided(
+        shape.stride,
+        segment_size::Uniform::<0, { 1 << 40 }>::new(shape.size as i64).expect("size"),
+        k::Uniform::<0, { 1 << 40 }>::new(shape.k as i64).expect("k"),
+        direction::Choice::<direction::Either>::new(shape.dir).expect("direction"),
+        num_segments::uniform(shape.n as i64).expect("n"),
+    );
+    batched_topk::select_indices(backend, &problem, keys, out_keys, out_indices, env)
+        .and_then(|outcome| outcome.check())
+        .map_err(|e| e.to_string())
+}
+
+fn check_strided<K: RefKey, E: Environment>(cuda: &Cuda, keys: &[K], shape: Shape, env: &E) {
+    let r = env.resolved();
+    let written = shape.k.min(shape.size);
+    let len = shape.n * written;
+    let keys = &keys[..shape.n * shape.stride - shape.short];
+    let (mut host_keys, mut host_indices) = (vec![poison::<K>(); len], vec![POISON_INDEX; len]);
+    let host = strided_run(
+        &Host::new(),
+        shape,
+        keys,
+        &mut host_keys[..],
+        &mut host_indices[..],
+        env,
+    );
+    let device_keys = cuda.upload_keys(keys).expect("upload");
+    let mut out_keys = cuda.upload_keys(&vec![poison::<K>(); len]).expect("upload");
+    let mut out_indices = cuda.upload(&vec![POISON_INDEX; len]).expect("upload");
+    let gpu = strided_run(
+        cuda,
+        shape,
+        device_keys.as_view(),
+        out_keys.as_view_mut(),
+        out_indices.as_view_mut(),
+        env,
+    );
+    let what = format!("{} {shape:?} {r:?}", K::KEY_TYPE);
+    assert_eq!(gpu, host, "{what}: the outcome");
+    let gpu_keys = cuda.download_keys(&out_keys).expect("download");
+    let gpu_indices = cuda.download(&out_indices.as_view()).expect("download");
+    if host.is_err() {
+        return;
+    }
+    for i in 0..shape.n {
+        let seg = &keys[i * shape.stride..i * shape.stride + shape.size];
+        let at = i * written..(i + 1) * written;
+        let what = format!("{what} segment {i}");
+        check_contract(
+            &what,
+            seg,
+            written,
+            shape.dir,
+            r,
+            &gpu_keys[at.clone()],
+            &gpu_indices[at.clone()],
+        );
+        if r.pins_output() {
+            assert_eq!(
+                gpu_indices[at.clone()],
+                host_indices[at.clone()],
+                "{what}: indices differ from the host"
+            );
+            let bits = |v: &[K]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(&gpu_keys[at.clone()]) == bits(&host_keys[at]),
+                "{what}: keys differ from the host"
+            );
+        }
+    }
+}
+
+fn shapes() -> Vec<Shape> {
+    let s = |n, stride, size, k, dir| Shape {
+        n,
+        stride,
+        size,
+        k,
+        dir,
+        short: 0,
+    };
+    use SelectDirection::{Max, Min};
+    vec![
+        s(300, 256, 256, 8, Max),        // warp tier, 16-byte loads
+        s(200, 64, 64, 6, Min),          // warp tier, 8-byte loads
+        s(100, 67, 64, 6, Max),          // warp tier, unaligned rows: scalar loads
+        s(50, 256, 200, 32, Max),        // warp tier, partial rows
+        s(40, 1000, 1000, 100, Min),     // block tier
+        s(3, 40_000, 40_000, 2048, Max), // several blocks, packed shared-memory sort
+        s(4, 9000, 9000, 700, Min),      // several blocks, packed sort with padding
+        s(2, 5000, 4999, 3000, Min),     // several blocks, global sort
+        Shape {
+            short: 1,
+            ..s(10, 256, 256, 8, Max)
+        }, // last row past the buffer: reported
+    ]
+}
+
+#[test]
+fn uniform_strided_shapes_take_the_direct_path_in_every_tier() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let f32_keys: Vec<f32> = sample_keys(300 * 256, 30);
+    let ties: Vec<u32> = {
+        // Many zeros (rank 0 for max) and u32::MAX (rank 0 for min): the warp tier's fallback.
+        let mut rng = SplitMix64::new(31);
+        (0..300 * 256)
+            .map(|_| match rng.next_u64() % 4 {
+                0 => 0,
+                1 => u32::MAX,
+                x => x as u32,
+            })
+            .collect()
+    };
+    let half_ties: Vec<u32> = ties
+        .iter()
+        .map(|&x| if x == u32::MAX { 5 } else { x })
+        .collect();
+    for shape in shapes() {
+        let need = shape.n * shape.stride;
+        let f: Vec<f32> = f32_keys.iter().copied().cycle().take(need).collect();
+        for_every_env!(check_strided(&cuda, &f, shape));
+        let t: Vec<u32> = ties.iter().copied().cycle().take(need).collect();
+        for_every_env!(check_strided(&cuda, &t, shape));
+        let h: Vec<u32> = half_ties.iter().copied().cycle().take(need).collect();
+        check_strided(&cuda, &h, shape, &Env::new());
+        check_strided(&cuda, &h, shape, &require!(tie_break::PreferLargerIndex));
+        fn each<K: RefKey>(cuda: &Cuda, shape: Shape, seed: u64) {
+            let keys: Vec<K> = sample_keys(shape.n * shape.stride, seed);
+            check_strided(cuda, &keys, shape, &Env::new());
+            check_strided(cuda, &keys, shape, &require!(tie_break::PreferLargerIndex));
+        }
+        each::<i8>(&cuda, shape, 32);
+        each::<u16>(&cuda, shape, 33);
+        each::<i32>(&cuda, shape, 34);
+        each::<half::bf16>(&cuda, shape, 35);
+        each::<u64>(&cuda, shape, 36);
+        each::<f64>(&cuda, shape, 37);
+    }
+}

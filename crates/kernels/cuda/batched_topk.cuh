@@ -11,15 +11,22 @@
 //                                     (segment << 8 | code) with atomicMin, so the smallest
 //                                     invalid segment is reported, and is skipped later.
 //   TIER 0 (control), stage FINALIZE  one thread: the offending value of the reported segment.
-//   TIER 1 (warp)                     one warp per segment: keys in registers (ITEMS per lane),
-//                                     k rounds of a warp arg-max over (rank, tie-break index).
-//                                     No shared memory.
+//   TIER 1 (warp)                     one warp per segment: keys in registers (ITEMS per lane).
+//                                     Keys of up to 32 bits: a threshold (the k-th largest lane
+//                                     maximum), the few items at or above it ranked by counting
+//                                     in 32 shared-memory slots per warp (k rounds of redux max
+//                                     when more than 32); wider keys: k rounds of a warp arg-max
+//                                     over (rank, tie-break index).
 //   TIER 2 (block)                    one block per segment: the segment's (rank, index) pairs
 //                                     bitonic-sorted in shared memory (SORT_CAP entries).
 //   TIER 3 (blocks)                   several blocks per segment: MSB-first radix select with
 //                                     per-segment histograms merged on the device (stages
 //                                     below), the selected indices collected, then sorted per
 //                                     segment.
+//
+// A direct call (BT_DIRECT: strided layout, size, k, direction and count each one host value,
+// all checked on the host) launches no control stage: the tiers take the segment count and
+// every segment's begin, size, k and direction from the parameters, and no status is written.
 //
 // Every tier kernel walks all segments and takes those of its bin (the same predicate in every
 // tier, from the caps in the parameters), so a call with mixed sizes sends each segment to
@@ -56,6 +63,8 @@ constexpr u32 BT_STABLE = 64u;             // output: by key, equal keys by inde
 constexpr u32 BT_VALUES_ARE_INDEX = 128u;  // write the index within the segment as the value
 constexpr u32 BT_SORTED = 256u;            // output sorted by key (stable or not)
 constexpr u32 BT_GLOBAL_SORT = 512u;       // tier 3: the selected sets are sorted in global memory
+constexpr u32 BT_DIRECT = 1024u;           // strided, every value uniform and checked on the host:
+                                           // no control stages, no descriptors, no status words
 
 // params.tiers: which tiers this call runs (the bins).
 constexpr u32 BT_TIER_WARP = 1u;
@@ -185,6 +194,14 @@ __device__ __forceinline__ u32 bt_bin(const BatchedTopKParams& p, u64 size, u64 
 // Reads a segment's descriptor; false when it is invalid, not in `bin`, or writes nothing.
 __device__ __forceinline__ bool bt_descriptor(const BatchedTopKParams& p, u64 seg, u32 bin,
                                               u64* begin, u64* size, u64* written, u32* dir) {
+    if (p.flags & BT_DIRECT) {
+        // Checked on the host: every segment is valid and alike.
+        *begin = seg * p.stride;
+        *size = p.size_value;
+        *written = p.k_value < p.size_value ? p.k_value : p.size_value;
+        *dir = p.direction_value;
+        return *written != 0 && bt_bin(p, *size, *written) == bin;
+    }
     const u64* desc = reinterpret_cast<const u64*>(p.descriptors) + seg * BT_DESC_WORDS;
     const u64 flags = desc[3];
     if ((flags & BT_DESC_VALID) == 0) {
@@ -221,6 +238,9 @@ __device__ __forceinline__ void bt_write(const BatchedTopKParams& p, u64 begin, 
 }
 
 __device__ __forceinline__ u64 bt_count(const BatchedTopKParams& p) {
+    if (p.flags & BT_DIRECT) {
+        return p.num_segments;
+    }
     return reinterpret_cast<const u64*>(p.status)[BT_STATUS_COUNT];
 }
 
@@ -285,6 +305,212 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
 
 // ---- Tier 1: a warp per segment ----
 
+// Keys of at most 32 bits: lane l holds items l*ITEMS .. l*ITEMS+ITEMS-1 (one or two 16-byte
+// loads when the segment is full and aligned), ranks as u32 with 0 meaning "taken or absent";
+// each round is one redux.sync max, one ballot and one shuffle. Index order is (lane, slot)
+// order, so the lowest (highest) lane and slot holding the maximum is the item the tie-break
+// prefers. Returns false, having written nothing, when some key's rank is 0 (the lowest key of
+// the direction, e.g. -NaN with all bits set for max): the caller then takes the general path.
+template <class Key, int VALUE_BYTES, int ITEMS>
+__device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u64 seg, u64 begin,
+                                                  u64 size, u64 written, u32 dir) {
+    typedef typename Key::Bits Bits;
+    const u32 FULL = 0xFFFFFFFFu;
+    const u32 lane = threadIdx.x & 31u;
+    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
+    const bool stable = (p.flags & BT_STABLE) != 0;
+    const Bits* src = reinterpret_cast<const Bits*>(p.keys) + begin;
+    const u32 base = lane * (u32)ITEMS;
+    u32 rank[ITEMS];
+    bool zero = false;
+    bool vector = false;
+    if constexpr (sizeof(Bits) == 4 && (ITEMS % 4 == 0 || ITEMS == 2)) {
+        constexpr u64 ALIGN = ITEMS == 2 ? 8 : 16;
+        vector = size == 32ull * ITEMS && (((unsigned long long)src) & (ALIGN - 1)) == 0;
+        if (vector) {
+            if constexpr (ITEMS == 2) {
+                const uint2 w = reinterpret_cast<const uint2*>(src + base)[0];
+                rank[0] = (u32)bt_rank<Key>((Bits)w.x, dir);
+                rank[1] = (u32)bt_rank<Key>((Bits)w.y, dir);
+            } else {
+#pragma unroll
+                for (int v = 0; v < ITEMS / 4; ++v) {
+                    const uint4 w = reinterpret_cast<const uint4*>(src + base)[v];
+                    rank[4 * v + 0] = (u32)bt_rank<Key>((Bits)w.x, dir);
+                    rank[4 * v + 1] = (u32)bt_rank<Key>((Bits)w.y, dir);
+                    rank[4 * v + 2] = (u32)bt_rank<Key>((Bits)w.z, dir);
+                    rank[4 * v + 3] = (u32)bt_rank<Key>((Bits)w.w, dir);
+                }
+            }
+#pragma unroll
+            for (int t = 0; t < ITEMS; ++t) {
+                zero |= rank[t] == 0;
+            }
+        }
+    }
+    if (!vector) {
+#pragma unroll
+        for (int t = 0; t < ITEMS; ++t) {
+            const u64 j = (u64)base + (u64)t;
+            rank[t] = 0;
+            if (j < size) {
+                rank[t] = (u32)bt_rank<Key>(src[j], dir);
+                zero |= rank[t] == 0;
+            }
+        }
+    }
+    if (__any_sync(FULL, zero)) {
+        return false;
+    }
+    // Every item of the top `written` is at or above the written-th largest lane maximum (the
+    // `written` best lane maxima are that many items at or above it). The items at or above
+    // it (a few more than `written` on most data) are ranked against each other in shared
+    // memory: (rank << 32 | index as the tie-break prefers) is one u64, larger = better.
+    {
+        u32 m = rank[0];
+#pragma unroll
+        for (int t = 1; t < ITEMS; ++t) {
+            m = max(m, rank[t]);
+        }
+        u32 threshold = 0;
+        for (u32 round = 0; (u64)round < written; ++round) {
+#if __CUDA_ARCH__ >= 800
+            threshold = __reduce_max_sync(FULL, m);
+#else
+            threshold = m;
+#pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) {
+                threshold = max(threshold, __shfl_xor_sync(FULL, threshold, offset));
+            }
+#endif
+            const u32 holders = __ballot_sync(FULL, m == threshold);
+            if (lane == (u32)__ffs(holders) - 1u) {
+                m = 0;
+            }
+        }
+        u32 mine = 0;
+#pragma unroll
+        for (int t = 0; t < ITEMS; ++t) {
+            mine += (rank[t] != 0 && rank[t] >= threshold) ? 1u : 0u;
+        }
+        u32 total = mine;
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            total += __shfl_xor_sync(FULL, total, offset);
+        }
+        if (total <= 32u) {
+            __shared__ u64 candidates_all[8 * 32];  // one warp's 32 entries per warp (<= 8 warps)
+            u64* candidates = candidates_all + 32u * ((threadIdx.x >> 5) & 7u);
+            u32 at = mine;
+#pragma unroll
+            for (int offset = 1; offset < 32; offset <<= 1) {
+                const u32 y = __shfl_up_sync(FULL, at, offset);
+                at += lane >= (u32)offset ? y : 0u;
+            }
+            at -= mine;
+#pragma unroll
+            for (int t = 0; t < ITEMS; ++t) {
+                if (rank[t] != 0 && rank[t] >= threshold) {
+                    const u32 index = base + (u32)t;
+                    const u32 order = prefer_larger ? index : ~index;
+                    candidates[at++] = ((u64)rank[t] << 32) | (u64)order;
+                }
+            }
+            __syncwarp();
+            u64 own = 0;
+            u32 pos = 32;
+            if (lane < total) {
+                own = candidates[lane];
+                pos = 0;
+                for (u32 q = 0; q < total; ++q) {
+                    pos += candidates[q] > own ? 1u : 0u;
+                }
+            }
+            const u32 own_rank = (u32)(own >> 32);
+            const u32 own_index = prefer_larger ? (u32)own : ~(u32)own;
+            u32 out_slot = pos;
+            if (stable && prefer_larger) {
+                // The selected items (at or above the written-th best) by key, then index.
+                const u32 cut_lane = (u32)__ffs(__ballot_sync(FULL, pos + 1u == (u32)written)) - 1u;
+                const u64 cut = __shfl_sync(FULL, own, (int)cut_lane);
+                out_slot = 0;
+                for (u32 q = 0; q < total; ++q) {
+                    const u64 other = candidates[q];
+                    const u32 other_rank = (u32)(other >> 32);
+                    const u32 other_index = (u32)other;  // prefer_larger: the index itself
+                    out_slot += (other >= cut && (other_rank > own_rank ||
+                                 (other_rank == own_rank && other_index < own_index))) ? 1u : 0u;
+                }
+            }
+            if ((u64)pos < written) {
+                bt_write<Key, VALUE_BYTES>(p, begin, (u64)own_index, seg * p.out_stride + out_slot);
+            }
+            __syncwarp();  // the entries are reused by the warp's next segment
+            return true;
+        }
+    }
+    u32 kept_rank = 0;
+    u32 kept_index = 0;
+    for (u32 round = 0; (u64)round < written; ++round) {
+        u32 m = rank[0];
+#pragma unroll
+        for (int t = 1; t < ITEMS; ++t) {
+            m = max(m, rank[t]);
+        }
+#if __CUDA_ARCH__ >= 800
+        const u32 best = __reduce_max_sync(FULL, m);
+#else
+        u32 best = m;
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            best = max(best, __shfl_xor_sync(FULL, best, offset));
+        }
+#endif
+        const u32 holders = __ballot_sync(FULL, m == best);
+        const u32 winner = prefer_larger ? 31u - (u32)__clz(holders) : (u32)__ffs(holders) - 1u;
+        u32 slot = 0;
+        if (prefer_larger) {
+#pragma unroll
+            for (int t = 0; t < ITEMS; ++t) {
+                slot = rank[t] == best ? (u32)t : slot;
+            }
+        } else {
+#pragma unroll
+            for (int t = ITEMS - 1; t >= 0; --t) {
+                slot = rank[t] == best ? (u32)t : slot;
+            }
+        }
+        if (lane == winner) {
+#pragma unroll
+            for (int t = 0; t < ITEMS; ++t) {
+                rank[t] = (u32)t == slot ? 0u : rank[t];
+            }
+        }
+        const u32 won = __shfl_sync(FULL, slot, (int)winner);
+        if (lane == round) {
+            kept_rank = best;
+            kept_index = winner * (u32)ITEMS + won;
+        }
+    }
+    // Lane r holds the r-th item in selection order: sorted by key, ties as the tie-break
+    // prefers. A stable order puts equal keys by index.
+    u32 out_slot = lane;
+    if (stable && prefer_larger) {
+        out_slot = 0;
+        for (u32 q = 0; (u64)q < written; ++q) {
+            const u32 other_rank = __shfl_sync(FULL, kept_rank, (int)q);
+            const u32 other_index = __shfl_sync(FULL, kept_index, (int)q);
+            if (other_rank > kept_rank || (other_rank == kept_rank && other_index < kept_index)) {
+                ++out_slot;
+            }
+        }
+    }
+    if ((u64)lane < written) {
+        bt_write<Key, VALUE_BYTES>(p, begin, (u64)kept_index, seg * p.out_stride + out_slot);
+    }
+    return true;
+}
+
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int ITEMS>
 __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
     typedef typename Key::Bits Bits;
@@ -301,6 +527,11 @@ __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
         u32 dir;
         if (!bt_descriptor(p, seg, BT_TIER_WARP, &begin, &size, &written, &dir)) {
             continue;  // warp-uniform: every lane reads the same descriptor
+        }
+        if constexpr (sizeof(Bits) <= 4) {
+            if (bt_warp32_segment<Key, VALUE_BYTES, ITEMS>(p, seg, begin, size, written, dir)) {
+                continue;  // warp-uniform
+            }
         }
         u64 rank[ITEMS];
         u32 alive = 0;
@@ -494,7 +725,73 @@ constexpr u32 BT_L_REMAINING = 2;
 constexpr u32 BT_L_DONE = 3;
 constexpr u32 BT_L_BOUNDARY = 4;
 constexpr u32 BT_L_ABOVE = 5;
+constexpr u32 BT_L_ARRIVED = 6;  // histogram work items of this pass that have finished
 constexpr u32 BT_BINS = 256;
+
+// The pivot digit of pass `p.shift` from a segment's merged histogram, by the whole block
+// (thread b looks at digit 255 - b, so an inclusive scan in thread order counts the items at
+// or above each digit); clears the histogram for the next pass. Every thread of the block
+// calls it.
+template <u32 BLOCK_THREADS>
+__device__ __forceinline__ void bt_large_pivot(const BatchedTopKParams& p, u64* state,
+                                               u64* histogram, u64* warp_sums) {
+    static_assert(BLOCK_THREADS == BT_BINS, "one thread per bin");
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warp = threadIdx.x >> 5;
+    const u32 digit = BT_BINS - 1u - threadIdx.x;
+    const u64 c = __ldcg(&histogram[digit]);
+    histogram[digit] = 0;
+    u64 x = c;
+#pragma unroll
+    for (u32 offset = 1; offset < 32; offset <<= 1) {
+        const u64 y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
+        x += lane >= offset ? y : 0ull;
+    }
+    if (lane == 31u) {
+        warp_sums[warp] = x;
+    }
+    const u64 remaining = __ldcg(&state[BT_L_REMAINING]);
+    __syncthreads();
+    u64 below = 0;
+    for (u32 w = 0; w < warp; ++w) {
+        below += warp_sums[w];
+    }
+    const u64 at_or_above = x + below;
+    const u64 above = at_or_above - c;
+    if (above < remaining && at_or_above >= remaining) {
+        // Exactly one digit: the largest with above + c >= remaining.
+        const u64 left = remaining - above;
+        state[BT_L_REMAINING] = left;
+        state[BT_L_PREFIX] = __ldcg(&state[BT_L_PREFIX]) | ((u64)digit << p.shift);
+        state[BT_L_MASK] = __ldcg(&state[BT_L_MASK]) | ((u64)(BT_BINS - 1) << p.shift);
+        if (c == left || p.shift == 0) {
+            state[BT_L_DONE] = 1;
+        }
+    }
+    __syncthreads();
+}
+
+// Bitonic sort, descending, of n (a power of two) packed u64 keys in shared memory. Every
+// thread of the block calls it.
+template <u32 BLOCK_THREADS>
+__device__ __forceinline__ void bt_block_sort_packed(u64* keys, u32 n) {
+    for (u32 size = 2; size <= n; size <<= 1) {
+        for (u32 half = size >> 1; half > 0; half >>= 1) {
+            for (u32 q = threadIdx.x; q < n / 2; q += BLOCK_THREADS) {
+                const u32 i = ((q & ~(half - 1u)) << 1) | (q & (half - 1u));
+                const u32 partner = i + half;
+                const bool descending = (i & size) == 0;
+                const u64 a = keys[i];
+                const u64 b = keys[partner];
+                if (descending ? a < b : a > b) {
+                    keys[i] = b;
+                    keys[partner] = a;
+                }
+            }
+            __syncthreads();
+        }
+    }
+}
 
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int SORT_CAP>
 __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
@@ -552,6 +849,31 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
         return;
     }
 
+    if (p.stage == BT_STAGE_LARGE_INIT) {
+        // One thread per (segment, bin): clears the bin; the first few also reset the state.
+        const u64 stride = grid_threads(BLOCK_THREADS);
+        for (u64 e = global_thread_index(BLOCK_THREADS); e < count * BT_BINS; e += stride) {
+            const u64 seg = e / BT_BINS;
+            const u32 b = (u32)(e % BT_BINS);
+            u64 begin, size, written;
+            u32 dir;
+            if (!bt_descriptor(p, seg, BT_TIER_LARGE, &begin, &size, &written, &dir)) {
+                continue;
+            }
+            histogram_all[seg * BT_BINS + b] = 0;
+            u64* state = state_all + seg * BT_LARGE_WORDS;
+            if (b < BT_LARGE_WORDS) {
+                u64 v = 0;
+                if (b == BT_L_REMAINING) {
+                    v = written;
+                } else if (b == BT_L_DONE) {
+                    v = written == size ? 1 : 0;
+                }
+                state[b] = v;
+            }
+        }
+        return;
+    }
     if (p.stage == BT_STAGE_LARGE_INIT || p.stage == BT_STAGE_LARGE_PIVOT ||
         p.stage == BT_STAGE_LARGE_SCAN) {
         // One thread per segment.
@@ -571,6 +893,7 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
                 state[BT_L_DONE] = written == size ? 1 : 0;
                 state[BT_L_BOUNDARY] = 0;
                 state[BT_L_ABOVE] = 0;
+                state[BT_L_ARRIVED] = 0;
                 for (u32 b = 0; b < BT_BINS; ++b) {
                     histogram[b] = 0;
                 }
@@ -618,6 +941,8 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
     __shared__ u32 block_counts[BT_BINS];
     __shared__ u32 warp_totals[BLOCK_THREADS / 32];
     __shared__ u64 chunk_base;
+    __shared__ u32 last_arrival;
+    __shared__ u64 warp_sums[BLOCK_THREADS / 32];
     const u64 work_items = count * chunks;
     for (u64 work = blockIdx.x; work < work_items; work += gridDim.x) {
         const u64 seg = work / chunks;
@@ -636,7 +961,27 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
             __shared__ u64 indices[SORT_CAP];
             const u64* selected = selected_all + seg * p.selected_stride;
             const bool sorted = (p.flags & BT_SORTED) != 0;
-            if (written <= (u64)SORT_CAP && (p.flags & BT_GLOBAL_SORT) == 0) {
+            if (sizeof(Bits) <= 4 && sorted && size <= 0xFFFFFFFFull &&
+                written <= (u64)SORT_CAP && (p.flags & BT_GLOBAL_SORT) == 0) {
+                // (rank << 32 | ~index): one u64 per item, best first = by key, then by index.
+                const u32 n = bt_pow2_at_least(written);
+                for (u32 j = threadIdx.x; j < n; j += BLOCK_THREADS) {
+                    u64 packed = 0;
+                    if ((u64)j < written) {
+                        const u64 index = selected[j];
+                        const u64 rank = bt_rank<Key>(keys[begin + index], dir);
+                        packed = (rank << 32) | (u64)(0xFFFFFFFFu - (u32)index);
+                    }
+                    ranks[j] = packed;
+                }
+                __syncthreads();
+                bt_block_sort_packed<BLOCK_THREADS>(ranks, n);
+                for (u32 j = threadIdx.x; (u64)j < written; j += BLOCK_THREADS) {
+                    const u64 index = (u64)(0xFFFFFFFFu - (u32)ranks[j]);
+                    bt_write<Key, VALUE_BYTES>(p, begin, index, seg * p.out_stride + j);
+                }
+                __syncthreads();
+            } else if (written <= (u64)SORT_CAP && (p.flags & BT_GLOBAL_SORT) == 0) {
                 const u32 n = bt_pow2_at_least(written);
                 for (u32 j = threadIdx.x; j < n; j += BLOCK_THREADS) {
                     const bool item = (u64)j < written;
@@ -673,10 +1018,20 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
                 block_counts[b] = 0;
             }
             __syncthreads();
-            for (u64 j = lo + threadIdx.x; j < hi; j += BLOCK_THREADS) {
-                const u64 rank = bt_rank<Key>(keys[begin + j], dir);
-                if ((rank & mask) == prefix) {
-                    atomicAdd(&block_counts[(u32)(rank >> p.shift) & (BT_BINS - 1)], 1u);
+            // Four independent loads in flight per thread.
+            for (u64 j0 = lo + threadIdx.x; j0 < hi; j0 += 4ull * BLOCK_THREADS) {
+                Bits raw[4];
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const u64 j = j0 + (u64)u * BLOCK_THREADS;
+                    raw[u] = j < hi ? keys[begin + j] : (Bits)0;
+                }
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const u64 rank = bt_rank<Key>(raw[u], dir);
+                    if (j0 + (u64)u * BLOCK_THREADS < hi && (rank & mask) == prefix) {
+                        atomicAdd(&block_counts[(u32)(rank >> p.shift) & (BT_BINS - 1)], 1u);
+                    }
                 }
             }
             __syncthreads();
@@ -686,6 +1041,21 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
                     atomicAdd(&histogram[b], (u64)block_counts[b]);
                 }
             }
+            // The last work item of the segment to finish picks the pivot (no separate launch).
+            __threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                const u64 arrived = atomicAdd(&state[BT_L_ARRIVED], 1ull);
+                last_arrival = arrived + 1 == chunks ? 1u : 0u;
+            }
+            __syncthreads();
+            if (last_arrival != 0) {
+                __threadfence();
+                if (threadIdx.x == 0) {
+                    state[BT_L_ARRIVED] = 0;
+                }
+                bt_large_pivot<BLOCK_THREADS>(p, state, histogram, warp_sums);
+            }
             __syncthreads();
             continue;
         }
@@ -694,6 +1064,69 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
         const u64 remaining = state[BT_L_REMAINING];
         const u64 boundary_total = state[BT_L_BOUNDARY];
         u64* selected = selected_all + seg * p.selected_stride;
+        if (p.stage == BT_STAGE_LARGE_COUNT ||
+            (p.stage == BT_STAGE_LARGE_COLLECT && boundary_total == remaining)) {
+            // COUNT: the chunk's boundary items (no order needed). COLLECT when every boundary
+            // item is kept: every item at or above the boundary, in any order (the output is
+            // sorted by key and index afterwards, or unsorted).
+            const bool count_only = p.stage == BT_STAGE_LARGE_COUNT;
+            const u32 lane = threadIdx.x & 31u;
+            u32 counted = 0;
+            for (u64 j0 = lo + (threadIdx.x & ~31u) * 4ull; j0 < hi; j0 += 4ull * BLOCK_THREADS) {
+                // Each warp takes 4 x 32 consecutive items; four loads in flight per thread.
+                Bits raw[4];
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const u64 j = j0 + 32ull * (u64)u + lane;
+                    raw[u] = j < hi ? keys[begin + j] : (Bits)0;
+                }
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const u64 j = j0 + 32ull * (u64)u + lane;
+                    const u64 rank = bt_rank<Key>(raw[u], dir);
+                    const bool valid = j < hi;
+                    if (count_only) {
+                        counted += (valid && (rank & mask) == prefix) ? 1u : 0u;
+                        continue;
+                    }
+                    const bool take = valid && (rank & mask) >= prefix;
+                    const u32 lanes = __ballot_sync(0xFFFFFFFFu, take);
+                    if (lanes != 0) {
+                        const u32 leader = (u32)__ffs(lanes) - 1u;
+                        u64 at = 0;
+                        if (lane == leader) {
+                            at = atomicAdd(&state[BT_L_ABOVE], (u64)__popc(lanes));
+                        }
+                        at = __shfl_sync(0xFFFFFFFFu, at, (int)leader);
+                        if (take) {
+                            selected[at + (u64)__popc(lanes & ((1u << lane) - 1u))] = j;
+                        }
+                    }
+                }
+            }
+            if (count_only) {
+                if (threadIdx.x == 0) {
+                    block_counts[0] = 0;
+                }
+                __syncthreads();
+#if __CUDA_ARCH__ >= 800
+                counted = __reduce_add_sync(0xFFFFFFFFu, counted);
+#else
+                for (int offset = 16; offset > 0; offset >>= 1) {
+                    counted += __shfl_xor_sync(0xFFFFFFFFu, counted, offset);
+                }
+#endif
+                if (lane == 0 && counted != 0) {
+                    atomicAdd(&block_counts[0], counted);
+                }
+                __syncthreads();
+                if (threadIdx.x == 0) {
+                    *chunk_slot = block_counts[0];
+                }
+            }
+            __syncthreads();
+            continue;
+        }
         if (threadIdx.x == 0) {
             chunk_base = p.stage == BT_STAGE_LARGE_COLLECT ? *chunk_slot : 0;
         }
@@ -707,9 +1140,19 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
             u32 total = 0;
             const u32 below = bt_block_flag_scan<BLOCK_THREADS>(boundary, warp_totals, &total);
             if (p.stage == BT_STAGE_LARGE_COLLECT) {
-                if (valid && (rank & mask) > prefix) {
-                    const u64 at = atomicAdd(&state[BT_L_ABOVE], 1ull);
-                    selected[at] = j;
+                const bool above = valid && (rank & mask) > prefix;
+                const u32 above_lanes = __ballot_sync(0xFFFFFFFFu, above);
+                if (above_lanes != 0) {
+                    const u32 lane = threadIdx.x & 31u;
+                    const u32 leader = (u32)__ffs(above_lanes) - 1u;
+                    u64 at = 0;
+                    if (lane == leader) {
+                        at = atomicAdd(&state[BT_L_ABOVE], (u64)__popc(above_lanes));
+                    }
+                    at = __shfl_sync(0xFFFFFFFFu, at, (int)leader);
+                    if (above) {
+                        selected[at + (u64)__popc(above_lanes & ((1u << lane) - 1u))] = j;
+                    }
                 }
                 if (boundary) {
                     const u64 boundary_rank = boundary_before + below;
@@ -739,6 +1182,7 @@ __device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
         bt_control(params, BLOCK_THREADS);
     } else if constexpr (TIER == 1) {
         static_assert(ITEMS >= 1 && ITEMS <= 32, "warp tier: ITEMS per lane");
+        static_assert(BLOCK_THREADS <= 256, "warp tier: candidates for at most 8 warps");
         bt_warp<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS>(params);
     } else if constexpr (TIER == 2) {
         bt_block<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);

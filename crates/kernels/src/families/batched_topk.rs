@@ -86,7 +86,7 @@ const STAGE_FINALIZE: u32 = 2;
 const STAGE_SELECT: u32 = 3;
 const STAGE_LARGE_INIT: u32 = 4;
 const STAGE_LARGE_HISTOGRAM: u32 = 5;
-const STAGE_LARGE_PIVOT: u32 = 6;
+// 6 (LARGE_PIVOT) is done by the last work item of each histogram pass.
 const STAGE_LARGE_COUNT: u32 = 7;
 const STAGE_LARGE_SCAN: u32 = 8;
 const STAGE_LARGE_COLLECT: u32 = 9;
@@ -103,6 +103,7 @@ const FLAG_STABLE: u32 = 64;
 const FLAG_VALUES_ARE_INDEX: u32 = 128;
 const FLAG_SORTED: u32 = 256;
 const FLAG_GLOBAL_SORT: u32 = 512;
+const FLAG_DIRECT: u32 = 1024;
 const STATUS_WORDS: usize = 8;
 const DESC_WORDS: u64 = 4;
 const LARGE_WORDS: u64 = 8;
@@ -208,8 +209,10 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         let sort = 16 * spec.constant("SORT_CAP").unwrap_or(0).max(0) as u64;
         let warps = u64::from(spec.block_threads) / 32;
         match spec.constant("TIER") {
+            Some(1) => 8 * 32 * 8, // the warp tier's candidates: 32 u64 per warp, 8 warps
             Some(2) => sort,
-            Some(3) => sort + 4 * BINS + 4 * warps + 8,
+            // + the last-arrival flag and the pivot's warp sums (with alignment).
+            Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
             _ => 0,
         }
     },
@@ -409,8 +412,9 @@ pub enum BatchedValues<'a, 'b, V> {
 /// The status words a call leaves on the device (see [`BatchedStatus::decode`]).
 #[derive(Debug)]
 pub struct BatchedStatus {
-    /// The words.
-    pub words: CudaSlice<u64>,
+    /// The words; `None` when the host checked every value before launching (strided layout,
+    /// every parameter uniform and valid): nothing can fail on the device.
+    pub words: Option<CudaSlice<u64>>,
 }
 
 /// The decoded status of a finished call.
@@ -425,7 +429,15 @@ pub struct BatchedReport {
 impl BatchedStatus {
     /// Reads the status (waits for the stream).
     pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<BatchedReport, KernelError> {
-        let words = stream.clone_dtoh(&self.words).during("cuMemcpyDtoHAsync")?;
+        let Some(words) = &self.words else {
+            // Nothing to read; still the caller's synchronisation point.
+            stream.synchronize().during("cuStreamSynchronize")?;
+            return Ok(BatchedReport {
+                violation: None,
+                bad_num_segments: None,
+            });
+        };
+        let words = stream.clone_dtoh(words).during("cuMemcpyDtoHAsync")?;
         let violation = (words[0] != u64::MAX)
             .then(|| (words[0] >> 8, (words[0] & 0xFF) as u8, words[1] as i64));
         let bad_num_segments = (words[2] != 0).then_some(words[3] as i64);
@@ -521,14 +533,35 @@ pub fn batched_topk<K: RadixKey, V>(
     }
 
     let alloc = |count: u64| stream.alloc_zeros::<u64>(count.max(1) as usize);
-    let mut status = alloc(STATUS_WORDS as u64).during("cuMemAllocAsync")?;
+    // Scratch every stage writes before it reads: no clearing.
+    // None (pointer 0) when no stage uses it: a direct call of the warp or block tier
+    // allocates nothing (an allocation and a free cost host time on every call).
+    let scratch = |count: u64| -> Result<Option<CudaSlice<u64>>, KernelError> {
+        if count == 0 {
+            return Ok(None);
+        }
+        // SAFETY: u64 has no invalid bit patterns, and the kernels write every word of these
+        // buffers (state and histogram in LARGE_INIT, chunk counts in LARGE_COUNT, selected
+        // indices in LARGE_COLLECT / LARGE_SORT_INIT, descriptors in RESOLVE) before reading it.
+        let buffer = unsafe { stream.alloc::<u64>(count as usize) };
+        buffer.map(Some).during("cuMemAllocAsync")
+    };
+    let direct = direct_shape(&plan, keys.len() as u64);
+    // A direct call has nothing to report (no allocation, no clearing).
+    let mut status = if direct {
+        None
+    } else {
+        Some(alloc(STATUS_WORDS as u64).during("cuMemAllocAsync")?)
+    };
     if max_segments == 0 && matches!(plan.num_segments, PerSegmentOr::Uniform(_)) {
         // No segment: nothing to launch, nothing to report (a deferred count is still read,
         // to report it when it is outside its bounds).
         let none = [u64::MAX, 0, 0, 0, 0, 0, 0, 0];
-        stream
-            .memcpy_htod(&none, &mut status)
-            .during("cuMemcpyHtoDAsync")?;
+        if let Some(status) = status.as_mut() {
+            stream
+                .memcpy_htod(&none, status)
+                .during("cuMemcpyHtoDAsync")?;
+        }
         return Ok(BatchedStatus { words: status });
     }
     let large = plan.tiers.contains(BatchedTiers::LARGE);
@@ -548,8 +581,12 @@ pub fn batched_topk<K: RadixKey, V>(
             ),
         });
     }
-    let mut descriptors =
-        alloc(max_segments.saturating_mul(DESC_WORDS)).during("cuMemAllocAsync")?;
+    let descriptor_words = if direct {
+        0
+    } else {
+        max_segments.saturating_mul(DESC_WORDS)
+    };
+    let mut descriptors = scratch(descriptor_words)?;
     let largest = plan.size_bounds.1.min(keys.len() as u64);
     let chunks = if large {
         largest.div_ceil(CHUNK_ITEMS).max(1)
@@ -557,12 +594,9 @@ pub fn batched_topk<K: RadixKey, V>(
         0
     };
     let large_segments = if large { max_segments } else { 0 };
-    let mut large_state =
-        alloc(large_segments.saturating_mul(LARGE_WORDS)).during("cuMemAllocAsync")?;
-    let mut large_histogram =
-        alloc(large_segments.saturating_mul(BINS)).during("cuMemAllocAsync")?;
-    let mut large_chunks =
-        alloc(large_segments.saturating_mul(chunks)).during("cuMemAllocAsync")?;
+    let mut large_state = scratch(large_segments.saturating_mul(LARGE_WORDS))?;
+    let mut large_histogram = scratch(large_segments.saturating_mul(BINS))?;
+    let mut large_chunks = scratch(large_segments.saturating_mul(chunks))?;
     let selected_stride = if global_sort {
         sort_span
     } else {
@@ -573,20 +607,23 @@ pub fn batched_topk<K: RadixKey, V>(
     } else {
         0
     };
-    let mut large_selected = alloc(selected_len).during("cuMemAllocAsync")?;
+    let mut large_selected = scratch(selected_len)?;
     let ranks_len = if global_sort { selected_len } else { 0 };
-    let mut large_ranks = alloc(ranks_len).during("cuMemAllocAsync")?;
+    let mut large_ranks = scratch(ranks_len)?;
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     let keys_ptr = keep(&mut guards, keys.device_ptr(stream));
     let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
-    let status_ptr = keep(&mut guards, status.device_ptr_mut(stream));
-    let descriptors_ptr = keep(&mut guards, descriptors.device_ptr_mut(stream));
-    let large_state_ptr = keep(&mut guards, large_state.device_ptr_mut(stream));
-    let large_histogram_ptr = keep(&mut guards, large_histogram.device_ptr_mut(stream));
-    let large_chunks_ptr = keep(&mut guards, large_chunks.device_ptr_mut(stream));
-    let large_selected_ptr = keep(&mut guards, large_selected.device_ptr_mut(stream));
-    let large_ranks_ptr = keep(&mut guards, large_ranks.device_ptr_mut(stream));
+    let status_ptr = match status.as_mut() {
+        Some(status) => keep(&mut guards, status.device_ptr_mut(stream)),
+        None => 0,
+    };
+    let descriptors_ptr = keep_opt(&mut guards, stream, &mut descriptors);
+    let large_state_ptr = keep_opt(&mut guards, stream, &mut large_state);
+    let large_histogram_ptr = keep_opt(&mut guards, stream, &mut large_histogram);
+    let large_chunks_ptr = keep_opt(&mut guards, stream, &mut large_chunks);
+    let large_selected_ptr = keep_opt(&mut guards, stream, &mut large_selected);
+    let large_ranks_ptr = keep_opt(&mut guards, stream, &mut large_ranks);
     let (values_ptr, out_values_ptr, index_flag) = match &mut values {
         BatchedValues::None => (0, 0, 0),
         BatchedValues::Copy { values, out } => (
@@ -653,6 +690,9 @@ pub fn batched_topk<K: RadixKey, V>(
     if global_sort {
         flags |= FLAG_GLOBAL_SORT;
     }
+    if direct {
+        flags |= FLAG_DIRECT;
+    }
     let params = BatchedTopKParams {
         keys: keys_ptr,
         values: values_ptr,
@@ -717,9 +757,11 @@ pub fn batched_topk<K: RadixKey, V>(
         launch_step(kernel, grid_items, stage, shift, 0)
     };
     let threads = u64::from(BLOCK_THREADS);
-    launch(BatchedKernel::Control, 1, STAGE_INIT, 0)?;
-    launch(BatchedKernel::Control, max_segments, STAGE_RESOLVE, 0)?;
-    launch(BatchedKernel::Control, 1, STAGE_FINALIZE, 0)?;
+    if !direct {
+        launch(BatchedKernel::Control, 1, STAGE_INIT, 0)?;
+        launch(BatchedKernel::Control, max_segments, STAGE_RESOLVE, 0)?;
+        launch(BatchedKernel::Control, 1, STAGE_FINALIZE, 0)?;
+    }
     if plan.per_segment_max > 0 {
         if plan.tiers.contains(BatchedTiers::WARP) {
             let kernel = BatchedKernel::Warp {
@@ -737,12 +779,13 @@ pub fn batched_topk<K: RadixKey, V>(
         }
         if large {
             let work = max_segments.saturating_mul(chunks).saturating_mul(threads);
-            launch(BatchedKernel::Large, max_segments, STAGE_LARGE_INIT, 0)?;
+            let bins = max_segments.saturating_mul(BINS);
+            launch(BatchedKernel::Large, bins, STAGE_LARGE_INIT, 0)?;
             let bits = <K::Bits as RadixBits>::BITS;
             for pass in 0..bits / 8 {
                 let shift = bits - 8 * (pass + 1);
+                // The last work item of each segment picks the pivot (STAGE_LARGE_PIVOT's job).
                 launch(BatchedKernel::Large, work, STAGE_LARGE_HISTOGRAM, shift)?;
-                launch(BatchedKernel::Large, max_segments, STAGE_LARGE_PIVOT, shift)?;
             }
             launch(BatchedKernel::Large, work, STAGE_LARGE_COUNT, 0)?;
             launch(BatchedKernel::Large, max_segments, STAGE_LARGE_SCAN, 0)?;
@@ -767,6 +810,50 @@ pub fn batched_topk<K: RadixKey, V>(
     }
     drop(guards);
     Ok(BatchedStatus { words: status })
+}
+
+/// Whether the host can check every segment before launching: strided layout, size, `k`,
+/// direction and number of segments each one host value. Then every segment is alike, so the
+/// checks the control stages make per segment are made here once (for the last segment, the
+/// one that reaches furthest); when they pass, the tiers read the values from the parameters
+/// (no control stages, no descriptors, no status to read back). When they fail, the general
+/// path runs and reports the violation as usual.
+fn direct_shape(plan: &BatchedTopKPlan<'_, '_>, num_keys: u64) -> bool {
+    let BatchedLayout::Strided {
+        stride,
+        sizes: PerSegmentOr::Uniform(size),
+    } = plan.layout
+    else {
+        return false;
+    };
+    let (PerSegmentOr::Uniform(k), PerSegmentOr::Uniform(dir), PerSegmentOr::Uniform(n)) =
+        (plan.k, plan.direction, plan.num_segments)
+    else {
+        return false;
+    };
+    let size_ok = size >= plan.size_bounds.0 && size <= plan.size_bounds.1 && size <= stride;
+    let k_ok = k >= plan.k_bounds.0 && k <= plan.k_bounds.1;
+    let dir_ok = dir <= 1 && (plan.direction_mask >> dir) & 1 == 1;
+    let end = n
+        .checked_sub(1)
+        .and_then(|last| last.checked_mul(stride))
+        .and_then(|b| b.checked_add(size));
+    let fits = matches!(end, Some(e) if e <= num_keys && e <= i64::MAX as u64);
+    // The kernels hold these as signed 64-bit values.
+    let small = size <= i64::MAX as u64 && k <= i64::MAX as u64;
+    n > 0 && size_ok && k_ok && dir_ok && fits && small
+}
+
+/// [`keep`] for a buffer that may not exist (pointer 0).
+fn keep_opt<'a>(
+    guards: &mut Vec<SyncOnDrop<'a>>,
+    stream: &'a Arc<CudaStream>,
+    buffer: &'a mut Option<CudaSlice<u64>>,
+) -> u64 {
+    match buffer {
+        Some(buffer) => keep(guards, buffer.device_ptr_mut(stream)),
+        None => 0,
+    }
 }
 
 /// Keeps the guard of a device pointer until the launches are issued; returns the pointer.
