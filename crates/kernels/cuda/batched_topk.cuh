@@ -92,8 +92,6 @@ constexpr u32 BT_DIRECTION_NOT_COMPILED = 6;
 
 constexpr u64 BT_PAD = ~0ull;  // index of a padding entry: worse than every item
 
-template <int VALUE_BYTES> struct BatchedPayload { typedef u32 Type; };
-template <> struct BatchedPayload<8> { typedef u64 Type; };
 
 // `a` comes before `b` in the selection order: a larger rank, or an equal rank and the index
 // the tie-break prefers. Padding entries come last.
@@ -226,7 +224,7 @@ template <class Key, int VALUE_BYTES>
 __device__ __forceinline__ void bt_write(const BatchedTopKParams& p, u64 begin, u64 index,
                                          u64 slot) {
     typedef typename Key::Bits Bits;
-    typedef typename BatchedPayload<VALUE_BYTES>::Type Payload;
+    typedef typename ValuePayload<VALUE_BYTES>::Type Payload;
     reinterpret_cast<Bits*>(p.out_keys)[slot] =
         reinterpret_cast<const Bits*>(p.keys)[begin + index];
     if (VALUE_BYTES != 0) {
@@ -673,29 +671,6 @@ __device__ __forceinline__ void bt_block(const BatchedTopKParams& p) {
     }
 }
 
-// Exclusive scan of 0/1 flags over the block; every thread of the block must call it.
-template <u32 BLOCK_THREADS>
-__device__ __forceinline__ u32 bt_block_flag_scan(bool flag, u32* warp_totals, u32* total) {
-    const u32 lane = threadIdx.x & 31u;
-    const u32 warp = threadIdx.x >> 5;
-    const u32 ballot = __ballot_sync(0xFFFFFFFFu, flag);
-    const u32 below = __popc(ballot & ((1u << lane) - 1u));
-    if (lane == 0) {
-        warp_totals[warp] = __popc(ballot);
-    }
-    __syncthreads();
-    u32 offset = 0;
-    u32 sum = 0;
-    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
-        const u32 t = warp_totals[w];
-        offset += (w < warp) ? t : 0u;
-        sum += t;
-    }
-    __syncthreads();
-    *total = sum;
-    return offset + below;
-}
-
 // ---- Tier 3: several blocks per segment ----
 //
 // Per segment, in global memory: `large_state` (BT_LARGE_WORDS u64: prefix, mask, remaining,
@@ -1138,7 +1113,7 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
             const u64 rank = valid ? bt_rank<Key>(keys[begin + j], dir) : 0;
             const bool boundary = valid && (rank & mask) == prefix;
             u32 total = 0;
-            const u32 below = bt_block_flag_scan<BLOCK_THREADS>(boundary, warp_totals, &total);
+            const u32 below = block_flag_scan<BLOCK_THREADS>(boundary, warp_totals, &total);
             if (p.stage == BT_STAGE_LARGE_COLLECT) {
                 const bool above = valid && (rank & mask) > prefix;
                 const u32 above_lanes = __ballot_sync(0xFFFFFFFFu, above);

@@ -21,4 +21,33 @@ __device__ __forceinline__ u64 grid_threads(u32 block_threads) {
     return (u64)gridDim.x * (u64)block_threads;
 }
 
+// The unsigned word that carries a 4- or 8-byte value (or source index) through a kernel: values
+// are moved as bits, never interpreted.
+template <int VALUE_BYTES> struct ValuePayload { typedef u32 Type; };
+template <> struct ValuePayload<8> { typedef u64 Type; };
+
+// Exclusive scan of 0/1 flags over the block; every thread of the block must call it.
+// `warp_totals` is shared memory of BLOCK_THREADS / 32 words; `*total` gets the block's count.
+template <u32 BLOCK_THREADS>
+__device__ __forceinline__ u32 block_flag_scan(bool flag, u32* warp_totals, u32* total) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warp = threadIdx.x >> 5;
+    const u32 ballot = __ballot_sync(0xFFFFFFFFu, flag);
+    const u32 below = __popc(ballot & ((1u << lane) - 1u));
+    if (lane == 0) {
+        warp_totals[warp] = __popc(ballot);
+    }
+    __syncthreads();
+    u32 offset = 0;
+    u32 sum = 0;
+    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
+        const u32 t = warp_totals[w];
+        offset += (w < warp) ? t : 0u;
+        sum += t;
+    }
+    __syncthreads();
+    *total = sum;
+    return offset + below;
+}
+
 }  // namespace oxicub

@@ -102,31 +102,6 @@ constexpr u32 TOPK_RANK_CHUNK = 2048;     // items compared per RANK_COUNT work 
 constexpr u32 TOPK_DIGIT_BITS = 8;
 constexpr u32 TOPK_BINS = 1u << TOPK_DIGIT_BITS;
 
-template <int VALUE_BYTES> struct TopKPayload { typedef u32 Type; };
-template <> struct TopKPayload<8> { typedef u64 Type; };
-
-// Exclusive scan of 0/1 flags over the block; every thread of the block must call it.
-template <u32 BLOCK_THREADS>
-__device__ __forceinline__ u32 topk_block_flag_scan(bool flag, u32* warp_totals, u32* total) {
-    const u32 lane = threadIdx.x & 31u;
-    const u32 warp = threadIdx.x >> 5;
-    const u32 ballot = __ballot_sync(0xFFFFFFFFu, flag);
-    const u32 below = __popc(ballot & ((1u << lane) - 1u));
-    if (lane == 0) {
-        warp_totals[warp] = __popc(ballot);
-    }
-    __syncthreads();
-    u32 offset = 0;
-    u32 sum = 0;
-    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
-        const u32 t = warp_totals[w];
-        offset += (w < warp) ? t : 0u;
-        sum += t;
-    }
-    __syncthreads();
-    *total = sum;
-    return offset + below;
-}
 
 // Reads k (host value or deferred pointer, clamped) and resets the pass state. One thread.
 __device__ __forceinline__ void topk_init(const TopKRadixSelectParams& params, u64* state) {
@@ -398,7 +373,7 @@ __device__ __forceinline__ void topk_prefilter(const TopKRadixSelectParams& para
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int PART>
 __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& params) {
     typedef typename Key::Bits Bits;
-    typedef typename TopKPayload<VALUE_BYTES>::Type Payload;
+    typedef typename ValuePayload<VALUE_BYTES>::Type Payload;
     static_assert(BLOCK_THREADS % 32 == 0 && BLOCK_THREADS >= TOPK_BINS, "block size");
     if (PART == 1) {
         if (params.stage == TOPK_PREFILTER) {
@@ -756,7 +731,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
             // In mode 1 the select ran over the keys at or above the threshold only.
             const bool boundary = valid && masked == prefix && rank >= threshold;
             u32 total = 0;
-            const u32 boundary_below = topk_block_flag_scan<BLOCK_THREADS>(boundary, warp_totals, &total);
+            const u32 boundary_below = block_flag_scan<BLOCK_THREADS>(boundary, warp_totals, &total);
             if (stage == TOPK_COUNT_BOUNDARY) {
                 if (threadIdx.x == 0) {
                     boundary_offsets[tile] = total;
@@ -767,7 +742,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
             const bool kept = prefer_larger ? boundary_rank + remaining >= boundary_total
                                             : boundary_rank < remaining;
             const bool selected = valid && (masked > prefix || (boundary && kept));
-            const u32 selected_below = topk_block_flag_scan<BLOCK_THREADS>(selected, warp_totals, &total);
+            const u32 selected_below = block_flag_scan<BLOCK_THREADS>(selected, warp_totals, &total);
             if (stage == TOPK_COUNT_SELECTED) {
                 if (threadIdx.x == 0) {
                     tile_offsets[tile] = total;
@@ -802,7 +777,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
             const u64 rank = (u64)(Bits)(Key::to_radix(raw) ^ flip);
             const bool one = valid && ((rank >> params.shift) & 1u) != 0;
             u32 total = 0;
-            const u32 ones_below = topk_block_flag_scan<BLOCK_THREADS>(one, warp_totals, &total);
+            const u32 ones_below = block_flag_scan<BLOCK_THREADS>(one, warp_totals, &total);
             if (stage == TOPK_COUNT_SPLIT) {
                 if (threadIdx.x == 0) {
                     tile_offsets[tile] = total;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
 use oxicub_env::{OutputOrdering, TieBreak};
 use oxicub_kernels::families::batched_topk::{
-    batched_topk, BatchedLayout, BatchedStatus, BatchedTiers, BatchedTopKPlan, BatchedValues,
-    PerSegmentOr,
+    batched_topk, BatchedLayout, BatchedStatus, BatchedTiers, BatchedTopKPlan, PerSegmentOr,
 };
+use oxicub_kernels::families::SelectedValues;
 use oxicub_params::SelectDirection;
 
 use super::{num_segments_error, Args, CountArg, DirectionArg, LayoutArg, NumSegmentsArg};
@@ -117,18 +117,18 @@ pub(super) fn run<K: RadixKey, V: Copy + Send + Sync + 'static>(
     let (runtime, stream) = (cuda.runtime(), cuda.stream());
     let status = match (values, out_values) {
         (ValuesIn::Copy(values), Some(mut out)) => {
-            let values = BatchedValues::Copy {
+            let values = SelectedValues::Copy {
                 values: &values,
                 out: &mut out,
             };
             batched_topk(runtime, stream, plan, &keys, &mut out_keys, values)?
         }
         (ValuesIn::Index(_), Some(mut out)) => {
-            let values = BatchedValues::Index { out: &mut out };
+            let values = SelectedValues::Index { out: &mut out };
             batched_topk(runtime, stream, plan, &keys, &mut out_keys, values)?
         }
         _ => {
-            let values = BatchedValues::<V>::None;
+            let values = SelectedValues::<V>::None;
             batched_topk(runtime, stream, plan, &keys, &mut out_keys, values)?
         }
     };

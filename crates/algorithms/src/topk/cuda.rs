@@ -5,9 +5,8 @@ use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use oxicub_env::{Determinism, OutputOrdering, TieBreak};
-use oxicub_kernels::families::topk_radix_select::{
-    topk_radix_select, TopKCount, TopKPlan, TopKValues,
-};
+use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKCount, TopKPlan};
+use oxicub_kernels::families::SelectedValues;
 use oxicub_kernels::Direction;
 use oxicub_params::SelectDirection;
 
@@ -123,18 +122,18 @@ impl TopKBackend for Cuda {
         let (runtime, stream) = (self.runtime(), self.stream());
         match (values, out_values) {
             (ValuesIn::Copy(values), Some(mut out)) => {
-                let values = TopKValues::Copy {
+                let values = SelectedValues::Copy {
                     values: &values,
                     out: &mut out,
                 };
                 topk_radix_select(runtime, stream, plan, &keys, &mut out_keys, values)?
             }
             (ValuesIn::Index(_), Some(mut out)) => {
-                let values = TopKValues::Index { out: &mut out };
+                let values = SelectedValues::Index { out: &mut out };
                 topk_radix_select(runtime, stream, plan, &keys, &mut out_keys, values)?
             }
             _ => {
-                let values = TopKValues::<V>::None;
+                let values = SelectedValues::<V>::None;
                 topk_radix_select(runtime, stream, plan, &keys, &mut out_keys, values)?
             }
         }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use cudarc::driver::SyncOnDrop;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
 
+use super::{keep, SelectedValues};
 use crate::error::DriverResultExt;
 use crate::params::{kernel_params, KernelParams};
 use crate::radix::{KeyType, RadixBits, RadixKey};
@@ -390,25 +391,6 @@ pub struct BatchedTopKPlan<'a, 'b> {
     pub stable: bool,
 }
 
-/// The values a batched top-k call carries.
-#[derive(Debug)]
-pub enum BatchedValues<'a, 'b, V> {
-    /// Keys only.
-    None,
-    /// `values[j]` goes with `keys[j]`.
-    Copy {
-        /// One per key.
-        values: &'b CudaView<'a, V>,
-        /// The output.
-        out: &'b mut CudaViewMut<'a, V>,
-    },
-    /// The index within the segment, truncated to the width of `V`.
-    Index {
-        /// The output.
-        out: &'b mut CudaViewMut<'a, V>,
-    },
-}
-
 /// The status words a call leaves on the device (see [`BatchedStatus::decode`]).
 #[derive(Debug)]
 pub struct BatchedStatus {
@@ -457,7 +439,7 @@ pub fn batched_topk<K: RadixKey, V>(
     plan: BatchedTopKPlan<'_, '_>,
     keys: &CudaView<'_, K>,
     out_keys: &mut CudaViewMut<'_, K>,
-    mut values: BatchedValues<'_, '_, V>,
+    mut values: SelectedValues<'_, '_, V>,
 ) -> Result<BatchedStatus, KernelError> {
     runtime.check_buffer("keys", keys)?;
     runtime.check_buffer("out_keys", &*out_keys)?;
@@ -485,15 +467,15 @@ pub fn batched_topk<K: RadixKey, V>(
     };
     at_least("out_keys", out_keys.len(), out_len)?;
     let value_bytes = match &values {
-        BatchedValues::None => 0u8,
-        BatchedValues::Copy { values, out } => {
+        SelectedValues::None => 0u8,
+        SelectedValues::Copy { values, out } => {
             runtime.check_buffer("values", *values)?;
             runtime.check_buffer("out_values", &**out)?;
             at_least("values", values.len(), keys.len() as u64)?;
             at_least("out_values", out.len(), out_len)?;
             std::mem::size_of::<V>() as u8
         }
-        BatchedValues::Index { out } => {
+        SelectedValues::Index { out } => {
             runtime.check_buffer("out_values", &**out)?;
             at_least("out_values", out.len(), out_len)?;
             std::mem::size_of::<V>() as u8
@@ -624,18 +606,11 @@ pub fn batched_topk<K: RadixKey, V>(
     let large_chunks_ptr = keep_opt(&mut guards, stream, &mut large_chunks);
     let large_selected_ptr = keep_opt(&mut guards, stream, &mut large_selected);
     let large_ranks_ptr = keep_opt(&mut guards, stream, &mut large_ranks);
-    let (values_ptr, out_values_ptr, index_flag) = match &mut values {
-        BatchedValues::None => (0, 0, 0),
-        BatchedValues::Copy { values, out } => (
-            keep(&mut guards, values.device_ptr(stream)),
-            keep(&mut guards, out.device_ptr_mut(stream)),
-            0,
-        ),
-        BatchedValues::Index { out } => (
-            0,
-            keep(&mut guards, out.device_ptr_mut(stream)),
-            FLAG_VALUES_ARE_INDEX,
-        ),
+    let (values_ptr, out_values_ptr, values_are_index) = values.device_ptrs(stream, &mut guards);
+    let index_flag = if values_are_index {
+        FLAG_VALUES_ARE_INDEX
+    } else {
+        0
     };
     let mut flags = index_flag;
     let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match plan.layout {
@@ -854,10 +829,4 @@ fn keep_opt<'a>(
         Some(buffer) => keep(guards, buffer.device_ptr_mut(stream)),
         None => 0,
     }
-}
-
-/// Keeps the guard of a device pointer until the launches are issued; returns the pointer.
-fn keep<'a>(guards: &mut Vec<SyncOnDrop<'a>>, (ptr, guard): (u64, SyncOnDrop<'a>)) -> u64 {
-    guards.push(guard);
-    ptr
 }

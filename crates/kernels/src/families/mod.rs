@@ -6,7 +6,9 @@ pub mod digit_histogram;
 pub mod topk_radix_select;
 pub mod transform_keys;
 
-use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
+use cudarc::driver::{
+    CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop,
+};
 
 use crate::{KernelError, KernelRuntime};
 
@@ -39,4 +41,50 @@ fn device_ptrs<'a, I, O>(
     let (input_ptr, input_guard) = input.device_ptr(stream);
     let (output_ptr, output_guard) = output.device_ptr_mut(stream);
     ((input_ptr, output_ptr), (input_guard, output_guard))
+}
+
+/// Keeps the guard of a device pointer until the launches are issued; returns the pointer.
+fn keep<'a>(guards: &mut Vec<SyncOnDrop<'a>>, (ptr, guard): (u64, SyncOnDrop<'a>)) -> u64 {
+    guards.push(guard);
+    ptr
+}
+
+/// The values a selection (top-k, batched top-k) carries with its keys.
+#[derive(Debug)]
+pub enum SelectedValues<'a, 'b, V> {
+    /// Keys only.
+    None,
+    /// `values[i]` goes with `keys[i]` into `out`.
+    Copy {
+        /// One per key.
+        values: &'b CudaView<'a, V>,
+        /// Room for every item the call can write.
+        out: &'b mut CudaViewMut<'a, V>,
+    },
+    /// The index of each selected key (truncated to the width of `V`) into `out`: the source
+    /// index for top-k, the index within its segment for batched top-k.
+    Index {
+        /// Room for every item the call can write.
+        out: &'b mut CudaViewMut<'a, V>,
+    },
+}
+
+impl<V> SelectedValues<'_, '_, V> {
+    /// The device pointers of the values and of their output (0 where there is none) and whether
+    /// the kernel writes indices rather than copying values; the guards go to `guards`.
+    fn device_ptrs<'s>(
+        &'s mut self,
+        stream: &'s CudaStream,
+        guards: &mut Vec<SyncOnDrop<'s>>,
+    ) -> (u64, u64, bool) {
+        match self {
+            SelectedValues::None => (0, 0, false),
+            SelectedValues::Copy { values, out } => (
+                keep(guards, values.device_ptr(stream)),
+                keep(guards, out.device_ptr_mut(stream)),
+                false,
+            ),
+            SelectedValues::Index { out } => (0, keep(guards, out.device_ptr_mut(stream)), true),
+        }
+    }
 }

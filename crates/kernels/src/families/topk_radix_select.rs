@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
 
+use super::{keep, SelectedValues};
 use crate::error::DriverResultExt;
 use crate::params::{kernel_params, KernelParams};
 use crate::radix::{KeyType, RadixBits, RadixKey};
@@ -236,31 +237,13 @@ pub struct TopKPlan<'a> {
     pub max_written: u64,
 }
 
-/// The values a top-k call carries with the keys.
-#[derive(Debug)]
-pub enum TopKValues<'a, 'b, V> {
-    /// Keys only.
-    None,
-    /// `values[i]` goes with `keys[i]` into `out`.
-    Copy {
-        /// One per key.
-        values: &'b CudaView<'a, V>,
-        /// At least `max_written`.
-        out: &'b mut CudaViewMut<'a, V>,
-    },
-    /// The source index of each selected key (truncated to the width of `V`) into `out`.
-    Index {
-        /// At least `max_written`.
-        out: &'b mut CudaViewMut<'a, V>,
-    },
-}
-
 /// Selects the top `k` keys (and values) of `keys` into the first `k` slots of the outputs, as
 /// `plan` says; the rest of the outputs is untouched. Asynchronous on `stream`; every stage is
 /// launched back to back with no synchronisation. `V` must be 4 or 8 bytes.
 ///
 /// ```no_run
-/// use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKCount, TopKPlan, TopKValues};
+/// use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKCount, TopKPlan};
+/// use oxicub_kernels::families::SelectedValues;
 /// use oxicub_kernels::{open_context, Direction, KernelRuntime};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
@@ -268,7 +251,7 @@ pub enum TopKValues<'a, 'b, V> {
 /// let keys = stream.clone_htod(&[3u32, 9, 1]).map_err(|e| e.to_string())?;
 /// let mut top = stream.alloc_zeros::<u32>(2).map_err(|e| e.to_string())?;
 /// let plan = TopKPlan { direction: Direction::Descending, prefer_larger_index: false, sorted: true, deterministic: true, k: TopKCount::Host(2), max_written: 2 };
-/// topk_radix_select::<u32, u32>(&runtime, &stream, plan, &keys.as_view(), &mut top.as_view_mut(), TopKValues::None)?;
+/// topk_radix_select::<u32, u32>(&runtime, &stream, plan, &keys.as_view(), &mut top.as_view_mut(), SelectedValues::None)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn topk_radix_select<K: RadixKey, V>(
@@ -277,7 +260,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
     plan: TopKPlan<'_>,
     keys: &CudaView<'_, K>,
     out_keys: &mut CudaViewMut<'_, K>,
-    mut values: TopKValues<'_, '_, V>,
+    mut values: SelectedValues<'_, '_, V>,
 ) -> Result<(), KernelError> {
     runtime.check_buffer("keys", keys)?;
     runtime.check_buffer("out_keys", &*out_keys)?;
@@ -296,8 +279,8 @@ pub fn topk_radix_select<K: RadixKey, V>(
     };
     at_least("out_keys", out_keys.len())?;
     let value_bytes = match &values {
-        TopKValues::None => 0u8,
-        TopKValues::Copy { values, out } => {
+        SelectedValues::None => 0u8,
+        SelectedValues::Copy { values, out } => {
             runtime.check_buffer("values", *values)?;
             runtime.check_buffer("out_values", &**out)?;
             if values.len() != keys.len() {
@@ -310,7 +293,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
             at_least("out_values", out.len())?;
             std::mem::size_of::<V>() as u8
         }
-        TopKValues::Index { out } => {
+        SelectedValues::Index { out } => {
             runtime.check_buffer("out_values", &**out)?;
             at_least("out_values", out.len())?;
             std::mem::size_of::<V>() as u8
@@ -421,18 +404,11 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let rank_keys_ptr = keep(&mut guards, rank_keys.device_ptr_mut(stream));
     let rank_index_ptr = keep(&mut guards, rank_index.device_ptr_mut(stream));
     let rank_pos_ptr = keep(&mut guards, rank_pos.device_ptr_mut(stream));
-    let (values_ptr, out_values_ptr, index_flag) = match &mut values {
-        TopKValues::None => (0, 0, 0),
-        TopKValues::Copy { values, out } => (
-            keep(&mut guards, values.device_ptr(stream)),
-            keep(&mut guards, out.device_ptr_mut(stream)),
-            0,
-        ),
-        TopKValues::Index { out } => (
-            0,
-            keep(&mut guards, out.device_ptr_mut(stream)),
-            FLAG_VALUES_ARE_INDEX,
-        ),
+    let (values_ptr, out_values_ptr, values_are_index) = values.device_ptrs(stream, &mut guards);
+    let index_flag = if values_are_index {
+        FLAG_VALUES_ARE_INDEX
+    } else {
+        0
     };
     let (k_pointer, k_value, k_min, k_max) = match plan.k {
         TopKCount::Host(k) => (0, k.min(len), 0, 0),
@@ -549,10 +525,4 @@ pub fn topk_radix_select<K: RadixKey, V>(
     }
     drop(guards);
     Ok(())
-}
-
-/// Keeps the guard of a device pointer until the launches are issued; returns the pointer.
-fn keep<'a>(guards: &mut Vec<SyncOnDrop<'a>>, (ptr, guard): (u64, SyncOnDrop<'a>)) -> u64 {
-    guards.push(guard);
-    ptr
 }
