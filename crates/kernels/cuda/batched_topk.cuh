@@ -23,6 +23,10 @@
 //                                     per-segment histograms merged on the device (stages
 //                                     below), the selected indices collected, then sorted per
 //                                     segment.
+//   TIER 4 (cluster)                  a thread-block cluster per segment, one launch: the keys
+//                                     loaded once into the CTAs' shared memory, the radix
+//                                     select over them with histograms merged through
+//                                     distributed shared memory (batched_topk_cluster.cuh).
 //
 // A direct call (BT_DIRECT: strided layout, size, k, direction and count each one host value,
 // all checked on the host) launches no control stage: the tiers take the segment count and
@@ -70,6 +74,7 @@ constexpr u32 BT_DIRECT = 1024u;           // strided, every value uniform and c
 constexpr u32 BT_TIER_WARP = 1u;
 constexpr u32 BT_TIER_BLOCK = 2u;
 constexpr u32 BT_TIER_LARGE = 4u;
+constexpr u32 BT_TIER_CLUSTER = 8u;
 
 // Status words (u64).
 constexpr u32 BT_STATUS_VIOLATION = 0;  // min over invalid segments of (segment << 8 | code)
@@ -185,6 +190,9 @@ __device__ __forceinline__ u32 bt_bin(const BatchedTopKParams& p, u64 size, u64 
     }
     if ((p.tiers & BT_TIER_BLOCK) && size <= p.block_max_size) {
         return BT_TIER_BLOCK;
+    }
+    if ((p.tiers & BT_TIER_CLUSTER) && size <= p.cluster_max_size && written <= p.cluster_max_k) {
+        return BT_TIER_CLUSTER;
     }
     return BT_TIER_LARGE;
 }
@@ -1150,6 +1158,10 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
     }
 }
 
+// Tier 4, in batched_topk_cluster.cuh (included after this header).
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int CLUSTER, int K_CAP>
+__device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p);
+
 template <class Key, u32 BLOCK_THREADS, int TIER, int VALUE_BYTES, int ITEMS, int SORT_CAP>
 __device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
     static_assert(BLOCK_THREADS % 32 == 0, "block size");
@@ -1161,8 +1173,10 @@ __device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
         bt_warp<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS>(params);
     } else if constexpr (TIER == 2) {
         bt_block<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
-    } else {
+    } else if constexpr (TIER == 3) {
         bt_large<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
+    } else {
+        bt_cluster<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS, SORT_CAP>(params);
     }
 }
 
