@@ -126,105 +126,6 @@ __device__ __forceinline__ Bits bt_vector_key(const uint4& w, u32 e) {
     }
 }
 
-// The ranks of the keys of a 16-byte vector, packed the same way.
-template <class Key>
-__device__ __forceinline__ uint4 bt_vector_ranks(const uint4& w, u32 dir) {
-    typedef typename Key::Bits Bits;
-    const u32 in[4] = {w.x, w.y, w.z, w.w};
-    u32 out[4];
-#pragma unroll
-    for (u32 i = 0; i < 4; ++i) {
-        if constexpr (sizeof(Bits) == 8) {
-            if (i % 2 == 0) {
-                const u64 r = bt_cluster_rank<Key>((Bits)((u64)in[i] | ((u64)in[i + 1] << 32)), dir);
-                out[i] = (u32)r;
-                out[i + 1] = (u32)(r >> 32);
-            }
-        } else {
-            u32 word = 0;
-#pragma unroll
-            for (u32 e = 0; e < 4u / (u32)sizeof(Bits); ++e) {
-                const u32 bits = 8u * (u32)sizeof(Bits);
-                const Bits raw = (Bits)(in[i] >> (bits * e));
-                word |= (u32)bt_cluster_rank<Key>(raw, dir) << (bits * e);
-            }
-            out[i] = word;
-        }
-    }
-    return make_uint4(out[0], out[1], out[2], out[3]);
-}
-
-// One bitonic step between slots e and e ^ H of every thread (H < 8).
-template <int H>
-__device__ __forceinline__ void bt_register_step(u64 (&v)[8], u32 first, u32 size) {
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-        if ((e ^ H) > e) {
-            const bool descending = ((first + (u32)e) & size) == 0;
-            const u64 a = v[e];
-            const u64 b = v[e ^ H];
-            const bool swap = descending ? a < b : a > b;
-            v[e] = swap ? b : a;
-            v[e ^ H] = swap ? a : b;
-        }
-    }
-}
-
-// Bitonic sort, descending, of the first n (a power of two, at most 8 * BLOCK_THREADS) of
-// 8 * BLOCK_THREADS packed u64 keys in shared memory (the rest zero): thread t holds slots
-// 8t .. 8t + 7 in registers; partners within a thread are compare-exchanged in registers,
-// within a warp by shuffles, and only partners in other warps go through shared memory (6
-// barriers for 2048 keys instead of 66). Every thread of the block calls it.
-template <u32 BLOCK_THREADS>
-__device__ __forceinline__ void bt_register_sort_packed(u64* keys, u32 n) {
-    const u32 first = threadIdx.x * 8u;
-    u64 v[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-        v[e] = keys[first + (u32)e];
-    }
-    for (u32 size = 2; size <= n; size <<= 1) {
-        for (u32 half = size >> 1; half > 0; half >>= 1) {
-            if (half >= 8u * 32u) {
-                __syncthreads();  // the previous exchange's reads are done
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                    keys[first + (u32)e] = v[e];
-                }
-                __syncthreads();
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                    const u32 i = first + (u32)e;
-                    const u64 other = keys[i ^ half];
-                    const bool take_max = ((i & half) == 0) == ((i & size) == 0);
-                    v[e] = take_max ? (v[e] > other ? v[e] : other) : (v[e] < other ? v[e] : other);
-                }
-            } else if (half >= 8u) {
-                const int lanes = (int)(half / 8u);
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                    const u32 i = first + (u32)e;
-                    const u64 other = __shfl_xor_sync(0xFFFFFFFFu, v[e], lanes);
-                    const bool take_max = ((i & half) == 0) == ((i & size) == 0);
-                    v[e] = take_max ? (v[e] > other ? v[e] : other) : (v[e] < other ? v[e] : other);
-                }
-            } else if (half == 4u) {
-                bt_register_step<4>(v, first, size);
-            } else if (half == 2u) {
-                bt_register_step<2>(v, first, size);
-            } else {
-                bt_register_step<1>(v, first, size);
-            }
-        }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-        keys[first + (u32)e] = v[e];
-    }
-    __syncthreads();
-}
-
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int CLUSTER, int K_CAP>
 __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
     typedef typename Key::Bits Bits;
@@ -234,12 +135,10 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
     constexpr u32 UNROLL = 4;
     constexpr u32 WARPS = BLOCK_THREADS / 32;
     static_assert(BLOCK_THREADS == BT_BINS, "one thread per bin in the pivot search");
-    static_assert(K_CAP == 8 * (int)BLOCK_THREADS, "the register sort: 8 entries per thread");
+    static_assert(K_CAP % BLOCK_THREADS == 0, "whole gather rounds");
 
     extern __shared__ __align__(16) unsigned char bt_dynamic[];
-    // The chunk's ranks (radix code XOR the direction's flip: larger = better), stored at the
-    // keys' width; the keys themselves are read from global memory when written.
-    Bits* local_ranks = reinterpret_cast<Bits*>(bt_dynamic);
+    Bits* local_keys = reinterpret_cast<Bits*>(bt_dynamic);
     u32* index_buffer = reinterpret_cast<u32*>(bt_dynamic + p.cluster_index_offset);
     __shared__ u32 histogram[2][BT_BINS];
     __shared__ u32 warp_totals[WARPS];
@@ -282,7 +181,7 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
         __syncthreads();
 
         // Load the chunk once (16-byte loads, UNROLL in flight per thread when the chunk is
-        // aligned), storing the ranks and counting the top digit of every key.
+        // aligned), counting the top digit of every key.
         {
             u32* bins = histogram[parity];
             const u32 shift = BITS - 8u;
@@ -290,7 +189,7 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
             const bool aligned = (((unsigned long long)src) & 15ull) == 0;
             const u32 vectors = aligned ? mine / VEC : 0u;
             const uint4* src4 = reinterpret_cast<const uint4*>(src);
-            uint4* dst4 = reinterpret_cast<uint4*>(local_ranks);
+            uint4* dst4 = reinterpret_cast<uint4*>(local_keys);
             for (u32 v0 = tid; v0 < vectors; v0 += UNROLL * BLOCK_THREADS) {
                 uint4 w[UNROLL];
 #pragma unroll
@@ -304,12 +203,11 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
                 for (u32 u = 0; u < UNROLL; ++u) {
                     const u32 v = v0 + u * BLOCK_THREADS;
                     if (v < vectors) {
-                        const uint4 ranks = bt_vector_ranks<Key>(w[u], dir);
-                        dst4[v] = ranks;
+                        dst4[v] = w[u];
                         if (!select_all) {
 #pragma unroll
                             for (u32 e = 0; e < VEC; ++e) {
-                                const R r = (R)bt_vector_key<Bits>(ranks, e);
+                                const R r = bt_cluster_rank<Key>(bt_vector_key<Bits>(w[u], e), dir);
                                 atomicAdd(&bins[(u32)(r >> shift) & (BT_BINS - 1)], 1u);
                             }
                         }
@@ -317,9 +215,10 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
                 }
             }
             for (u32 j = vectors * VEC + tid; j < mine; j += BLOCK_THREADS) {
-                const R r = bt_cluster_rank<Key>(src[j], dir);
-                local_ranks[j] = (Bits)r;
+                const Bits raw = src[j];
+                local_keys[j] = raw;
                 if (!select_all) {
+                    const R r = bt_cluster_rank<Key>(raw, dir);
                     atomicAdd(&bins[(u32)(r >> shift) & (BT_BINS - 1)], 1u);
                 }
             }
@@ -337,33 +236,19 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
         for (int shift = (int)BITS - 8; !done && shift >= 0; shift -= 8) {
             u32* bins = histogram[parity];
             if (shift != (int)BITS - 8) {
-                // 16-byte shared-memory reads (the ranks start at offset 0 whatever the chunk's
-                // alignment in global memory), then the tail.
-                const uint4* ranks4 = reinterpret_cast<const uint4*>(local_ranks);
-                const u32 vectors = mine / VEC;
-                for (u32 v0 = tid; v0 < vectors; v0 += UNROLL * BLOCK_THREADS) {
-                    uint4 w[UNROLL];
+                for (u32 j0 = tid; j0 < mine; j0 += UNROLL * BLOCK_THREADS) {
+                    Bits raw[UNROLL];
 #pragma unroll
                     for (u32 u = 0; u < UNROLL; ++u) {
-                        const u32 v = v0 + u * BLOCK_THREADS;
-                        w[u] = v < vectors ? ranks4[v] : make_uint4(0u, 0u, 0u, 0u);
+                        const u32 j = j0 + u * BLOCK_THREADS;
+                        raw[u] = j < mine ? local_keys[j] : (Bits)0;
                     }
 #pragma unroll
                     for (u32 u = 0; u < UNROLL; ++u) {
-                        const bool valid = v0 + u * BLOCK_THREADS < vectors;
-#pragma unroll
-                        for (u32 e = 0; e < VEC; ++e) {
-                            const R r = (R)bt_vector_key<Bits>(w[u], e);
-                            if (valid && (r & mask) == prefix) {
-                                atomicAdd(&bins[(u32)(r >> shift) & (BT_BINS - 1)], 1u);
-                            }
+                        const R r = bt_cluster_rank<Key>(raw[u], dir);
+                        if (j0 + u * BLOCK_THREADS < mine && (r & mask) == prefix) {
+                            atomicAdd(&bins[(u32)(r >> shift) & (BT_BINS - 1)], 1u);
                         }
-                    }
-                }
-                for (u32 j = vectors * VEC + tid; j < mine; j += BLOCK_THREADS) {
-                    const R r = (R)local_ranks[j];
-                    if ((r & mask) == prefix) {
-                        atomicAdd(&bins[(u32)(r >> shift) & (BT_BINS - 1)], 1u);
                     }
                 }
                 __syncthreads();
@@ -430,7 +315,8 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
         if (!ordered) {
             for (u32 j0 = warp * 32u; j0 < mine; j0 += BLOCK_THREADS) {
                 const u32 j = j0 + lane;
-                const bool take = j < mine && ((R)local_ranks[j] & mask) >= prefix;
+                const bool take = j < mine &&
+                    (bt_cluster_rank<Key>(local_keys[j], dir) & mask) >= prefix;
                 const u32 lanes = __ballot_sync(0xFFFFFFFFu, take);
                 if (lanes == 0) {
                     continue;
@@ -461,7 +347,7 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
             for (u32 tile = 0; tile < mine; tile += BLOCK_THREADS) {
                 const u32 j = tile + tid;
                 const bool valid = j < mine;
-                const R r = valid ? ((R)local_ranks[j] & mask) : (R)0;
+                const R r = valid ? (bt_cluster_rank<Key>(local_keys[j], dir) & mask) : (R)0;
                 const bool boundary = valid && r == prefix;
                 const bool above = valid && r > prefix;
                 u32 total = 0;
@@ -518,7 +404,8 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
                 if (i < written) {
                     const u32 g = index_buffer[i];
                     const u32 owner = g / chunk;
-                    gathered[t] = (R)bt_remote_load_key(local_ranks + (g - owner * chunk), owner);
+                    const Bits raw = bt_remote_load_key(local_keys + (g - owner * chunk), owner);
+                    gathered[t] = bt_cluster_rank<Key>(raw, dir);
                 }
             }
         }
@@ -533,12 +420,14 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
 #pragma unroll
             for (u32 t = 0; t < ROUNDS; ++t) {
                 const u32 i = tid + t * BLOCK_THREADS;
-                packed[i] = i < written
-                    ? (((u64)gathered[t] << 32) | (u64)(0xFFFFFFFFu - index_buffer[i]))
-                    : 0ull;
+                if (i < n) {
+                    packed[i] = i < written
+                        ? (((u64)gathered[t] << 32) | (u64)(0xFFFFFFFFu - index_buffer[i]))
+                        : 0ull;
+                }
             }
             __syncthreads();
-            bt_register_sort_packed<BLOCK_THREADS>(packed, n);
+            bt_block_sort_packed<BLOCK_THREADS>(packed, n);
             for (u32 j = tid; j < written; j += BLOCK_THREADS) {
                 const u32 index = 0xFFFFFFFFu - (u32)packed[j];
                 bt_write<Key, VALUE_BYTES>(p, begin, (u64)index, out_base + j);

@@ -993,14 +993,14 @@ fn cluster_layout<K: RadixKey>(
     let vector = 16 / key_bytes;
     let chunk = largest.div_ceil(u64::from(CLUSTER_CTAS)).div_ceil(vector) * vector;
     let selected = plan.per_segment_max.min(CLUSTER_MAX_K as u64);
-    // Sorted output: CTA 0 sorts the selected (rank, index) entries in its key memory and keeps
-    // their indices in the buffer after it. Keys of up to 32 bits: one packed u64 per entry,
-    // all CLUSTER_MAX_K of them (the register sort's fixed shape); wider keys: a u64 rank and a
-    // u64 index per entry, a power of two of them.
-    let (sort_bytes, index_bytes) = match (plan.sorted, key_bytes <= 4) {
-        (false, _) => (0, 0),
-        (true, true) => (CLUSTER_MAX_K as u64 * 8, selected * 4),
-        (true, false) => (selected.next_power_of_two() * 16, selected * 4),
+    // Sorted output: CTA 0 sorts the selected (rank, index) entries in its key memory (one
+    // packed u64 each for keys of up to 32 bits, else a u64 rank and a u64 index) and keeps
+    // their indices in the buffer after it.
+    let (sort_bytes, index_bytes) = if plan.sorted {
+        let entry = if key_bytes <= 4 { 8 } else { 16 };
+        (selected.next_power_of_two() * entry, selected * 4)
+    } else {
+        (0, 0)
     };
     let index_offset = (chunk * key_bytes).max(sort_bytes).div_ceil(16) * 16;
     let shared = (index_offset + index_bytes).max(16);
