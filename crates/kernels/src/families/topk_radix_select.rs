@@ -85,7 +85,14 @@ const DIGIT_BITS: u32 = 8;
 const MAX_KEYS_PER_BLOCK: u64 = 1 << 31;
 
 /// Keys sampled for the fast path's threshold (`TOPK_SAMPLES`).
-const SAMPLES: u64 = 2048;
+const SAMPLES: u64 = 16384;
+/// Threads of the SAMPLE block (PART 2): `SAMPLES / SAMPLE_THREADS` keys each, in registers.
+const SAMPLE_THREADS: u32 = 1024;
+/// The fast path's threshold lets fewer than k keys through (a fallback) with at most this
+/// probability.
+const SAMPLE_FAILURE: f64 = 1e-15;
+/// Buckets of the rank sort (`TOPK_RANK_BUCKETS`), as u32 counts and starts.
+const RANK_BUCKETS: u64 = 4096;
 /// The fast path runs on inputs of at least this many keys.
 const FAST_MIN_LEN: u64 = 1 << 16;
 /// The rank sort (sorted output, and the deterministic fast path) serves k up to this bound;
@@ -108,10 +115,12 @@ const STAGE_PREFILTER: u32 = 10;
 const STAGE_FINAL: u32 = 12;
 const STAGE_RANK_COUNT: u32 = 13;
 const STAGE_RANK_SCATTER: u32 = 14;
+const STAGE_RANK_BUCKET: u32 = 15;
+const STAGE_RANK_PLACE: u32 = 16;
 const SLOT_BOUNDARY: u32 = 5;
 const SLOT_SELECTED: u32 = 6;
 const SLOT_ONES: u32 = 7;
-const STATE_SLOTS: usize = 24;
+const STATE_SLOTS: usize = 32;
 const FLAG_PREFER_LARGER: u32 = 1;
 const FLAG_VALUES_ARE_INDEX: u32 = 2;
 const FLAG_SOURCE_IS_TMP: u32 = 4;
@@ -131,15 +140,17 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::Const("VALUE_BYTES"),
         TemplateArg::Const("PART"),
     ],
-    // 256 u32 bin counters, one u32 per warp, one u64 per thread for the scan, the sample, two
-    // u64 tiles per thread for the rank sort, one u64 block base.
-    // PART 1 (the prefilter alone): one u32 per warp and the block base.
+    // 256 u32 bin counters, one u32 per warp, one u64 per thread for the scan, two u64 tiles
+    // per thread for the rank sort, one u64 block base, two flags.
+    // PART 1 (the prefilter alone): one u64 per warp and a flag.
+    // PART 2 (the sample alone): 256 u32 bins, one u32 per warp, the pivot (u64 + u32).
     static_shared_bytes: |spec| {
         let threads = u64::from(spec.block_threads);
-        if spec.constant("PART") == Some(1) {
-            return 4 * threads / 32 + 8;
+        match spec.constant("PART") {
+            Some(1) => 8 * threads / 32 + 1,
+            Some(2) => 4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 12,
+            _ => 4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 8 * threads + 16 * threads + 10,
         }
-        4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 8 * threads + 8 * SAMPLES + 16 * threads + 9
     },
 };
 
@@ -176,17 +187,36 @@ impl KernelSpec {
     /// ```
     pub fn topk_radix_select_prefilter(key: KeyType) -> KernelSpec {
         KernelSpec {
-            consts: vec![("VALUE_BYTES", 0), ("PART", 1)],
+            // 4 blocks of 256 per SM (at most 64 registers): the loads in flight that keep
+            // the stream near the copy rate.
+            consts: vec![("VALUE_BYTES", 0), ("PART", 1), ("MIN_BLOCKS", 4)],
+            ..KernelSpec::topk_radix_select(key, 0)
+        }
+    }
+
+    /// The spec of `topk_radix_select`'s SAMPLE stage (the fast path's threshold from a
+    /// 16384-key sample held in registers), compiled alone as one block of 1024 threads.
+    ///
+    /// ```
+    /// use oxicub_kernels::{KernelSpec, KeyType};
+    ///
+    /// let spec = KernelSpec::topk_radix_select_sample(KeyType::F32);
+    /// assert_eq!(spec.to_string(), "oxicub::topk_radix_select<oxicub::KeyF32, 1024, 0, 2>");
+    /// ```
+    pub fn topk_radix_select_sample(key: KeyType) -> KernelSpec {
+        KernelSpec {
+            block_threads: SAMPLE_THREADS,
+            consts: vec![("VALUE_BYTES", 0), ("PART", 2)],
             ..KernelSpec::topk_radix_select(key, 0)
         }
     }
 }
 
 /// Every `topk_radix_select` spec that dispatch produces: each key type, keys only and values
-/// of 4 and 8 bytes, and the prefilter of each key type.
+/// of 4 and 8 bytes, and the prefilter and the sample of each key type.
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::topk_radix_select::specs().len(), 48);
+/// assert_eq!(oxicub_kernels::families::topk_radix_select::specs().len(), 60);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = Vec::new();
@@ -195,6 +225,7 @@ pub fn specs() -> Vec<KernelSpec> {
             specs.push(KernelSpec::topk_radix_select(key, bytes));
         }
         specs.push(KernelSpec::topk_radix_select_prefilter(key));
+        specs.push(KernelSpec::topk_radix_select_sample(key));
     }
     specs
 }
@@ -326,7 +357,9 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let input_tiles = len.div_ceil(u64::from(BLOCK_THREADS));
     let alloc = |count: u64| stream.alloc_zeros::<u64>(count.max(1) as usize);
     let mut state = alloc(STATE_SLOTS as u64).during("cuMemAllocAsync")?;
-    let mut histogram = alloc(u64::from(passes) << DIGIT_BITS).during("cuMemAllocAsync")?;
+    // The digit histograms of the select, then the rank sort's bucket counts and starts (u32).
+    let mut histogram =
+        alloc((u64::from(passes) << DIGIT_BITS) + RANK_BUCKETS).during("cuMemAllocAsync")?;
     // SAFETY: each tile's count is written (COUNT_*) before the scan reads it.
     let mut tile_offsets =
         unsafe { stream.alloc::<u64>(input_tiles.max(1) as usize) }.during("cuMemAllocAsync")?;
@@ -342,28 +375,40 @@ pub fn topk_radix_select<K: RadixKey, V>(
     } else {
         0
     };
-    let sample_rank = 2 * (kb * SAMPLES).div_ceil(len) + 8;
-    let expected = sample_rank * (len / SAMPLES);
+    // Sample i is drawn from keys [i * stratum, (i + 1) * stratum): at most
+    // lambda = kb / stratum samples are expected among the top kb keys, and T (the
+    // sample_rank-th best sample) lets fewer than k keys through only if sample_rank of them
+    // are: P(Poisson(lambda) >= sample_rank) <= SAMPLE_FAILURE (the stratified count is more
+    // concentrated than the Poisson one).
+    let stratum = (len / SAMPLES).max(1);
+    let sample_rank = poisson_quantile(kb as f64 / stratum as f64, SAMPLE_FAILURE);
+    let expected = sample_rank * stratum;
     let fast = len >= FAST_MIN_LEN
         && sample_rank <= SAMPLES / 4
         && 4 * expected + 4096 <= len / 4
         && (direct || rank_cap > 0);
-    // One segment of the candidate buffer per prefilter warp, each for 4x its expected share.
+    // One segment of the candidate buffer per prefilter warp, each for 4x its expected share
+    // (more for a small sample_rank, whose count varies more: the count of keys reaching T is
+    // about stratum x Gamma(sample_rank)), plus 64.
     let prefilter = if fast {
-        Some(runtime.kernel(&KernelSpec::topk_radix_select_prefilter(K::KEY_TYPE))?)
+        Some((
+            runtime.kernel(&KernelSpec::topk_radix_select_sample(K::KEY_TYPE))?,
+            runtime.kernel(&KernelSpec::topk_radix_select_prefilter(K::KEY_TYPE))?,
+        ))
     } else {
         None
     };
     let prefilter_grid = prefilter
         .as_ref()
-        .map_or(1, |p| runtime.grid_blocks(p, len, 1));
+        .map_or(1, |(_, p)| runtime.grid_blocks(p, len, 1));
     let segments = u64::from(prefilter_grid) * u64::from(BLOCK_THREADS / 32);
     let cand_cap = if fast {
-        (4 * expected).div_ceil(segments) + 64
+        (4 * expected + 16 * stratum).div_ceil(segments) + 64
     } else {
         0
     };
-    let cand_slots = segments * cand_cap;
+    // The rank sort groups its items in the candidate buffer (no longer read by then).
+    let cand_slots = (segments * cand_cap).max(rank_cap);
     // SAFETY: each prefilter warp writes its count before any stage reads it.
     let mut cand_counts =
         unsafe { stream.alloc::<u64>(segments as usize) }.during("cuMemAllocAsync")?;
@@ -377,7 +422,8 @@ pub fn topk_radix_select<K: RadixKey, V>(
         unsafe { stream.alloc::<K::Bits>(rank_cap.max(1) as usize) }.during("cuMemAllocAsync")?;
     let mut rank_index =
         unsafe { stream.alloc::<u64>(rank_cap.max(1) as usize) }.during("cuMemAllocAsync")?;
-    let mut rank_pos = alloc(rank_cap).during("cuMemAllocAsync")?;
+    // Output positions (zeroed), then each item's bucket and slot.
+    let mut rank_pos = alloc(2 * rank_cap).during("cuMemAllocAsync")?;
     let sort_scratch = if plan.sorted && !rank_sort {
         max_written
     } else {
@@ -480,10 +526,14 @@ pub fn topk_radix_select<K: RadixKey, V>(
         runtime.launch(stream, &kernel, grid, params)
     };
 
-    if let Some(prefilter) = &prefilter {
-        // INIT + SAMPLE in one launch; the prefilter on its own kernel, DECIDE in its last
-        // block; each PIVOT in the last block of its HISTOGRAM.
-        launch(1, STAGE_SAMPLE, 0, 0, 0, 0)?;
+    if let Some((sample, prefilter)) = &prefilter {
+        // INIT + SAMPLE in one launch of its own kernel; the prefilter on its own kernel,
+        // DECIDE in its last block; each PIVOT in the last block of its HISTOGRAM.
+        let sample_params = TopKRadixSelectParams {
+            stage: STAGE_SAMPLE,
+            ..params
+        };
+        runtime.launch(stream, sample, 1, sample_params)?;
         let params = TopKRadixSelectParams {
             stage: STAGE_PREFILTER,
             ..params
@@ -507,9 +557,11 @@ pub fn topk_radix_select<K: RadixKey, V>(
     launch(1, STAGE_SCAN, 0, 0, 0, SLOT_SELECTED)?;
     launch(input_grid, STAGE_SCATTER_SELECTED, 0, 0, 0, 0)?;
     if rank_cap > 0 {
+        let grid = runtime.grid_blocks(&kernel, rank_cap, 1);
+        launch(grid, STAGE_RANK_BUCKET, 0, 0, 0, 0)?;
+        launch(grid, STAGE_RANK_PLACE, 0, 0, 0, 0)?;
         let fill = runtime.grid_blocks(&kernel, u64::MAX, 1);
         launch(fill, STAGE_RANK_COUNT, 0, 0, 0, 0)?;
-        let grid = runtime.grid_blocks(&kernel, rank_cap, 1);
         launch(grid, STAGE_RANK_SCATTER, 0, 0, 0, 0)?;
     }
     if plan.sorted && !rank_sort {
@@ -525,4 +577,56 @@ pub fn topk_radix_select<K: RadixKey, V>(
     }
     drop(guards);
     Ok(())
+}
+
+/// The smallest `m >= 1` with `P(X >= m) <= p` for `X ~ Poisson(lambda)`: the tail is summed
+/// from the far end (small terms first), so it stays exact far below the mode's probability.
+fn poisson_quantile(lambda: f64, p: f64) -> u64 {
+    if lambda <= 0.0 {
+        return 1;
+    }
+    // The terms past lambda + 40 sqrt(lambda) + 60 are far below p.
+    let top = (lambda + 40.0 * lambda.sqrt() + 60.0).ceil() as u64;
+    let mode = lambda.floor() as u64;
+    // ln pmf(mode) = mode ln(lambda) - lambda - ln(mode!), by the sum of logs (mode is at most
+    // SAMPLES here, as the host bounds lambda; larger inputs give a far-off answer, never a
+    // smaller one than needed, and the caller rejects it).
+    let mut ln_pmf = -lambda;
+    for j in 1..=mode {
+        ln_pmf += lambda.ln() - (j as f64).ln();
+    }
+    let mut pmf = Vec::with_capacity((top - mode + 1) as usize);
+    for j in mode..=top {
+        pmf.push(ln_pmf.exp());
+        ln_pmf += lambda.ln() - ((j + 1) as f64).ln();
+    }
+    let mut tail = 0.0;
+    let mut m = top + 1;
+    for (offset, term) in pmf.iter().enumerate().rev() {
+        if tail + term > p {
+            break;
+        }
+        tail += term;
+        m = mode + offset as u64;
+    }
+    m.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::poisson_quantile;
+
+    #[test]
+    fn poisson_quantile_matches_hand_values() {
+        // P(Poisson(1) >= 17) = 1.09e-15, P(Poisson(1) >= 18) = 6.1e-17.
+        assert_eq!(poisson_quantile(1.0, 1e-15), 18);
+        assert_eq!(poisson_quantile(1.0, 1.1e-15), 17);
+        // lambda = 2^-11: P(X >= 4) = 2.4e-15, P(X >= 5) = 2.3e-19.
+        assert_eq!(poisson_quantile(1.0 / 2048.0, 1e-15), 5);
+        assert_eq!(poisson_quantile(1.0 / 2048.0, 2.4e-15), 4);
+        assert_eq!(poisson_quantile(0.0, 1e-15), 1);
+        // A large mean: about lambda + 8 sqrt(lambda).
+        let m = poisson_quantile(4096.0, 1e-15);
+        assert!((4096 + 7 * 64..4096 + 9 * 64).contains(&m), "{m}");
+    }
 }
