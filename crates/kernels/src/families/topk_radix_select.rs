@@ -28,9 +28,10 @@ kernel_params! {
         tmp_keys: u64,
         /// Scratch for the sort: `k` values.
         tmp_values: u64,
-        /// 8 u64 slots of pass state.
+        /// 32 u64 slots of pass state, zeroed.
         state: u64,
-        /// `passes x 256` zeroed u64 counters.
+        /// `passes x 256` zeroed u64 counters, then 4096 zeroed u64 words: the rank sort's
+        /// bucket counts and starts (u32).
         histogram: u64,
         /// Per-tile counts, then offsets, of the selected / split items.
         tile_offsets: u64,
@@ -44,7 +45,8 @@ kernel_params! {
         rank_keys: u64,
         /// Rank buffer: `rank_cap` source indices (u64).
         rank_index: u64,
-        /// Rank buffer: `rank_cap` zeroed u64 output positions.
+        /// Rank buffer: `rank_cap` zeroed u64 output positions, then `rank_cap` u64 (bucket and
+        /// slot of each item).
         rank_pos: u64,
         /// Candidates written per segment (one segment per prefilter warp).
         cand_counts: u64,
@@ -355,16 +357,6 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let bits = <K::Bits as RadixBits>::BITS;
     let passes = bits / DIGIT_BITS;
     let input_tiles = len.div_ceil(u64::from(BLOCK_THREADS));
-    let alloc = |count: u64| stream.alloc_zeros::<u64>(count.max(1) as usize);
-    let mut state = alloc(STATE_SLOTS as u64).during("cuMemAllocAsync")?;
-    // The digit histograms of the select, then the rank sort's bucket counts and starts (u32).
-    let mut histogram =
-        alloc((u64::from(passes) << DIGIT_BITS) + RANK_BUCKETS).during("cuMemAllocAsync")?;
-    // SAFETY: each tile's count is written (COUNT_*) before the scan reads it.
-    let mut tile_offsets =
-        unsafe { stream.alloc::<u64>(input_tiles.max(1) as usize) }.during("cuMemAllocAsync")?;
-    let mut boundary_offsets =
-        unsafe { stream.alloc::<u64>(input_tiles.max(1) as usize) }.during("cuMemAllocAsync")?;
     // The fast path: a sampled threshold, one read of the input into a candidate buffer, the
     // select over the candidates. `kb` bounds k (a deferred k is at most max_written).
     let kb = max_written;
@@ -409,47 +401,51 @@ pub fn topk_radix_select<K: RadixKey, V>(
     };
     // The rank sort groups its items in the candidate buffer (no longer read by then).
     let cand_slots = (segments * cand_cap).max(rank_cap);
-    // SAFETY: each prefilter warp writes its count before any stage reads it.
-    let mut cand_counts =
-        unsafe { stream.alloc::<u64>(segments as usize) }.during("cuMemAllocAsync")?;
-    // SAFETY (all `alloc` below): every element is written by a stage before any stage reads
-    // it (candidates below the count, rank items below their count, tile counts before scans).
-    let mut cand_keys =
-        unsafe { stream.alloc::<K::Bits>(cand_slots.max(1) as usize) }.during("cuMemAllocAsync")?;
-    let mut cand_index =
-        unsafe { stream.alloc::<u64>(cand_slots.max(1) as usize) }.during("cuMemAllocAsync")?;
-    let mut rank_keys =
-        unsafe { stream.alloc::<K::Bits>(rank_cap.max(1) as usize) }.during("cuMemAllocAsync")?;
-    let mut rank_index =
-        unsafe { stream.alloc::<u64>(rank_cap.max(1) as usize) }.during("cuMemAllocAsync")?;
-    // Output positions (zeroed), then each item's bucket and slot.
-    let mut rank_pos = alloc(2 * rank_cap).during("cuMemAllocAsync")?;
     let sort_scratch = if plan.sorted && !rank_sort {
         max_written
     } else {
         0
     };
-    let mut tmp_keys = stream
-        .alloc_zeros::<K::Bits>(sort_scratch.max(1) as usize)
-        .during("cuMemAllocAsync")?;
-    let mut tmp_values = alloc(sort_scratch).during("cuMemAllocAsync")?;
+    // One scratch allocation per call (each stream-ordered allocation and free costs host time,
+    // which bounds the call at 2^24 keys), carved into 256-byte aligned regions of u64 words:
+    // first those that must start zeroed (one memset), then the rest.
+    let mut words = 0u64;
+    let key_bytes = std::mem::size_of::<K::Bits>() as u64;
+    let state_at = region(&mut words, STATE_SLOTS as u64, 8);
+    // The digit histograms of the select, then the rank sort's bucket counts and starts (u32).
+    let histogram_at = region(
+        &mut words,
+        (u64::from(passes) << DIGIT_BITS) + RANK_BUCKETS,
+        8,
+    );
+    // Output positions (zeroed), then each item's bucket and slot.
+    let rank_pos_at = region(&mut words, 2 * rank_cap, 8);
+    let tmp_keys_at = region(&mut words, sort_scratch, key_bytes);
+    let tmp_values_at = region(&mut words, sort_scratch, 8);
+    let zeroed = words;
+    // Every word below is written by a stage before any stage reads it: tile counts before the
+    // scans, each prefilter warp's count before the later stages, candidates below their
+    // segment's count, rank items below their count.
+    let tile_offsets_at = region(&mut words, input_tiles, 8);
+    let boundary_offsets_at = region(&mut words, input_tiles, 8);
+    let cand_counts_at = region(&mut words, segments, 8);
+    let cand_keys_at = region(&mut words, cand_slots, key_bytes);
+    let cand_index_at = region(&mut words, cand_slots, 8);
+    let rank_keys_at = region(&mut words, rank_cap, key_bytes);
+    let rank_index_at = region(&mut words, rank_cap, 8);
+    // SAFETY: the first `zeroed` words are zeroed below; every other word is written before it
+    // is read (above).
+    let mut scratch = unsafe { stream.alloc::<u64>(words as usize) }.during("cuMemAllocAsync")?;
+    stream
+        .memset_zeros(&mut scratch.slice_mut(..zeroed as usize))
+        .during("cuMemsetD8Async")?;
 
     // Device pointers, with the guards that order each buffer's other uses around the launches.
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     let keys_ptr = keep(&mut guards, keys.device_ptr(stream));
     let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
-    let state_ptr = keep(&mut guards, state.device_ptr_mut(stream));
-    let histogram_ptr = keep(&mut guards, histogram.device_ptr_mut(stream));
-    let tile_offsets_ptr = keep(&mut guards, tile_offsets.device_ptr_mut(stream));
-    let boundary_offsets_ptr = keep(&mut guards, boundary_offsets.device_ptr_mut(stream));
-    let tmp_keys_ptr = keep(&mut guards, tmp_keys.device_ptr_mut(stream));
-    let tmp_values_ptr = keep(&mut guards, tmp_values.device_ptr_mut(stream));
-    let cand_keys_ptr = keep(&mut guards, cand_keys.device_ptr_mut(stream));
-    let cand_index_ptr = keep(&mut guards, cand_index.device_ptr_mut(stream));
-    let cand_counts_ptr = keep(&mut guards, cand_counts.device_ptr_mut(stream));
-    let rank_keys_ptr = keep(&mut guards, rank_keys.device_ptr_mut(stream));
-    let rank_index_ptr = keep(&mut guards, rank_index.device_ptr_mut(stream));
-    let rank_pos_ptr = keep(&mut guards, rank_pos.device_ptr_mut(stream));
+    let scratch_ptr = keep(&mut guards, scratch.device_ptr_mut(stream));
+    let at = |word: u64| scratch_ptr + 8 * word;
     let (values_ptr, out_values_ptr, values_are_index) = values.device_ptrs(stream, &mut guards);
     let index_flag = if values_are_index {
         FLAG_VALUES_ARE_INDEX
@@ -482,18 +478,18 @@ pub fn topk_radix_select<K: RadixKey, V>(
         values: values_ptr,
         out_keys: out_keys_ptr,
         out_values: out_values_ptr,
-        tmp_keys: tmp_keys_ptr,
-        tmp_values: tmp_values_ptr,
-        state: state_ptr,
-        histogram: histogram_ptr,
-        tile_offsets: tile_offsets_ptr,
-        boundary_offsets: boundary_offsets_ptr,
-        cand_keys: cand_keys_ptr,
-        cand_index: cand_index_ptr,
-        rank_keys: rank_keys_ptr,
-        rank_index: rank_index_ptr,
-        rank_pos: rank_pos_ptr,
-        cand_counts: cand_counts_ptr,
+        tmp_keys: at(tmp_keys_at),
+        tmp_values: at(tmp_values_at),
+        state: at(state_at),
+        histogram: at(histogram_at),
+        tile_offsets: at(tile_offsets_at),
+        boundary_offsets: at(boundary_offsets_at),
+        cand_keys: at(cand_keys_at),
+        cand_index: at(cand_index_at),
+        rank_keys: at(rank_keys_at),
+        rank_index: at(rank_index_at),
+        rank_pos: at(rank_pos_at),
+        cand_counts: at(cand_counts_at),
         cand_segments: segments,
         cand_cap,
         rank_cap,
@@ -577,6 +573,14 @@ pub fn topk_radix_select<K: RadixKey, V>(
     }
     drop(guards);
     Ok(())
+}
+
+/// The word offset of a new region of `count` items of `bytes` bytes at the end of a scratch
+/// layout `words` long (then past it): 256-byte aligned, at least one word.
+fn region(words: &mut u64, count: u64, bytes: u64) -> u64 {
+    let at = *words;
+    *words += (count * bytes).div_ceil(8).max(1).next_multiple_of(32);
+    at
 }
 
 /// The smallest `m >= 1` with `P(X >= m) <= p` for `X ~ Poisson(lambda)`: the tail is summed
