@@ -24,6 +24,11 @@
 //                                     below), the selected indices collected, then sorted per
 //                                     segment.
 //
+// The listed layout (segments at their own device addresses, the seeds' iterator of
+// iterators) is the offsets layout over a keys base of 0: begin/end are element addresses
+// (address / sizeof(Key)), so `keys + begin` is the segment's own address; values, when
+// copied, come from a per-segment address list (BT_VALUE_POINTERS).
+//
 // A direct call (BT_DIRECT: strided layout, size, k, direction and count each one host value,
 // all checked on the host) launches no control stage: the tiers take the segment count and
 // every segment's begin, size, k and direction from the parameters, and no status is written.
@@ -65,6 +70,8 @@ constexpr u32 BT_SORTED = 256u;            // output sorted by key (stable or no
 constexpr u32 BT_GLOBAL_SORT = 512u;       // tier 3: the selected sets are sorted in global memory
 constexpr u32 BT_DIRECT = 1024u;           // strided, every value uniform and checked on the host:
                                            // no control stages, no descriptors, no status words
+constexpr u32 BT_VALUE_POINTERS = 2048u;   // listed layout: params.values holds each segment's
+                                           // value address (u64), not one buffer of values
 
 // params.tiers: which tiers this call runs (the bins).
 constexpr u32 BT_TIER_WARP = 1u;
@@ -228,9 +235,20 @@ __device__ __forceinline__ void bt_write(const BatchedTopKParams& p, u64 begin, 
     reinterpret_cast<Bits*>(p.out_keys)[slot] =
         reinterpret_cast<const Bits*>(p.keys)[begin + index];
     if (VALUE_BYTES != 0) {
-        const Payload payload = (p.flags & BT_VALUES_ARE_INDEX)
-            ? (Payload)index
-            : reinterpret_cast<const Payload*>(p.values)[begin + index];
+        Payload payload;
+        if (p.flags & BT_VALUES_ARE_INDEX) {
+            payload = (Payload)index;
+        } else if (p.flags & BT_VALUE_POINTERS) {
+            // Listed layout: each segment's values have their own address. Every caller
+            // writes slot seg * out_stride + j with j < out_stride, so the segment is the
+            // quotient (a division only on this path; writes are k per segment).
+            const u64 seg = slot / p.out_stride;
+            const Payload* values =
+                reinterpret_cast<const Payload*>(reinterpret_cast<const u64*>(p.values)[seg]);
+            payload = values[index];
+        } else {
+            payload = reinterpret_cast<const Payload*>(p.values)[begin + index];
+        }
         reinterpret_cast<Payload*>(p.out_values)[slot] = payload;
     }
 }

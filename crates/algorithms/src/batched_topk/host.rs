@@ -68,6 +68,7 @@ pub(crate) fn resolve_segment(
             }
             (b as u64, size as u64)
         }
+        LayoutArg::Listed => unreachable!("listed segments are joined into offsets first"),
         LayoutArg::Strided(stride) => {
             let size = match args.sizes {
                 CountArg::Host(size) => size as i64,

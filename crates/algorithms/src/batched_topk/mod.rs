@@ -9,7 +9,10 @@
 //!   `[rows x stride]` matrix whose rows may be partly used). [`Problem::offsets`]: segment `i`
 //!   is `keys[begin[i] .. end[i]]`; its size is `end[i] - begin[i]`, and the `segment_sizes`
 //!   parameter only bounds it (pass `segment_size::PerSegment::<(), MIN, MAX>::new(())`, or a
-//!   `Static`/`Uniform` size that every segment must have).
+//!   `Static`/`Uniform` size that every segment must have). [`Problem::listed`]: segment `i`
+//!   is the `i`-th of a list of slices (on [`Cuda`], `CudaView`s of any allocations: the
+//!   seeds' iterator of iterators), run with [`select_keys_listed`], [`select_pairs_listed`]
+//!   or [`select_indices_listed`]; sizes are bounded as with offsets.
 //! * **`segment_sizes`, `k`, `direction`**: each static (`Static<N>`, `direction::Max`),
 //!   uniform (`Uniform`, `direction::Choice`) or per segment (`PerSegment` over a host slice
 //!   on [`Host`]/[`AnyBackend`], a `CudaView` on [`Cuda`]). A per-segment direction is a `u8`
@@ -95,6 +98,9 @@
 
 mod cuda;
 mod host;
+mod listed;
+
+pub use listed::{select_indices_listed, select_keys_listed, select_pairs_listed, Listed};
 
 use cudarc::driver::{CudaView, CudaViewMut};
 use oxicub_env::{merged_static_bounds, Environment, Guarantees, Resolved};
@@ -131,6 +137,19 @@ pub trait BatchedTopKBackend: Backend {
         args: Args<'_, Self>,
         keys: Self::Slice<'_, K>,
         values: ValuesIn<Self::Slice<'_, V>, V>,
+        out_keys: Self::SliceMut<'_, K>,
+        out_values: Option<Self::SliceMut<'_, V>>,
+    ) -> Result<Outcome, Error>;
+
+    /// Batched top-k over a listed layout (one slice per segment) after the argument checks.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn batched_topk_listed_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+        &self,
+        request: &Request,
+        args: Args<'_, Self>,
+        segments: &[Self::Slice<'_, K>],
+        values: ValuesIn<&[Self::Slice<'_, V>], V>,
         out_keys: Self::SliceMut<'_, K>,
         out_values: Option<Self::SliceMut<'_, V>>,
     ) -> Result<Outcome, Error>;
@@ -182,6 +201,8 @@ pub enum LayoutArg<I> {
         /// End offsets.
         end: I,
     },
+    /// Each segment is its own slice, passed beside the problem ([`Problem::listed`]).
+    Listed,
 }
 
 /// Every per-segment argument of one call, as the backend reads it.
@@ -218,6 +239,26 @@ impl BatchedTopKBackend for Host {
             &host_args(&args),
             keys,
             values,
+            out_keys,
+            out_values,
+        ))
+    }
+
+    fn batched_topk_listed_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+        &self,
+        request: &Request,
+        args: Args<'_, Self>,
+        segments: &[&[K]],
+        values: ValuesIn<&[&[V]], V>,
+        out_keys: &mut [K],
+        out_values: Option<&mut [V]>,
+    ) -> Result<Outcome, Error> {
+        let joined = listed::Joined::new(segments, values);
+        Ok(host::run(
+            request,
+            &joined.args(&host_args(&args)),
+            &joined.keys,
+            joined.values(),
             out_keys,
             out_values,
         ))
@@ -267,6 +308,41 @@ impl BatchedTopKBackend for AnyBackend {
             }
         }
     }
+
+    fn batched_topk_listed_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+        &self,
+        request: &Request,
+        args: Args<'_, Self>,
+        segments: &[&[K]],
+        values: ValuesIn<&[&[V]], V>,
+        out_keys: &mut [K],
+        out_values: Option<&mut [V]>,
+    ) -> Result<Outcome, Error> {
+        // The host slices are copied to the device anyway: joined into one buffer there.
+        let joined = listed::Joined::new(segments, values);
+        let args = joined.args(&host_args(&args));
+        match self {
+            AnyBackend::Host(_) => Ok(host::run(
+                request,
+                &args,
+                &joined.keys,
+                joined.values(),
+                out_keys,
+                out_values,
+            )),
+            AnyBackend::Cuda(cuda) => {
+                let args = Args::<AnyBackend> {
+                    layout: args.layout,
+                    sizes: args.sizes,
+                    k: args.k,
+                    direction: args.direction,
+                    num_segments: args.num_segments,
+                };
+                let (keys, values) = (&joined.keys, joined.values());
+                cuda::run_any(cuda, request, &args, keys, values, out_keys, out_values)
+            }
+        }
+    }
 }
 
 impl BatchedTopKBackend for Cuda {
@@ -284,6 +360,18 @@ impl BatchedTopKBackend for Cuda {
         out_values: Option<CudaViewMut<'_, V>>,
     ) -> Result<Outcome, Error> {
         cuda::run(self, request, args, keys, values, out_keys, out_values)
+    }
+
+    fn batched_topk_listed_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+        &self,
+        request: &Request,
+        args: Args<'_, Self>,
+        segments: &[CudaView<'_, K>],
+        values: ValuesIn<&[CudaView<'_, V>], V>,
+        out_keys: CudaViewMut<'_, K>,
+        out_values: Option<CudaViewMut<'_, V>>,
+    ) -> Result<Outcome, Error> {
+        cuda::run_listed(self, request, args, segments, values, out_keys, out_values)
     }
 }
 
@@ -906,7 +994,16 @@ where
                     .to_owned(),
             });
         }
-        (LayoutArg::Offsets { .. }, _) => {}
+        (LayoutArg::Listed, CountArg::PerSegment(_)) => {
+            return Err(Error::InvalidArgument {
+                arg: "segment_sizes",
+                reason: "with listed segments the sizes are the slices' lengths: pass only \
+                         bounds (segment_size::PerSegment::<(), MIN, MAX>::new(())) or a \
+                         Static/Uniform size"
+                    .to_owned(),
+            });
+        }
+        (LayoutArg::Offsets { .. } | LayoutArg::Listed, _) => {}
     }
     if let CountArg::Host(size) = args.sizes {
         per_segment_max = per_segment_max.min(size);

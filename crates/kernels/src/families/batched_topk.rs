@@ -105,6 +105,7 @@ const FLAG_VALUES_ARE_INDEX: u32 = 128;
 const FLAG_SORTED: u32 = 256;
 const FLAG_GLOBAL_SORT: u32 = 512;
 const FLAG_DIRECT: u32 = 1024;
+const FLAG_VALUE_POINTERS: u32 = 2048;
 const STATUS_WORDS: usize = 8;
 const DESC_WORDS: u64 = 4;
 const LARGE_WORDS: u64 = 8;
@@ -353,6 +354,19 @@ pub enum BatchedLayout<'a, 'b> {
         /// End offsets.
         end: &'b CudaView<'a, i64>,
     },
+    /// Every segment at its own device address (the seeds' iterator of iterators): segment
+    /// `i` is the `end[i] - begin[i]` keys at byte address `begin[i] * size_of::<K>()`, so the
+    /// begin and end are *element addresses* (address / key size), and the keys buffer of
+    /// [`batched_topk`] is `None`. Copied values come from [`SelectedValues::Listed`] with
+    /// one byte address per segment in `value_addresses`.
+    Listed {
+        /// Element address of each segment's first key.
+        begin: &'b CudaView<'a, i64>,
+        /// `begin[i]` + the segment's size.
+        end: &'b CudaView<'a, i64>,
+        /// The largest segment (sizes the scratch of the several-blocks tier).
+        max_size: u64,
+    },
 }
 
 /// Everything a batched top-k launch needs besides the buffers of keys and values.
@@ -433,15 +447,46 @@ impl BatchedStatus {
 /// Runs batched top-k: each segment's `min(k, size)` best keys (and values) into
 /// `out_keys[i * out_stride ..]`, as `plan` says. Asynchronous on `stream`; returns the status
 /// words to decode when the caller chooses to synchronise.
+///
+/// `keys` is the buffer the strided and offsets layouts index, and `None` exactly when the
+/// layout is [`BatchedLayout::Listed`] (each segment has its own address); copied values are
+/// [`SelectedValues::Listed`] exactly then too.
 pub fn batched_topk<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
     plan: BatchedTopKPlan<'_, '_>,
-    keys: &CudaView<'_, K>,
+    keys: Option<&CudaView<'_, K>>,
     out_keys: &mut CudaViewMut<'_, K>,
     mut values: SelectedValues<'_, '_, V>,
 ) -> Result<BatchedStatus, KernelError> {
-    runtime.check_buffer("keys", keys)?;
+    let listed = matches!(plan.layout, BatchedLayout::Listed { .. });
+    let value_addresses = matches!(values, SelectedValues::Listed { .. });
+    let mismatch = |reason: &str| KernelError::InvalidSpec {
+        kernel: "batched_topk".to_owned(),
+        reason: reason.to_owned(),
+    };
+    // The number of keys the layout may address: the buffer's length, or (listed) every
+    // element address a segment may start at.
+    let num_keys = match (keys, listed) {
+        (Some(keys), false) => {
+            runtime.check_buffer("keys", keys)?;
+            keys.len() as u64
+        }
+        (None, true) => i64::MAX as u64,
+        _ => {
+            return Err(mismatch(
+                "a keys buffer goes with exactly the non-listed layouts",
+            ))
+        }
+    };
+    match (&values, listed) {
+        (SelectedValues::Copy { .. }, true) | (SelectedValues::Listed { .. }, false) => {
+            return Err(mismatch(
+                "copied values of a listed layout come as per-segment addresses, and only then",
+            ))
+        }
+        _ => {}
+    }
     runtime.check_buffer("out_keys", &*out_keys)?;
     let max_segments = match plan.num_segments {
         PerSegmentOr::Uniform(n) => n,
@@ -471,7 +516,17 @@ pub fn batched_topk<K: RadixKey, V>(
         SelectedValues::Copy { values, out } => {
             runtime.check_buffer("values", *values)?;
             runtime.check_buffer("out_values", &**out)?;
-            at_least("values", values.len(), keys.len() as u64)?;
+            at_least("values", values.len(), num_keys)?;
+            at_least("out_values", out.len(), out_len)?;
+            std::mem::size_of::<V>() as u8
+        }
+        SelectedValues::Listed {
+            value_addresses,
+            out,
+        } => {
+            runtime.check_buffer("value_addresses", *value_addresses)?;
+            runtime.check_buffer("out_values", &**out)?;
+            at_least("value_addresses", value_addresses.len(), max_segments)?;
             at_least("out_values", out.len(), out_len)?;
             std::mem::size_of::<V>() as u8
         }
@@ -491,7 +546,9 @@ pub fn batched_topk<K: RadixKey, V>(
         runtime.check_buffer(name, view)?;
         at_least(name, view.len(), max_segments)
     };
-    if let BatchedLayout::Offsets { begin, end } = plan.layout {
+    if let BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } =
+        plan.layout
+    {
         per_segment("begin_offsets", begin)?;
         per_segment("end_offsets", end)?;
     }
@@ -528,7 +585,7 @@ pub fn batched_topk<K: RadixKey, V>(
         let buffer = unsafe { stream.alloc::<u64>(count as usize) };
         buffer.map(Some).during("cuMemAllocAsync")
     };
-    let direct = direct_shape(&plan, keys.len() as u64);
+    let direct = direct_shape(&plan, num_keys);
     // A direct call has nothing to report (no allocation, no clearing).
     let mut status = if direct {
         None
@@ -569,7 +626,10 @@ pub fn batched_topk<K: RadixKey, V>(
         max_segments.saturating_mul(DESC_WORDS)
     };
     let mut descriptors = scratch(descriptor_words)?;
-    let largest = plan.size_bounds.1.min(keys.len() as u64);
+    let largest = match plan.layout {
+        BatchedLayout::Listed { max_size, .. } => plan.size_bounds.1.min(max_size),
+        _ => plan.size_bounds.1.min(num_keys),
+    };
     let chunks = if large {
         largest.div_ceil(CHUNK_ITEMS).max(1)
     } else {
@@ -594,7 +654,11 @@ pub fn batched_topk<K: RadixKey, V>(
     let mut large_ranks = scratch(ranks_len)?;
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
-    let keys_ptr = keep(&mut guards, keys.device_ptr(stream));
+    // Listed: the segments' element addresses are offsets from a keys base of 0.
+    let keys_ptr = match keys {
+        Some(keys) => keep(&mut guards, keys.device_ptr(stream)),
+        None => 0,
+    };
     let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
     let status_ptr = match status.as_mut() {
         Some(status) => keep(&mut guards, status.device_ptr_mut(stream)),
@@ -613,6 +677,9 @@ pub fn batched_topk<K: RadixKey, V>(
         0
     };
     let mut flags = index_flag;
+    if value_addresses {
+        flags |= FLAG_VALUE_POINTERS;
+    }
     let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match plan.layout {
         BatchedLayout::Strided { stride, sizes } => match sizes {
             PerSegmentOr::Uniform(size) => (stride, size, 0, 0, 0),
@@ -621,7 +688,7 @@ pub fn batched_topk<K: RadixKey, V>(
                 (stride, 0, keep(&mut guards, view.device_ptr(stream)), 0, 0)
             }
         },
-        BatchedLayout::Offsets { begin, end } => {
+        BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } => {
             flags |= FLAG_OFFSETS;
             (
                 0,
@@ -686,7 +753,7 @@ pub fn batched_topk<K: RadixKey, V>(
         large_chunks: large_chunks_ptr,
         large_selected: large_selected_ptr,
         large_ranks: large_ranks_ptr,
-        num_keys: keys.len() as u64,
+        num_keys,
         stride,
         size_value,
         size_min: plan.size_bounds.0,
