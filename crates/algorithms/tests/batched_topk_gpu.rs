@@ -921,3 +921,41 @@ fn listed_segments_with_bad_sizes_and_too_short_lists() {
         "{err}"
     );
 }
+
+/// Many small segments around one huge one, with the `TotalItems` guarantee: the segments are
+/// binned by compaction and the several-blocks tier's scratch holds total / 2049 segments,
+/// not one per segment. A guarantee the sizes break is reported like the host reports it.
+#[test]
+fn total_items_guarantee_sizes_the_scratch_and_is_checked() {
+    use oxicub_params::guarantee::TotalItems;
+    let Some(cuda) = gpu_or_skip() else { return };
+    let mut rng = SplitMix64::new(41);
+    let mut sizes: Vec<usize> = (0..3000).map(|_| (rng.next_u64() % 300) as usize).collect();
+    sizes[1234] = 200_000;
+    sizes[77] = 3000;
+    let ks: Vec<i64> = sizes.iter().map(|_| (rng.next_u64() % 40) as i64).collect();
+    let d = dirs(&mut rng, sizes.len());
+    let total: usize = sizes.iter().sum();
+    let case = Case::contiguous(sample_keys::<f32>(total, 41), &sizes, &ks, &d);
+    let exact = TotalItems::<0, { 1 << 40 }>::new()
+        .between(0, total as i64)
+        .expect("bounds");
+    check_case(&cuda, &case, &Env::new().guarantee(exact));
+    check_case(
+        &cuda,
+        &case,
+        &require!(determinism::NotGuaranteed, output_ordering::Unsorted).guarantee(exact),
+    );
+    let broken = TotalItems::<0, { 1 << 40 }>::new()
+        .between(0, total as i64 - 1)
+        .expect("bounds");
+    let env = Env::new().guarantee(broken);
+    let (host, gpu) = (on_host(&case, &env), on_gpu(&cuda, &case, &env));
+    assert_eq!(gpu.2, host.2);
+    let expected = format!("total_items = {total} is outside");
+    assert!(
+        matches!(&gpu.2, Err(e) if e.contains(&expected)),
+        "{:?}",
+        gpu.2
+    );
+}

@@ -959,3 +959,51 @@ proptest! {
         check_case(&case, &require!(tie_break::PreferLargerIndex));
     }
 }
+
+#[test]
+fn the_total_items_guarantee_is_checked_against_the_sizes() {
+    use oxicub_params::guarantee::TotalItems;
+    let keys = [5u32, 1, 4, 2, 8, 7];
+    let (begin, end) = ([0i64, 2, 3], [2i64, 3, 6]);
+    let problem = Problem::offsets(
+        &begin[..],
+        &end[..],
+        segment_size::PerSegment::<(), 0, 8>::new(()),
+        k::Static::<1>::new(),
+        direction::Max,
+        num_segments::uniform(3).expect("n"),
+    );
+    let mut top = [0u32; 3];
+    let fits = Env::new().guarantee(TotalItems::<0, 6>::new());
+    batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &fits)
+        .expect("call")
+        .check()
+        .expect("6 items in all");
+    assert_eq!(top, [5, 4, 8]);
+    let short = Env::new().guarantee(TotalItems::<0, 5>::new());
+    let err = batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &short)
+        .expect("call")
+        .check()
+        .expect_err("6 items against a guarantee of 5");
+    assert_eq!(
+        err.to_string(),
+        Error::from(oxicub_params::ParamError::OutOfBounds {
+            param: "total_items",
+            value: 6,
+            bounds: oxicub_params::Bounds::new(0, 5),
+            origin: oxicub_params::BoundOrigin::Guarantee,
+        })
+        .to_string()
+    );
+    // Strided with a host size and count: known before the call.
+    let rows = Problem::strided(
+        2,
+        segment_size::Static::<2>::new(),
+        k::Static::<1>::new(),
+        direction::Max,
+        num_segments::uniform(3).expect("n"),
+    );
+    let err = batched_topk::select_keys(&Host::new(), &rows, &keys[..], &mut top[..], &short)
+        .expect_err("3 rows of 2 against a guarantee of 5");
+    assert!(matches!(err, Error::Param(_)), "{err}");
+}

@@ -13,7 +13,8 @@ use oxicub_kernels::families::SelectedValues;
 use oxicub_params::SelectDirection;
 
 use super::listed::element_address;
-use super::{num_segments_error, Args, CountArg, DirectionArg, LayoutArg, NumSegmentsArg};
+use super::{num_segments_error, total_items_error};
+use super::{Args, CountArg, DirectionArg, LayoutArg, NumSegmentsArg};
 use super::{Outcome, Request, Violation};
 use crate::backend::{AnyBackend, Cuda};
 use crate::radix::RadixKey;
@@ -34,6 +35,10 @@ impl DeviceStatus {
         let report = self.status.decode(&self.stream)?;
         if let Some(value) = report.bad_num_segments {
             return Err(num_segments_error(&self.request, value));
+        }
+        if let Some(total) = report.bad_total_items {
+            let total = total.min(i64::MAX as u64) as i64;
+            return Err(total_items_error(self.request.total_items, total).into());
         }
         match report.violation {
             None => Ok(()),
@@ -86,6 +91,10 @@ where
         num_segments_bounds: bounds(request.num_segments),
         size_bounds: bounds(request.sizes),
         k_bounds: bounds(request.k),
+        total_bounds: (
+            request.total_items.min.max(0) as u64,
+            request.total_items.max.max(0) as u64,
+        ),
         out_stride: request.out_stride,
         per_segment_max: request.per_segment_max,
         tiers: request.tiers(),

@@ -22,6 +22,16 @@
 //!   `&i64` on the host, a one-element `CudaView<i64>` on [`Cuda`], read in stream order, so
 //!   launches can follow each other with no host synchronisation).
 //!
+//! **Temporary storage** on [`Cuda`] is sized from the bounds: per segment a few words of
+//! descriptor, and for segments of more than 2048 keys (several blocks each) a histogram,
+//! chunk counts and the selected indices. Give the environment a
+//! [`TotalItems`](oxicub_params::guarantee::TotalItems) guarantee (the sum of the segment
+//! sizes) and that second part is sized for at most `total / 2049` such segments instead of
+//! one per segment (many small segments around a few huge ones). The guarantee is checked (on the device when the sizes are
+//! there): a sum outside it is reported by [`Outcome::check`] as [`Error::Param`] naming
+//! `total_items`, and the results are then unspecified (memory is never written out of
+//! bounds).
+//!
 //! Every entry point first runs the one front check [`contract::batched_topk`]: static
 //! contradictions (a static `k` above every segment size the types allow, ...) are compile
 //! errors there, host-known ones are [`Error::Param`]. The static bounds that survive choose
@@ -725,6 +735,8 @@ pub struct Request {
     pub k: Bounds,
     /// The tightest bounds of the number of segments.
     pub num_segments: Bounds,
+    /// The `TotalItems` guarantee: bounds of the sum of the valid segments' sizes.
+    pub total_items: Bounds,
     /// The tightest static bounds of the segment sizes (kernel choice).
     pub sizes_static: Bounds,
     /// The tightest static bounds of `k` (kernel choice).
@@ -811,6 +823,16 @@ impl Violation {
             value,
             reason,
         }
+    }
+}
+
+/// The sizes of the valid segments sum to a value outside the `TotalItems` guarantee.
+pub(crate) fn total_items_error(bounds: Bounds, total: i64) -> ParamError {
+    ParamError::OutOfBounds {
+        param: "total_items",
+        value: total,
+        bounds,
+        origin: oxicub_params::BoundOrigin::Guarantee,
     }
 }
 
@@ -1007,6 +1029,15 @@ where
     }
     if let CountArg::Host(size) = args.sizes {
         per_segment_max = per_segment_max.min(size);
+        if let (LayoutArg::Strided(_), NumSegmentsArg::Host(n)) = (&args.layout, &args.num_segments)
+        {
+            // Every segment has this size: the total is known here (a direct call on the
+            // device reports nothing afterwards).
+            let total = size.saturating_mul(*n).min(i64::MAX as u64) as i64;
+            if !checked.total_items.contains(total) {
+                return Err(total_items_error(checked.total_items, total).into());
+            }
+        }
     }
     per_segment_max = per_segment_max.min(checked.k.max as u64);
     if let CountArg::Host(k) = args.k {
@@ -1030,6 +1061,7 @@ where
         sizes: checked.segment_sizes,
         k: checked.k,
         num_segments: checked.num_segments,
+        total_items: checked.total_items,
         sizes_static: checked.segment_sizes_static,
         k_static: checked.k_static,
         directions: checked.directions,

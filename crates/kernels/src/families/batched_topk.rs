@@ -37,6 +37,7 @@ kernel_params! {
         large_chunks: u64,
         large_selected: u64,
         large_ranks: u64,
+        bins: u64,
         num_keys: u64,
         stride: u64,
         size_value: u64,
@@ -56,6 +57,10 @@ kernel_params! {
         chunk_items: u64,
         selected_stride: u64,
         sort_span: u64,
+        bin_capacity: u64,
+        large_capacity: u64,
+        total_min: u64,
+        total_max: u64,
         flags: u32,
         direction_value: u32,
         direction_mask: u32,
@@ -106,7 +111,7 @@ const FLAG_SORTED: u32 = 256;
 const FLAG_GLOBAL_SORT: u32 = 512;
 const FLAG_DIRECT: u32 = 1024;
 const FLAG_VALUE_POINTERS: u32 = 2048;
-const STATUS_WORDS: usize = 8;
+const STATUS_WORDS: usize = 10;
 const DESC_WORDS: u64 = 4;
 const LARGE_WORDS: u64 = 8;
 const BINS: u64 = 256;
@@ -389,6 +394,10 @@ pub struct BatchedTopKPlan<'a, 'b> {
     pub size_bounds: (u64, u64),
     /// Bounds every `k` must satisfy.
     pub k_bounds: (u64, u64),
+    /// Bounds of the sum of the valid segments' sizes (the TotalItems guarantee; `(0,
+    /// u64::MAX)` when there is none): the several-blocks tier's scratch is sized from the
+    /// upper bound, and a sum outside them is reported.
+    pub total_bounds: (u64, u64),
     /// Distance between consecutive segments' outputs.
     pub out_stride: u64,
     /// The most items one segment writes.
@@ -420,6 +429,8 @@ pub struct BatchedReport {
     pub violation: Option<(u64, u8, i64)>,
     /// A deferred number of segments outside its bounds: its value.
     pub bad_num_segments: Option<i64>,
+    /// The sum of the valid segments' sizes, when it is outside the TotalItems guarantee.
+    pub bad_total_items: Option<u64>,
 }
 
 impl BatchedStatus {
@@ -431,15 +442,18 @@ impl BatchedStatus {
             return Ok(BatchedReport {
                 violation: None,
                 bad_num_segments: None,
+                bad_total_items: None,
             });
         };
         let words = stream.clone_dtoh(words).during("cuMemcpyDtoHAsync")?;
         let violation = (words[0] != u64::MAX)
             .then(|| (words[0] >> 8, (words[0] & 0xFF) as u8, words[1] as i64));
         let bad_num_segments = (words[2] != 0).then_some(words[3] as i64);
+        let bad_total_items = (words[9] != 0).then_some(words[8]);
         Ok(BatchedReport {
             violation,
             bad_num_segments,
+            bad_total_items,
         })
     }
 }
@@ -595,7 +609,8 @@ pub fn batched_topk<K: RadixKey, V>(
     if max_segments == 0 && matches!(plan.num_segments, PerSegmentOr::Uniform(_)) {
         // No segment: nothing to launch, nothing to report (a deferred count is still read,
         // to report it when it is outside its bounds).
-        let none = [u64::MAX, 0, 0, 0, 0, 0, 0, 0];
+        let mut none = [0u64; STATUS_WORDS];
+        none[0] = u64::MAX;
         if let Some(status) = status.as_mut() {
             stream
                 .memcpy_htod(&none, status)
@@ -635,7 +650,31 @@ pub fn batched_topk<K: RadixKey, V>(
     } else {
         0
     };
-    let large_segments = if large { max_segments } else { 0 };
+    // The several-blocks tier's scratch, per position in its bin: at most every segment, and
+    // at most as many as the TotalItems guarantee leaves room for (each of its segments holds
+    // more than the tiers before it take).
+    let large_capacity = if direct {
+        max_segments
+    } else {
+        let smallest = if plan.tiers.contains(BatchedTiers::BLOCK) {
+            SORT_CAP as u64 + 1
+        } else if plan.tiers.contains(BatchedTiers::WARP) {
+            (WARP_MAX_K as u64 + 1).min(u64::from(plan.warp_items) * 32 + 1)
+        } else {
+            1
+        };
+        let smallest = smallest.max(plan.size_bounds.0).max(1);
+        max_segments.min(plan.total_bounds.1 / smallest)
+    };
+    let large_segments = if large { large_capacity } else { 0 };
+    let bin_words = if direct {
+        0
+    } else {
+        max_segments
+            .saturating_mul(2)
+            .saturating_add(large_capacity)
+    };
+    let mut bins = scratch(bin_words)?;
     let mut large_state = scratch(large_segments.saturating_mul(LARGE_WORDS))?;
     let mut large_histogram = scratch(large_segments.saturating_mul(BINS))?;
     let mut large_chunks = scratch(large_segments.saturating_mul(chunks))?;
@@ -645,7 +684,7 @@ pub fn batched_topk<K: RadixKey, V>(
         plan.out_stride
     };
     let selected_len = if large {
-        max_segments.saturating_mul(selected_stride)
+        large_segments.saturating_mul(selected_stride)
     } else {
         0
     };
@@ -670,6 +709,7 @@ pub fn batched_topk<K: RadixKey, V>(
     let large_chunks_ptr = keep_opt(&mut guards, stream, &mut large_chunks);
     let large_selected_ptr = keep_opt(&mut guards, stream, &mut large_selected);
     let large_ranks_ptr = keep_opt(&mut guards, stream, &mut large_ranks);
+    let bins_ptr = keep_opt(&mut guards, stream, &mut bins);
     let (values_ptr, out_values_ptr, values_are_index) = values.device_ptrs(stream, &mut guards);
     let index_flag = if values_are_index {
         FLAG_VALUES_ARE_INDEX
@@ -753,6 +793,7 @@ pub fn batched_topk<K: RadixKey, V>(
         large_chunks: large_chunks_ptr,
         large_selected: large_selected_ptr,
         large_ranks: large_ranks_ptr,
+        bins: bins_ptr,
         num_keys,
         stride,
         size_value,
@@ -772,6 +813,10 @@ pub fn batched_topk<K: RadixKey, V>(
         chunk_items: CHUNK_ITEMS,
         selected_stride,
         sort_span,
+        bin_capacity: max_segments,
+        large_capacity,
+        total_min: plan.total_bounds.0,
+        total_max: plan.total_bounds.1,
         flags,
         direction_value,
         direction_mask: plan.direction_mask,
@@ -820,8 +865,11 @@ pub fn batched_topk<K: RadixKey, V>(
             )?;
         }
         if large {
-            let work = max_segments.saturating_mul(chunks).saturating_mul(threads);
-            let bins = max_segments.saturating_mul(BINS);
+            // Grids over the large bin's positions (the kernels stride over what they find).
+            let work = large_segments
+                .saturating_mul(chunks)
+                .saturating_mul(threads);
+            let bins = large_segments.saturating_mul(BINS);
             launch(BatchedKernel::Large, bins, STAGE_LARGE_INIT, 0)?;
             let bits = <K::Bits as RadixBits>::BITS;
             for pass in 0..bits / 8 {
@@ -830,10 +878,10 @@ pub fn batched_topk<K: RadixKey, V>(
                 launch(BatchedKernel::Large, work, STAGE_LARGE_HISTOGRAM, shift)?;
             }
             launch(BatchedKernel::Large, work, STAGE_LARGE_COUNT, 0)?;
-            launch(BatchedKernel::Large, max_segments, STAGE_LARGE_SCAN, 0)?;
+            launch(BatchedKernel::Large, large_segments, STAGE_LARGE_SCAN, 0)?;
             launch(BatchedKernel::Large, work, STAGE_LARGE_COLLECT, 0)?;
             if global_sort {
-                let slots = max_segments.saturating_mul(sort_span);
+                let slots = large_segments.saturating_mul(sort_span);
                 launch(BatchedKernel::Large, slots, STAGE_LARGE_SORT_INIT, 0)?;
                 let mut size = 2u64;
                 while size <= sort_span {
@@ -846,7 +894,9 @@ pub fn batched_topk<K: RadixKey, V>(
                     size *= 2;
                 }
             }
-            let write = max_segments.saturating_mul(chunks).saturating_mul(threads);
+            let write = large_segments
+                .saturating_mul(chunks)
+                .saturating_mul(threads);
             launch(BatchedKernel::Large, write, STAGE_LARGE_WRITE, 0)?;
         }
     }
