@@ -331,6 +331,12 @@ pub fn topk_radix_select<K: RadixKey, V>(
             at_least("out_values", out.len())?;
             std::mem::size_of::<V>() as u8
         }
+        SelectedValues::Listed { .. } => {
+            return Err(KernelError::InvalidSpec {
+                kernel: "topk_radix_select".to_owned(),
+                reason: "per-segment value addresses are a batched top-k layout".to_owned(),
+            })
+        }
     };
     let spec = KernelSpec::topk_radix_select(K::KEY_TYPE, value_bytes);
     if !matches!(value_bytes, 0 | 4 | 8) {
