@@ -79,6 +79,9 @@ pub struct BatchedTopKBounds {
     pub num_segments: Bounds,
     /// The select directions that can occur (one bit per [`SelectDirection`]).
     pub directions: u32,
+    /// The bounds the environment's `TotalItems` guarantees put on the sum of the segment
+    /// sizes ([`Bounds::COUNTS`] when there is none).
+    pub total_items: Bounds,
     /// The requirements, defaults applied.
     pub requirements: Resolved,
 }
@@ -139,6 +142,15 @@ where
     let () = BatchedTopKStatic::<S, K, E::Guarantees>::CHECKED;
     let _ = direction;
     let guarantees = env.guarantees();
+    let total_role = role::RoleId::TotalItems;
+    let total_items = <E::Guarantees as Guarantees>::STATIC[total_role as usize]
+        .intersect(guarantees.runtime(total_role));
+    if total_items.is_empty() {
+        return Err(ParamError::ContradictoryGuarantees {
+            param: "total_items",
+            bounds: total_items,
+        });
+    }
     Ok(BatchedTopKBounds {
         segment_sizes_static: merged_static_bounds::<S, E::Guarantees>(),
         k_static: merged_static_bounds::<K, E::Guarantees>(),
@@ -146,6 +158,7 @@ where
         k: merged_bounds(k, guarantees)?,
         num_segments: merged_bounds(num_segments, guarantees)?,
         directions: Dir::OPTIONS,
+        total_items,
         requirements: env.resolved(),
     })
 }

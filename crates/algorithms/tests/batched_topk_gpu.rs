@@ -1035,3 +1035,258 @@ fn cluster_tier_keys_and_pairs() {
         to_u32,
     );
 }
+
+/// The value carried with item `j` of segment `i` in the listed tests: both recoverable.
+fn listed_value(i: usize, j: usize) -> u64 {
+    ((i as u64) << 32 | j as u64) ^ 0x5A5A_0000_0000_0000
+}
+
+/// The listed layout: every segment (keys and values) in its own device allocation, one
+/// element past its start, so most segments are not 16-byte aligned; pairs with 8-byte values
+/// from per-segment value buffers. Against the host (which joins the slices), per segment.
+fn check_listed<K: RefKey, E: Environment>(cuda: &Cuda, case: &Case<K>, env: &E) {
+    let r = env.resolved();
+    let n = case.ks.len();
+    let segment = |i: usize| &case.keys[case.begin[i] as usize..case.end[i] as usize];
+    let values: Vec<Vec<u64>> = (0..n)
+        .map(|i| (0..segment(i).len()).map(|j| listed_value(i, j)).collect())
+        .collect();
+    let sizes = || {
+        segment_size::PerSegment::<(), 0, { 1 << 40 }>::new(())
+            .with_bounds(0, case.max_size())
+            .expect("bounds")
+    };
+    let stride = case.stride();
+    let len = (n * stride).max(1);
+
+    let host_segments: Vec<&[K]> = (0..n).map(segment).collect();
+    let host_values: Vec<&[u64]> = values.iter().map(|v| &v[..]).collect();
+    let problem = Problem::listed(
+        sizes(),
+        k::PerSegment::<_, 0, { 1 << 40 }>::new(&case.ks[..])
+            .with_bounds(0, case.max_k())
+            .expect("bounds"),
+        direction::PerSegment::<_>::new(&case.dirs[..]),
+        num_segments::uniform(n as i64).expect("n"),
+    );
+    let (mut host_keys, mut host_vals) = (vec![poison::<K>(); len], vec![POISON_INDEX; len]);
+    let host = batched_topk::select_pairs_listed(
+        &Host::new(),
+        &problem,
+        &host_segments,
+        &host_values,
+        &mut host_keys[..],
+        &mut host_vals[..],
+        env,
+    )
+    .expect("host call")
+    .check()
+    .map_err(|e| e.to_string());
+
+    // One allocation per segment, the segment one element in.
+    let device_keys: Vec<_> = (0..n)
+        .map(|i| {
+            let mut padded = vec![poison::<K>()];
+            padded.extend_from_slice(segment(i));
+            cuda.upload_keys(&padded).expect("upload")
+        })
+        .collect();
+    let device_values: Vec<_> = values
+        .iter()
+        .map(|v| {
+            let mut padded = vec![POISON_INDEX];
+            padded.extend_from_slice(v);
+            cuda.upload(&padded).expect("upload")
+        })
+        .collect();
+    let key_views: Vec<_> = (0..n)
+        .map(|i| device_keys[i].as_view().slice(1..1 + segment(i).len()))
+        .collect();
+    let value_views: Vec<_> = (0..n)
+        .map(|i| device_values[i].as_view().slice(1..1 + segment(i).len()))
+        .collect();
+    let ks = cuda.upload(&case.ks).expect("upload");
+    let dirs = cuda.upload(&case.dirs).expect("upload");
+    let problem = Problem::listed(
+        sizes(),
+        k::PerSegment::<_, 0, { 1 << 40 }>::new(ks.as_view())
+            .with_bounds(0, case.max_k())
+            .expect("bounds"),
+        direction::PerSegment::<_>::new(dirs.as_view()),
+        num_segments::uniform(n as i64).expect("n"),
+    );
+    let mut out_keys = cuda.upload_keys(&vec![poison::<K>(); len]).expect("poison");
+    let mut out_vals = cuda.upload(&vec![POISON_INDEX; len]).expect("poison");
+    let gpu = batched_topk::select_pairs_listed(
+        cuda,
+        &problem,
+        &key_views,
+        &value_views,
+        out_keys.as_view_mut(),
+        out_vals.as_view_mut(),
+        env,
+    )
+    .expect("gpu call")
+    .check()
+    .map_err(|e| e.to_string());
+    assert_eq!(gpu, host, "{r:?}: the reported error");
+    let gpu_keys = cuda.download_keys(&out_keys).expect("download");
+    let gpu_vals = cuda.download(&out_vals.as_view()).expect("download");
+    for i in 0..n {
+        let seg = segment(i);
+        let written = (case.ks[i] as usize).min(seg.len());
+        let base = i * stride;
+        let what = format!(
+            "{} listed segment {i} ({} keys) k={} {r:?}",
+            K::KEY_TYPE,
+            seg.len(),
+            case.ks[i]
+        );
+        // Each value names its own segment and item: decode the index within the segment.
+        let indices: Vec<u64> = gpu_vals[base..base + written]
+            .iter()
+            .map(|&v| {
+                let v = v ^ 0x5A5A_0000_0000_0000;
+                assert_eq!(v >> 32, i as u64, "{what}: a value from another segment");
+                v & 0xFFFF_FFFF
+            })
+            .collect();
+        let dir = if case.dirs[i] == 0 {
+            SelectDirection::Max
+        } else {
+            SelectDirection::Min
+        };
+        check_contract(
+            &what,
+            seg,
+            written,
+            dir,
+            r,
+            &gpu_keys[base..base + written],
+            &indices,
+        );
+        assert!(
+            gpu_vals[base + written..base + stride]
+                .iter()
+                .all(|&x| x == POISON_INDEX),
+            "{what}: a slot past the results was written"
+        );
+        if r.pins_output() {
+            assert_eq!(
+                gpu_vals[base..base + written],
+                host_vals[base..base + written],
+                "{what}: values differ from the host"
+            );
+        }
+    }
+}
+
+#[test]
+fn listed_segments_each_in_its_own_allocation() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    // Every tier (tiny, shared-memory and huge segments), every requirement combination.
+    let case = mixed(sample_keys::<f32>, 31);
+    for_every_env!(check_listed(&cuda, &case));
+    // Narrow and wide keys: element addresses of 1- and 8-byte types.
+    check_listed(&cuda, &mixed(sample_keys::<u8>, 32), &Env::new());
+    check_listed(&cuda, &mixed(sample_keys::<i16>, 33), &Env::new());
+    check_listed(&cuda, &mixed(sample_keys::<f64>, 34), &Env::new());
+    check_listed(
+        &cuda,
+        &mixed(sample_keys::<half::bf16>, 35),
+        &require!(tie_break::PreferLargerIndex),
+    );
+}
+
+#[test]
+fn listed_segments_with_bad_sizes_and_too_short_lists() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let a = cuda.upload(&[1.0f32, 2.0, 3.0]).expect("upload");
+    let b = cuda.upload(&[4.0f32; 9]).expect("upload");
+    let views = [a.as_view(), b.as_view()];
+    let mut out = cuda.upload(&[-1.0f32; 8]).expect("upload");
+    // A segment longer than the declared bound: reported for that segment, the other written.
+    let problem = Problem::listed(
+        segment_size::PerSegment::<(), 0, 4>::new(()),
+        k::Static::<2>::new(),
+        direction::Max,
+        num_segments::uniform(2).expect("n"),
+    );
+    let err =
+        batched_topk::select_keys_listed(&cuda, &problem, &views, out.as_view_mut(), &Env::new())
+            .expect("call")
+            .check()
+            .expect_err("a segment of 9 keys against a bound of 4");
+    assert!(
+        matches!(
+            err,
+            Error::InvalidSegment {
+                segment: 1,
+                arg: "segment_sizes",
+                value: 9,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let got = cuda.download(&out.as_view()).expect("download");
+    assert_eq!(got[..4], [3.0, 2.0, -1.0, -1.0]);
+    // Fewer slices than segments: an error before anything runs.
+    let problem = Problem::listed(
+        segment_size::PerSegment::<(), 0, 16>::new(()),
+        k::Static::<2>::new(),
+        direction::Max,
+        num_segments::uniform(3).expect("n"),
+    );
+    let err =
+        batched_topk::select_keys_listed(&cuda, &problem, &views, out.as_view_mut(), &Env::new())
+            .expect_err("two slices for three segments");
+    assert!(
+        matches!(
+            err,
+            Error::BufferTooSmall {
+                arg: "segments",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+/// Many small segments around one huge one, with the `TotalItems` guarantee: the segments are
+/// binned by compaction and the several-blocks tier's scratch holds total / 2049 segments,
+/// not one per segment. A guarantee the sizes break is reported like the host reports it.
+#[test]
+fn total_items_guarantee_sizes_the_scratch_and_is_checked() {
+    use oxicub_params::guarantee::TotalItems;
+    let Some(cuda) = gpu_or_skip() else { return };
+    let mut rng = SplitMix64::new(41);
+    let mut sizes: Vec<usize> = (0..3000).map(|_| (rng.next_u64() % 300) as usize).collect();
+    sizes[1234] = 200_000;
+    sizes[77] = 3000;
+    let ks: Vec<i64> = sizes.iter().map(|_| (rng.next_u64() % 40) as i64).collect();
+    let d = dirs(&mut rng, sizes.len());
+    let total: usize = sizes.iter().sum();
+    let case = Case::contiguous(sample_keys::<f32>(total, 41), &sizes, &ks, &d);
+    let exact = TotalItems::<0, { 1 << 40 }>::new()
+        .between(0, total as i64)
+        .expect("bounds");
+    check_case(&cuda, &case, &Env::new().guarantee(exact));
+    check_case(
+        &cuda,
+        &case,
+        &require!(determinism::NotGuaranteed, output_ordering::Unsorted).guarantee(exact),
+    );
+    let broken = TotalItems::<0, { 1 << 40 }>::new()
+        .between(0, total as i64 - 1)
+        .expect("bounds");
+    let env = Env::new().guarantee(broken);
+    let (host, gpu) = (on_host(&case, &env), on_gpu(&cuda, &case, &env));
+    assert_eq!(gpu.2, host.2);
+    let expected = format!("total_items = {total} is outside");
+    assert!(
+        matches!(&gpu.2, Err(e) if e.contains(&expected)),
+        "{:?}",
+        gpu.2
+    );
+}

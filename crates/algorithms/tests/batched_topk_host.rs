@@ -128,9 +128,149 @@ fn run_offsets<K: RefKey, E: Environment>(case: &Case<K>, env: &E) -> (Vec<K>, V
     (out_keys, out_indices, stride)
 }
 
+/// Runs the case with every segment its own slice (the listed layout).
+fn run_listed<K: RefKey, E: Environment>(case: &Case<K>, env: &E) -> (Vec<K>, Vec<u64>) {
+    let n = case.ks.len();
+    let segments: Vec<&[K]> = (0..n)
+        .map(|i| &case.keys[case.begin[i] as usize..case.end[i] as usize])
+        .collect();
+    let problem = Problem::listed(
+        segment_size::PerSegment::<(), 0, 100_000>::new(())
+            .with_bounds(0, case.max_size())
+            .expect("size bounds"),
+        k::PerSegment::<_, 0, 100_000>::new(&case.ks[..])
+            .with_bounds(0, case.max_k())
+            .expect("k bounds"),
+        direction::PerSegment::<_>::new(&case.dirs[..]),
+        num_segments::uniform(n as i64).expect("n"),
+    );
+    let len = n * case.out_stride();
+    let fill = case
+        .keys
+        .first()
+        .copied()
+        .unwrap_or(K::from_bits(Default::default()));
+    let (mut out_keys, mut out_indices) = (vec![fill; len], vec![POISON_INDEX; len]);
+    batched_topk::select_indices_listed(
+        &Host::new(),
+        &problem,
+        &segments,
+        &mut out_keys[..],
+        &mut out_indices[..],
+        env,
+    )
+    .expect("call")
+    .check()
+    .expect("every segment valid");
+    (out_keys, out_indices)
+}
+
+/// Checks the case with offsets and with every segment its own slice (the same results).
 fn check_case<K: RefKey, E: Environment>(case: &Case<K>, env: &E) {
     let (out_keys, out_indices, stride) = run_offsets(case, env);
     case.check(env, &out_keys, &out_indices, stride);
+    let (listed_keys, listed_indices) = run_listed(case, env);
+    case.check(env, &listed_keys, &listed_indices, stride);
+}
+
+#[test]
+fn listed_values_must_match_their_segments() {
+    let (a, b) = ([1u32, 2, 3], [4u32, 5]);
+    let problem = Problem::listed(
+        segment_size::PerSegment::<(), 0, 8>::new(()),
+        k::Static::<1>::new(),
+        direction::Max,
+        num_segments::uniform(2).expect("n"),
+    );
+    let (mut top, mut vals) = ([0u32; 2], [0u64; 2]);
+    let short = [7u64, 8];
+    let err = batched_topk::select_pairs_listed(
+        &Host::new(),
+        &problem,
+        &[&a[..], &b[..]],
+        &[&short[..], &short[..]],
+        &mut top[..],
+        &mut vals[..],
+        &Env::new(),
+    )
+    .expect_err("values[0] is shorter than segments[0]");
+    assert!(
+        matches!(
+            err,
+            Error::LengthMismatch {
+                arg: "values",
+                actual: 2,
+                expected: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = batched_topk::select_pairs_listed(
+        &Host::new(),
+        &problem,
+        &[&a[..], &b[..]],
+        &[&short[..]],
+        &mut top[..],
+        &mut vals[..],
+        &Env::new(),
+    )
+    .expect_err("one value list for two segments");
+    assert!(
+        matches!(
+            err,
+            Error::LengthMismatch {
+                arg: "values",
+                actual: 1,
+                expected: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = batched_topk::select_keys_listed(
+        &Host::new(),
+        &problem,
+        &[&a[..]],
+        &mut top[..],
+        &Env::new(),
+    )
+    .expect_err("one slice for two segments");
+    assert!(
+        matches!(
+            err,
+            Error::BufferTooSmall {
+                arg: "segments",
+                len: 1,
+                required: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let sized = Problem::listed(
+        segment_size::PerSegment::<_, 0, 8>::new(&[3i64, 2][..]),
+        k::Static::<1>::new(),
+        direction::Max,
+        num_segments::uniform(2).expect("n"),
+    );
+    let err = batched_topk::select_keys_listed(
+        &Host::new(),
+        &sized,
+        &[&a[..], &b[..]],
+        &mut top[..],
+        &Env::new(),
+    );
+    assert!(
+        matches!(
+            err,
+            Err(Error::InvalidArgument {
+                arg: "segment_sizes",
+                ..
+            })
+        ),
+        "{err:?}"
+    );
 }
 
 /// A case of `sizes.len()` contiguous segments.
@@ -818,4 +958,52 @@ proptest! {
         check_case(&case, &Env::new());
         check_case(&case, &require!(tie_break::PreferLargerIndex));
     }
+}
+
+#[test]
+fn the_total_items_guarantee_is_checked_against_the_sizes() {
+    use oxicub_params::guarantee::TotalItems;
+    let keys = [5u32, 1, 4, 2, 8, 7];
+    let (begin, end) = ([0i64, 2, 3], [2i64, 3, 6]);
+    let problem = Problem::offsets(
+        &begin[..],
+        &end[..],
+        segment_size::PerSegment::<(), 0, 8>::new(()),
+        k::Static::<1>::new(),
+        direction::Max,
+        num_segments::uniform(3).expect("n"),
+    );
+    let mut top = [0u32; 3];
+    let fits = Env::new().guarantee(TotalItems::<0, 6>::new());
+    batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &fits)
+        .expect("call")
+        .check()
+        .expect("6 items in all");
+    assert_eq!(top, [5, 4, 8]);
+    let short = Env::new().guarantee(TotalItems::<0, 5>::new());
+    let err = batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &short)
+        .expect("call")
+        .check()
+        .expect_err("6 items against a guarantee of 5");
+    assert_eq!(
+        err.to_string(),
+        Error::from(oxicub_params::ParamError::OutOfBounds {
+            param: "total_items",
+            value: 6,
+            bounds: oxicub_params::Bounds::new(0, 5),
+            origin: oxicub_params::BoundOrigin::Guarantee,
+        })
+        .to_string()
+    );
+    // Strided with a host size and count: known before the call.
+    let rows = Problem::strided(
+        2,
+        segment_size::Static::<2>::new(),
+        k::Static::<1>::new(),
+        direction::Max,
+        num_segments::uniform(3).expect("n"),
+    );
+    let err = batched_topk::select_keys(&Host::new(), &rows, &keys[..], &mut top[..], &short)
+        .expect_err("3 rows of 2 against a guarantee of 5");
+    assert!(matches!(err, Error::Param(_)), "{err}");
 }

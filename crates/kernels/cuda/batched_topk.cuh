@@ -28,13 +28,20 @@
 //                                     select over them with histograms merged through
 //                                     distributed shared memory (batched_topk_cluster.cuh).
 //
+// The listed layout (segments at their own device addresses, the seeds' iterator of
+// iterators) is the offsets layout over a keys base of 0: begin/end are element addresses
+// (address / sizeof(Key)), so `keys + begin` is the segment's own address; values, when
+// copied, come from a per-segment address list (BT_VALUE_POINTERS).
+//
 // A direct call (BT_DIRECT: strided layout, size, k, direction and count each one host value,
 // all checked on the host) launches no control stage: the tiers take the segment count and
 // every segment's begin, size, k and direction from the parameters, and no status is written.
 //
-// Every tier kernel walks all segments and takes those of its bin (the same predicate in every
-// tier, from the caps in the parameters), so a call with mixed sizes sends each segment to
-// exactly one tier. The rank of a key is its radix code XOR flip (all ones for min), so a
+// RESOLVE bins the segments by compaction: each segment that writes something is appended to
+// the list of its bin (bt_bin: the same predicate for every segment, from the caps in the
+// parameters), so a call with mixed sizes sends each segment to exactly one tier and each
+// tier walks only its own list; the several-blocks tier keeps its scratch per list position,
+// sized from the TotalItems guarantee. (A direct call has one shape, hence one bin, no lists.) The rank of a key is its radix code XOR flip (all ones for min), so a
 // larger rank is better; ties at the boundary are broken by index within the segment (the
 // smaller unless BT_PREFER_LARGER). Indices and offsets are 64-bit.
 namespace oxicub {
@@ -69,6 +76,8 @@ constexpr u32 BT_SORTED = 256u;            // output sorted by key (stable or no
 constexpr u32 BT_GLOBAL_SORT = 512u;       // tier 3: the selected sets are sorted in global memory
 constexpr u32 BT_DIRECT = 1024u;           // strided, every value uniform and checked on the host:
                                            // no control stages, no descriptors, no status words
+constexpr u32 BT_VALUE_POINTERS = 2048u;   // listed layout: params.values holds each segment's
+                                           // value address (u64), not one buffer of values
 
 // params.tiers: which tiers this call runs (the bins).
 constexpr u32 BT_TIER_WARP = 1u;
@@ -82,6 +91,10 @@ constexpr u32 BT_STATUS_VALUE = 1;      // the offending value of that segment
 constexpr u32 BT_STATUS_N_BAD = 2;      // 1 when a deferred count was outside its bounds
 constexpr u32 BT_STATUS_N_VALUE = 3;    // that count
 constexpr u32 BT_STATUS_COUNT = 4;      // the number of segments processed
+constexpr u32 BT_STATUS_BINS = 5;       // 3 words: segments appended to each bin (warp, block,
+                                        // large), possibly past the bin's capacity
+constexpr u32 BT_STATUS_TOTAL = 8;      // the sum of the valid segments' sizes
+constexpr u32 BT_STATUS_TOTAL_BAD = 9;  // 1 when that sum is outside the TotalItems guarantee
 
 // Descriptor words per segment (u64).
 constexpr u32 BT_DESC_WORDS = 4;  // begin, size, written, direction | valid << 8
@@ -236,9 +249,20 @@ __device__ __forceinline__ void bt_write(const BatchedTopKParams& p, u64 begin, 
     reinterpret_cast<Bits*>(p.out_keys)[slot] =
         reinterpret_cast<const Bits*>(p.keys)[begin + index];
     if (VALUE_BYTES != 0) {
-        const Payload payload = (p.flags & BT_VALUES_ARE_INDEX)
-            ? (Payload)index
-            : reinterpret_cast<const Payload*>(p.values)[begin + index];
+        Payload payload;
+        if (p.flags & BT_VALUES_ARE_INDEX) {
+            payload = (Payload)index;
+        } else if (p.flags & BT_VALUE_POINTERS) {
+            // Listed layout: each segment's values have their own address. Every caller
+            // writes slot seg * out_stride + j with j < out_stride, so the segment is the
+            // quotient (a division only on this path; writes are k per segment).
+            const u64 seg = slot / p.out_stride;
+            const Payload* values =
+                reinterpret_cast<const Payload*>(reinterpret_cast<const u64*>(p.values)[seg]);
+            payload = values[index];
+        } else {
+            payload = reinterpret_cast<const Payload*>(p.values)[begin + index];
+        }
         reinterpret_cast<Payload*>(p.out_values)[slot] = payload;
     }
 }
@@ -248,6 +272,43 @@ __device__ __forceinline__ u64 bt_count(const BatchedTopKParams& p) {
         return p.num_segments;
     }
     return reinterpret_cast<const u64*>(p.status)[BT_STATUS_COUNT];
+}
+
+// Binning by compaction: RESOLVE appends every segment that writes something to the list of
+// its bin (p.bins: the warp list, the block list, each p.bin_capacity long, then the large
+// list, p.large_capacity long), so a tier walks only its own segments and the several-blocks
+// tier's scratch is indexed by the position in its list (sized from the TotalItems
+// guarantee, not from the number of segments). A direct call has no lists: every segment is
+// in the one bin its shape selects.
+// The cluster tier has no list (3 = none): it walks every segment's descriptor, a cluster per
+// segment, so its segments take no capacity of the lists.
+__device__ __forceinline__ u32 bt_bin_index(u32 bin) {
+    return bin == BT_TIER_WARP ? 0u
+        : (bin == BT_TIER_BLOCK ? 1u : (bin == BT_TIER_LARGE ? 2u : 3u));
+}
+
+__device__ __forceinline__ u64 bt_bin_capacity(const BatchedTopKParams& p, u32 bin) {
+    return bin == BT_TIER_LARGE ? p.large_capacity : p.bin_capacity;
+}
+
+// The number of segments in `bin` (a tier reads it after RESOLVE, in stream order).
+__device__ __forceinline__ u64 bt_bin_count(const BatchedTopKParams& p, u32 bin) {
+    if (p.flags & BT_DIRECT) {
+        return p.num_segments;  // bt_descriptor still skips them when the shape is not `bin`
+    }
+    const u64 appended =
+        reinterpret_cast<const u64*>(p.status)[BT_STATUS_BINS + bt_bin_index(bin)];
+    const u64 capacity = bt_bin_capacity(p, bin);
+    // Past the capacity only when the TotalItems guarantee is broken (reported).
+    return appended < capacity ? appended : capacity;
+}
+
+// The segment at position `i` of `bin`'s list.
+__device__ __forceinline__ u64 bt_bin_segment(const BatchedTopKParams& p, u32 bin, u64 i) {
+    if (p.flags & BT_DIRECT) {
+        return i;
+    }
+    return reinterpret_cast<const u64*>(p.bins)[bt_bin_index(bin) * p.bin_capacity + i];
 }
 
 // ---- Tier 0: control stages ----
@@ -272,11 +333,21 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
             status[BT_STATUS_COUNT] = count;
             status[BT_STATUS_VIOLATION] = ~0ull;
             status[BT_STATUS_VALUE] = 0;
+            for (u32 w = BT_STATUS_BINS; w <= BT_STATUS_TOTAL_BAD; ++w) {
+                status[w] = 0;
+            }
         }
         return;
     }
     const u64 count = status[BT_STATUS_COUNT];
     if (p.stage == BT_STAGE_RESOLVE) {
+        __shared__ u64 block_total;
+        if (threadIdx.x == 0) {
+            block_total = 0;
+        }
+        __syncthreads();
+        u64* bins = reinterpret_cast<u64*>(p.bins);
+        const u32 lane = threadIdx.x & 31u;
         const u64 stride = grid_threads(block_threads);
         for (u64 seg = global_thread_index(block_threads); seg < count; seg += stride) {
             u64 begin = 0, size = 0, written = 0;
@@ -290,7 +361,37 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
             desc[3] = (u64)dir | (code == 0 ? BT_DESC_VALID : 0ull);
             if (code != 0) {
                 atomicMin(&status[BT_STATUS_VIOLATION], (seg << 8) | (u64)code);
+            } else {
+                atomicAdd(&block_total, size);
             }
+            // Append to the bin's list: one atomic per warp and bin (3 = no bin).
+            const u32 mine = (code == 0 && written != 0) ? bt_bin_index(bt_bin(p, size, written))
+                                                         : 3u;
+            const u32 active = __activemask();
+#pragma unroll
+            for (u32 b = 0; b < 3; ++b) {
+                const u32 members = __ballot_sync(active, mine == b);
+                if (members == 0) {
+                    continue;
+                }
+                const u32 leader = (u32)__ffs(members) - 1u;
+                u64 base = 0;
+                if (lane == leader) {
+                    base = atomicAdd(&status[BT_STATUS_BINS + b], (u64)__popc(members));
+                }
+                base = __shfl_sync(active, base, (int)leader);
+                if (mine == b) {
+                    const u64 at = base + (u64)__popc(members & ((1u << lane) - 1u));
+                    const u64 capacity = b == 2u ? p.large_capacity : p.bin_capacity;
+                    if (at < capacity) {
+                        bins[(u64)b * p.bin_capacity + at] = seg;
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0 && block_total != 0) {
+            atomicAdd(&status[BT_STATUS_TOTAL], block_total);
         }
         return;
     }
@@ -303,6 +404,10 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
                 i64 value = 0;
                 bt_resolve(p, violation >> 8, &begin, &size, &written, &dir, &value);
                 status[BT_STATUS_VALUE] = (u64)value;
+            }
+            const u64 total = status[BT_STATUS_TOTAL];
+            if (total < p.total_min || total > p.total_max) {
+                status[BT_STATUS_TOTAL_BAD] = 1;
             }
         }
         return;
@@ -526,9 +631,10 @@ __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
     const bool stable = (p.flags & BT_STABLE) != 0;
     const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
-    const u64 count = bt_count(p);
-    for (u64 seg = (u64)blockIdx.x * warps_per_block + (threadIdx.x >> 5); seg < count;
-         seg += total_warps) {
+    const u64 count = bt_bin_count(p, BT_TIER_WARP);
+    for (u64 at = (u64)blockIdx.x * warps_per_block + (threadIdx.x >> 5); at < count;
+         at += total_warps) {
+        const u64 seg = bt_bin_segment(p, BT_TIER_WARP, at);
         u64 begin, size, written;
         u32 dir;
         if (!bt_descriptor(p, seg, BT_TIER_WARP, &begin, &size, &written, &dir)) {
@@ -648,8 +754,9 @@ __device__ __forceinline__ void bt_block(const BatchedTopKParams& p) {
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
     const bool stable = (p.flags & BT_STABLE) != 0;
     const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
-    const u64 count = bt_count(p);
-    for (u64 seg = blockIdx.x; seg < count; seg += gridDim.x) {
+    const u64 count = bt_bin_count(p, BT_TIER_BLOCK);
+    for (u64 at = blockIdx.x; at < count; at += gridDim.x) {
+        const u64 seg = bt_bin_segment(p, BT_TIER_BLOCK, at);
         u64 begin, size, written;
         u32 dir;
         if (!bt_descriptor(p, seg, BT_TIER_BLOCK, &begin, &size, &written, &dir)) {
@@ -780,7 +887,7 @@ template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int SORT_CAP>
 __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
     typedef typename Key::Bits Bits;
     const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
-    const u64 count = bt_count(p);
+    const u64 count = bt_bin_count(p, BT_TIER_LARGE);  // scratch is per position `slot`
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
     u64* state_all = reinterpret_cast<u64*>(p.large_state);
     u64* histogram_all = reinterpret_cast<u64*>(p.large_histogram);
@@ -796,15 +903,16 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
         const u64 items = count * span;
         const u64 stride = grid_threads(BLOCK_THREADS);
         for (u64 e = global_thread_index(BLOCK_THREADS); e < items; e += stride) {
-            const u64 seg = e / span;
+            const u64 slot = e / span;
+            const u64 seg = bt_bin_segment(p, BT_TIER_LARGE, slot);
             const u64 i = e % span;
             u64 begin, size, written;
             u32 dir;
             if (!bt_descriptor(p, seg, BT_TIER_LARGE, &begin, &size, &written, &dir)) {
                 continue;
             }
-            u64* selected = selected_all + seg * p.selected_stride;
-            u64* sort_ranks = sort_ranks_all + seg * span;
+            u64* selected = selected_all + slot * p.selected_stride;
+            u64* sort_ranks = sort_ranks_all + slot * span;
             if (p.stage == BT_STAGE_LARGE_SORT_INIT) {
                 if (i < written) {
                     sort_ranks[i] = bt_rank<Key>(keys[begin + selected[i]], dir);
@@ -836,15 +944,16 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
         // One thread per (segment, bin): clears the bin; the first few also reset the state.
         const u64 stride = grid_threads(BLOCK_THREADS);
         for (u64 e = global_thread_index(BLOCK_THREADS); e < count * BT_BINS; e += stride) {
-            const u64 seg = e / BT_BINS;
+            const u64 slot = e / BT_BINS;
+            const u64 seg = bt_bin_segment(p, BT_TIER_LARGE, slot);
             const u32 b = (u32)(e % BT_BINS);
             u64 begin, size, written;
             u32 dir;
             if (!bt_descriptor(p, seg, BT_TIER_LARGE, &begin, &size, &written, &dir)) {
                 continue;
             }
-            histogram_all[seg * BT_BINS + b] = 0;
-            u64* state = state_all + seg * BT_LARGE_WORDS;
+            histogram_all[slot * BT_BINS + b] = 0;
+            u64* state = state_all + slot * BT_LARGE_WORDS;
             if (b < BT_LARGE_WORDS) {
                 u64 v = 0;
                 if (b == BT_L_REMAINING) {
@@ -861,14 +970,15 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
         p.stage == BT_STAGE_LARGE_SCAN) {
         // One thread per segment.
         const u64 stride = grid_threads(BLOCK_THREADS);
-        for (u64 seg = global_thread_index(BLOCK_THREADS); seg < count; seg += stride) {
+        for (u64 slot = global_thread_index(BLOCK_THREADS); slot < count; slot += stride) {
+            const u64 seg = bt_bin_segment(p, BT_TIER_LARGE, slot);
             u64 begin, size, written;
             u32 dir;
             if (!bt_descriptor(p, seg, BT_TIER_LARGE, &begin, &size, &written, &dir)) {
                 continue;
             }
-            u64* state = state_all + seg * BT_LARGE_WORDS;
-            u64* histogram = histogram_all + seg * BT_BINS;
+            u64* state = state_all + slot * BT_LARGE_WORDS;
+            u64* histogram = histogram_all + slot * BT_BINS;
             if (p.stage == BT_STAGE_LARGE_INIT) {
                 state[BT_L_PREFIX] = 0;
                 state[BT_L_MASK] = 0;
@@ -907,7 +1017,7 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
                 }
             } else {
                 // Exclusive scan of the chunk boundary counts.
-                u64* chunk_counts = chunks_all + seg * chunks;
+                u64* chunk_counts = chunks_all + slot * chunks;
                 u64 running = 0;
                 for (u64 c = 0; c < chunks; ++c) {
                     const u64 v = chunk_counts[c];
@@ -928,7 +1038,8 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
     __shared__ u64 warp_sums[BLOCK_THREADS / 32];
     const u64 work_items = count * chunks;
     for (u64 work = blockIdx.x; work < work_items; work += gridDim.x) {
-        const u64 seg = work / chunks;
+        const u64 slot = work / chunks;
+        const u64 seg = bt_bin_segment(p, BT_TIER_LARGE, slot);
         const u64 chunk = work % chunks;
         u64 begin, size, written;
         u32 dir;
@@ -942,7 +1053,7 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
             // Sort the selected indices of the segment, then write.
             __shared__ u64 ranks[SORT_CAP];
             __shared__ u64 indices[SORT_CAP];
-            const u64* selected = selected_all + seg * p.selected_stride;
+            const u64* selected = selected_all + slot * p.selected_stride;
             const bool sorted = (p.flags & BT_SORTED) != 0;
             if (sizeof(Bits) <= 4 && sorted && size <= 0xFFFFFFFFull &&
                 written <= (u64)SORT_CAP && (p.flags & BT_GLOBAL_SORT) == 0) {
@@ -988,7 +1099,7 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
             }
             continue;
         }
-        u64* state = state_all + seg * BT_LARGE_WORDS;
+        u64* state = state_all + slot * BT_LARGE_WORDS;
         if (p.stage == BT_STAGE_LARGE_HISTOGRAM && state[BT_L_DONE] != 0) {
             continue;
         }
@@ -1018,7 +1129,7 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
                 }
             }
             __syncthreads();
-            u64* histogram = histogram_all + seg * BT_BINS;
+            u64* histogram = histogram_all + slot * BT_BINS;
             for (u32 b = threadIdx.x; b < BT_BINS; b += BLOCK_THREADS) {
                 if (block_counts[b] != 0) {
                     atomicAdd(&histogram[b], (u64)block_counts[b]);
@@ -1043,10 +1154,10 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
             continue;
         }
         // LARGE_COUNT / LARGE_COLLECT: tiles of BLOCK_THREADS items in index order.
-        u64* chunk_slot = chunks_all + seg * chunks + chunk;
+        u64* chunk_slot = chunks_all + slot * chunks + chunk;
         const u64 remaining = state[BT_L_REMAINING];
         const u64 boundary_total = state[BT_L_BOUNDARY];
-        u64* selected = selected_all + seg * p.selected_stride;
+        u64* selected = selected_all + slot * p.selected_stride;
         if (p.stage == BT_STAGE_LARGE_COUNT ||
             (p.stage == BT_STAGE_LARGE_COLLECT && boundary_total == remaining)) {
             // COUNT: the chunk's boundary items (no order needed). COLLECT when every boundary

@@ -316,13 +316,18 @@ impl KernelSpec {
         }
         source.push_str(&(table.params_declaration)());
         source.push_str(table.header);
+        // A spec constant MIN_BLOCKS (not a template argument) asks the compiler to keep that
+        // many blocks resident per SM (it caps the registers per thread).
+        let bounds = match self.constant("MIN_BLOCKS") {
+            Some(min) => format!("{}, {min}", self.block_threads),
+            None => self.block_threads.to_string(),
+        };
         let cluster = match self.tier {
             Tier::ClusterPerSegment { ctas } => format!(" __cluster_dims__({ctas}, 1, 1)"),
             _ => String::new(),
         };
         source.push_str(&format!(
-            "\nextern \"C\" __global__ void __launch_bounds__({block}){cluster} {entry}(const oxicub::{params} params) {{\n    {instantiation}(params);\n}}\n",
-            block = self.block_threads,
+            "\nextern \"C\" __global__ void __launch_bounds__({bounds}){cluster} {entry}(const oxicub::{params} params) {{\n    {instantiation}(params);\n}}\n",
             entry = self.entry_name(),
             params = table.params_name,
             instantiation = self,

@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, SyncOnDrop};
 use oxicub_env::{OutputOrdering, TieBreak};
 use oxicub_kernels::families::batched_topk::{
     batched_topk, BatchedLayout, BatchedStatus, BatchedTiers, BatchedTopKPlan, PerSegmentOr,
@@ -12,7 +12,9 @@ use oxicub_kernels::families::batched_topk::{
 use oxicub_kernels::families::SelectedValues;
 use oxicub_params::SelectDirection;
 
-use super::{num_segments_error, Args, CountArg, DirectionArg, LayoutArg, NumSegmentsArg};
+use super::listed::element_address;
+use super::{num_segments_error, total_items_error};
+use super::{Args, CountArg, DirectionArg, LayoutArg, NumSegmentsArg};
 use super::{Outcome, Request, Violation};
 use crate::backend::{AnyBackend, Cuda};
 use crate::radix::RadixKey;
@@ -33,6 +35,10 @@ impl DeviceStatus {
         let report = self.status.decode(&self.stream)?;
         if let Some(value) = report.bad_num_segments {
             return Err(num_segments_error(&self.request, value));
+        }
+        if let Some(total) = report.bad_total_items {
+            let total = total.min(i64::MAX as u64) as i64;
+            return Err(total_items_error(self.request.total_items, total).into());
         }
         match report.violation {
             None => Ok(()),
@@ -63,6 +69,7 @@ where
             sizes: uniform_or(&args.sizes),
         },
         LayoutArg::Offsets { begin, end } => BatchedLayout::Offsets { begin, end },
+        LayoutArg::Listed => unreachable!("run_listed passes the uploaded addresses as offsets"),
     };
     let direction = match args.direction {
         DirectionArg::Host(SelectDirection::Max) => PerSegmentOr::Uniform(0),
@@ -84,6 +91,10 @@ where
         num_segments_bounds: bounds(request.num_segments),
         size_bounds: bounds(request.sizes),
         k_bounds: bounds(request.k),
+        total_bounds: (
+            request.total_items.min.max(0) as u64,
+            request.total_items.max.max(0) as u64,
+        ),
         out_stride: request.out_stride,
         per_segment_max: request.per_segment_max,
         tiers: request.tiers(),
@@ -121,22 +132,108 @@ pub(super) fn run<K: RadixKey, V: Copy + Send + Sync + 'static>(
                 values: &values,
                 out: &mut out,
             };
-            batched_topk(runtime, stream, plan, &keys, &mut out_keys, values)?
+            batched_topk(runtime, stream, plan, Some(&keys), &mut out_keys, values)?
         }
         (ValuesIn::Index(_), Some(mut out)) => {
             let values = SelectedValues::Index { out: &mut out };
-            batched_topk(runtime, stream, plan, &keys, &mut out_keys, values)?
+            batched_topk(runtime, stream, plan, Some(&keys), &mut out_keys, values)?
         }
         _ => {
             let values = SelectedValues::<V>::None;
-            batched_topk(runtime, stream, plan, &keys, &mut out_keys, values)?
+            batched_topk(runtime, stream, plan, Some(&keys), &mut out_keys, values)?
         }
     };
-    Ok(Outcome::device(DeviceStatus {
+    Ok(device_outcome(cuda, request, status))
+}
+
+fn device_outcome(cuda: &Cuda, request: &Request, status: BatchedStatus) -> Outcome {
+    Outcome::device(DeviceStatus {
         status,
-        stream: stream.clone(),
+        stream: cuda.stream().clone(),
         request: *request,
-    }))
+    })
+}
+
+/// The device element addresses (address / size of `T`) of the views, as begin and end
+/// offsets from a base of 0, uploaded; the guards keep the views marked in use until dropped.
+fn element_ranges<'v, T>(
+    cuda: &'v Cuda,
+    arg: &'static str,
+    views: &'v [CudaView<'_, T>],
+    guards: &mut Vec<SyncOnDrop<'v>>,
+) -> Result<(CudaSlice<i64>, CudaSlice<i64>), Error> {
+    let (mut begin, mut end) = (Vec::with_capacity(views.len()), Vec::new());
+    for (i, view) in views.iter().enumerate() {
+        let (address, guard) = view.device_ptr(cuda.stream());
+        guards.push(guard);
+        let Some(first) = element_address::<T>(address) else {
+            return Err(Error::InvalidArgument {
+                arg,
+                reason: format!("segment {i} is not aligned to its element type"),
+            });
+        };
+        begin.push(first);
+        end.push(first + view.len() as i64);
+    }
+    Ok((upload_ints(cuda, &begin)?, upload_ints(cuda, &end)?))
+}
+
+/// The listed layout on the device: the kernels read every segment at its own address (one
+/// begin/end element address per segment, uploaded with the call).
+pub(super) fn run_listed<K: RadixKey, V: Copy + Send + Sync + 'static>(
+    cuda: &Cuda,
+    request: &Request,
+    args: Args<'_, Cuda>,
+    segments: &[CudaView<'_, K>],
+    values: ValuesIn<&[CudaView<'_, V>], V>,
+    mut out_keys: CudaViewMut<'_, K>,
+    out_values: Option<CudaViewMut<'_, V>>,
+) -> Result<Outcome, Error> {
+    let mut guards = Vec::new();
+    let (begin, end) = element_ranges(cuda, "segments", segments, &mut guards)?;
+    let (begin, end) = (begin.as_view(), end.as_view());
+    let offsets = Args::<Cuda> {
+        layout: LayoutArg::Offsets {
+            begin: &begin,
+            end: &end,
+        },
+        ..args
+    };
+    let mut plan = plan(request, &offsets);
+    plan.layout = BatchedLayout::Listed {
+        begin: &begin,
+        end: &end,
+        max_size: segments.iter().map(|s| s.len() as u64).max().unwrap_or(0),
+    };
+    let (runtime, stream) = (cuda.runtime(), cuda.stream());
+    let status = match (values, out_values) {
+        (ValuesIn::Copy(lists), Some(mut out)) => {
+            let addresses: Vec<u64> = lists
+                .iter()
+                .map(|view| {
+                    let (address, guard) = view.device_ptr(stream);
+                    guards.push(guard);
+                    address
+                })
+                .collect();
+            let addresses = cuda.upload(&addresses)?;
+            let values = SelectedValues::Listed {
+                value_addresses: &addresses.as_view(),
+                out: &mut out,
+            };
+            batched_topk::<K, V>(runtime, stream, plan, None, &mut out_keys, values)?
+        }
+        (ValuesIn::Index(_), Some(mut out)) => {
+            let values = SelectedValues::Index { out: &mut out };
+            batched_topk(runtime, stream, plan, None, &mut out_keys, values)?
+        }
+        _ => {
+            let values = SelectedValues::<V>::None;
+            batched_topk(runtime, stream, plan, None, &mut out_keys, values)?
+        }
+    };
+    drop(guards);
+    Ok(device_outcome(cuda, request, status))
 }
 
 /// Values of any 4- or 8-byte `Copy` type on the device, as 32-bit words.
@@ -254,7 +351,7 @@ pub(super) fn run_any<K: RadixKey, V: Copy + Send + Sync + 'static>(
             Some(upload_ints(cuda, begin)?),
             Some(upload_ints(cuda, end)?),
         ),
-        LayoutArg::Strided(_) => (None, None),
+        LayoutArg::Strided(_) | LayoutArg::Listed => (None, None),
     };
     let directions = match args.direction {
         DirectionArg::PerSegment([]) => Some(cuda.alloc_zeros::<u8>(1)?),
@@ -283,6 +380,7 @@ pub(super) fn run_any<K: RadixKey, V: Copy + Send + Sync + 'static>(
             (layout, _, _) => match layout {
                 LayoutArg::Strided(stride) => LayoutArg::Strided(stride),
                 LayoutArg::Offsets { .. } => unreachable!("offsets uploaded above"),
+                LayoutArg::Listed => unreachable!("listed segments are joined before the upload"),
             },
         },
         sizes: match (args.sizes, &sizes_v) {

@@ -68,6 +68,7 @@ pub(crate) fn resolve_segment(
             }
             (b as u64, size as u64)
         }
+        LayoutArg::Listed => unreachable!("listed segments are joined into offsets first"),
         LayoutArg::Strided(stride) => {
             let size = match args.sizes {
                 CountArg::Host(size) => size as i64,
@@ -187,6 +188,15 @@ pub(super) fn run<K: RadixKey, V: Copy + Send + Sync + 'static>(
             Ok((segment, selected))
         })
         .collect();
+    // The TotalItems guarantee bounds the sum of the valid segments' sizes (the device sizes
+    // its scratch from it and reports the same error).
+    let total = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .fold(0u64, |sum, (segment, _)| sum.saturating_add(segment.size))
+        .min(i64::MAX as u64) as i64;
+    let total_error = (!request.total_items.contains(total))
+        .then(|| Error::from(super::total_items_error(request.total_items, total)));
     let stride = request.out_stride as usize;
     let mut out_values = out_values;
     let mut first_violation = None;
@@ -215,5 +225,5 @@ pub(super) fn run<K: RadixKey, V: Copy + Send + Sync + 'static>(
             }
         }
     }
-    Outcome::ready(num_segments_error.or(first_violation))
+    Outcome::ready(num_segments_error.or(total_error).or(first_violation))
 }

@@ -9,7 +9,10 @@
 //!   `[rows x stride]` matrix whose rows may be partly used). [`Problem::offsets`]: segment `i`
 //!   is `keys[begin[i] .. end[i]]`; its size is `end[i] - begin[i]`, and the `segment_sizes`
 //!   parameter only bounds it (pass `segment_size::PerSegment::<(), MIN, MAX>::new(())`, or a
-//!   `Static`/`Uniform` size that every segment must have).
+//!   `Static`/`Uniform` size that every segment must have). [`Problem::listed`]: segment `i`
+//!   is the `i`-th of a list of slices (on [`Cuda`], `CudaView`s of any allocations: the
+//!   seeds' iterator of iterators), run with [`select_keys_listed`], [`select_pairs_listed`]
+//!   or [`select_indices_listed`]; sizes are bounded as with offsets.
 //! * **`segment_sizes`, `k`, `direction`**: each static (`Static<N>`, `direction::Max`),
 //!   uniform (`Uniform`, `direction::Choice`) or per segment (`PerSegment` over a host slice
 //!   on [`Host`]/[`AnyBackend`], a `CudaView` on [`Cuda`]). A per-segment direction is a `u8`
@@ -18,6 +21,16 @@
 //! * **`num_segments`**: static, uniform, or [`Deferred`] (an `i64` the host does not read:
 //!   `&i64` on the host, a one-element `CudaView<i64>` on [`Cuda`], read in stream order, so
 //!   launches can follow each other with no host synchronisation).
+//!
+//! **Temporary storage** on [`Cuda`] is sized from the bounds: per segment a few words of
+//! descriptor, and for segments of more than 2048 keys (several blocks each) a histogram,
+//! chunk counts and the selected indices. Give the environment a
+//! [`TotalItems`](oxicub_params::guarantee::TotalItems) guarantee (the sum of the segment
+//! sizes) and that second part is sized for at most `total / 2049` such segments instead of
+//! one per segment (many small segments around a few huge ones). The guarantee is checked (on the device when the sizes are
+//! there): a sum outside it is reported by [`Outcome::check`] as [`Error::Param`] naming
+//! `total_items`, and the results are then unspecified (memory is never written out of
+//! bounds).
 //!
 //! Every entry point first runs the one front check [`contract::batched_topk`]: static
 //! contradictions (a static `k` above every segment size the types allow, ...) are compile
@@ -95,6 +108,9 @@
 
 mod cuda;
 mod host;
+mod listed;
+
+pub use listed::{select_indices_listed, select_keys_listed, select_pairs_listed, Listed};
 
 use cudarc::driver::{CudaView, CudaViewMut};
 use oxicub_env::{merged_static_bounds, Environment, Guarantees, Resolved};
@@ -131,6 +147,19 @@ pub trait BatchedTopKBackend: Backend {
         args: Args<'_, Self>,
         keys: Self::Slice<'_, K>,
         values: ValuesIn<Self::Slice<'_, V>, V>,
+        out_keys: Self::SliceMut<'_, K>,
+        out_values: Option<Self::SliceMut<'_, V>>,
+    ) -> Result<Outcome, Error>;
+
+    /// Batched top-k over a listed layout (one slice per segment) after the argument checks.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn batched_topk_listed_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+        &self,
+        request: &Request,
+        args: Args<'_, Self>,
+        segments: &[Self::Slice<'_, K>],
+        values: ValuesIn<&[Self::Slice<'_, V>], V>,
         out_keys: Self::SliceMut<'_, K>,
         out_values: Option<Self::SliceMut<'_, V>>,
     ) -> Result<Outcome, Error>;
@@ -182,6 +211,8 @@ pub enum LayoutArg<I> {
         /// End offsets.
         end: I,
     },
+    /// Each segment is its own slice, passed beside the problem ([`Problem::listed`]).
+    Listed,
 }
 
 /// Every per-segment argument of one call, as the backend reads it.
@@ -218,6 +249,26 @@ impl BatchedTopKBackend for Host {
             &host_args(&args),
             keys,
             values,
+            out_keys,
+            out_values,
+        ))
+    }
+
+    fn batched_topk_listed_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+        &self,
+        request: &Request,
+        args: Args<'_, Self>,
+        segments: &[&[K]],
+        values: ValuesIn<&[&[V]], V>,
+        out_keys: &mut [K],
+        out_values: Option<&mut [V]>,
+    ) -> Result<Outcome, Error> {
+        let joined = listed::Joined::new(segments, values);
+        Ok(host::run(
+            request,
+            &joined.args(&host_args(&args)),
+            &joined.keys,
+            joined.values(),
             out_keys,
             out_values,
         ))
@@ -267,6 +318,41 @@ impl BatchedTopKBackend for AnyBackend {
             }
         }
     }
+
+    fn batched_topk_listed_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+        &self,
+        request: &Request,
+        args: Args<'_, Self>,
+        segments: &[&[K]],
+        values: ValuesIn<&[&[V]], V>,
+        out_keys: &mut [K],
+        out_values: Option<&mut [V]>,
+    ) -> Result<Outcome, Error> {
+        // The host slices are copied to the device anyway: joined into one buffer there.
+        let joined = listed::Joined::new(segments, values);
+        let args = joined.args(&host_args(&args));
+        match self {
+            AnyBackend::Host(_) => Ok(host::run(
+                request,
+                &args,
+                &joined.keys,
+                joined.values(),
+                out_keys,
+                out_values,
+            )),
+            AnyBackend::Cuda(cuda) => {
+                let args = Args::<AnyBackend> {
+                    layout: args.layout,
+                    sizes: args.sizes,
+                    k: args.k,
+                    direction: args.direction,
+                    num_segments: args.num_segments,
+                };
+                let (keys, values) = (&joined.keys, joined.values());
+                cuda::run_any(cuda, request, &args, keys, values, out_keys, out_values)
+            }
+        }
+    }
 }
 
 impl BatchedTopKBackend for Cuda {
@@ -284,6 +370,18 @@ impl BatchedTopKBackend for Cuda {
         out_values: Option<CudaViewMut<'_, V>>,
     ) -> Result<Outcome, Error> {
         cuda::run(self, request, args, keys, values, out_keys, out_values)
+    }
+
+    fn batched_topk_listed_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+        &self,
+        request: &Request,
+        args: Args<'_, Self>,
+        segments: &[CudaView<'_, K>],
+        values: ValuesIn<&[CudaView<'_, V>], V>,
+        out_keys: CudaViewMut<'_, K>,
+        out_values: Option<CudaViewMut<'_, V>>,
+    ) -> Result<Outcome, Error> {
+        cuda::run_listed(self, request, args, segments, values, out_keys, out_values)
     }
 }
 
@@ -637,6 +735,8 @@ pub struct Request {
     pub k: Bounds,
     /// The tightest bounds of the number of segments.
     pub num_segments: Bounds,
+    /// The `TotalItems` guarantee: bounds of the sum of the valid segments' sizes.
+    pub total_items: Bounds,
     /// The tightest static bounds of the segment sizes (kernel choice).
     pub sizes_static: Bounds,
     /// The tightest static bounds of `k` (kernel choice).
@@ -723,6 +823,16 @@ impl Violation {
             value,
             reason,
         }
+    }
+}
+
+/// The sizes of the valid segments sum to a value outside the `TotalItems` guarantee.
+pub(crate) fn total_items_error(bounds: Bounds, total: i64) -> ParamError {
+    ParamError::OutOfBounds {
+        param: "total_items",
+        value: total,
+        bounds,
+        origin: oxicub_params::BoundOrigin::Guarantee,
     }
 }
 
@@ -911,10 +1021,28 @@ where
                     .to_owned(),
             });
         }
-        (LayoutArg::Offsets { .. }, _) => {}
+        (LayoutArg::Listed, CountArg::PerSegment(_)) => {
+            return Err(Error::InvalidArgument {
+                arg: "segment_sizes",
+                reason: "with listed segments the sizes are the slices' lengths: pass only \
+                         bounds (segment_size::PerSegment::<(), MIN, MAX>::new(())) or a \
+                         Static/Uniform size"
+                    .to_owned(),
+            });
+        }
+        (LayoutArg::Offsets { .. } | LayoutArg::Listed, _) => {}
     }
     if let CountArg::Host(size) = args.sizes {
         per_segment_max = per_segment_max.min(size);
+        if let (LayoutArg::Strided(_), NumSegmentsArg::Host(n)) = (&args.layout, &args.num_segments)
+        {
+            // Every segment has this size: the total is known here (a direct call on the
+            // device reports nothing afterwards).
+            let total = size.saturating_mul(*n).min(i64::MAX as u64) as i64;
+            if !checked.total_items.contains(total) {
+                return Err(total_items_error(checked.total_items, total).into());
+            }
+        }
     }
     per_segment_max = per_segment_max.min(checked.k.max as u64);
     if let CountArg::Host(k) = args.k {
@@ -938,6 +1066,7 @@ where
         sizes: checked.segment_sizes,
         k: checked.k,
         num_segments: checked.num_segments,
+        total_items: checked.total_items,
         sizes_static: checked.segment_sizes_static,
         k_static: checked.k_static,
         directions: checked.directions,

@@ -37,6 +37,7 @@ kernel_params! {
         large_chunks: u64,
         large_selected: u64,
         large_ranks: u64,
+        bins: u64,
         num_keys: u64,
         stride: u64,
         size_value: u64,
@@ -59,6 +60,10 @@ kernel_params! {
         chunk_items: u64,
         selected_stride: u64,
         sort_span: u64,
+        bin_capacity: u64,
+        large_capacity: u64,
+        total_min: u64,
+        total_max: u64,
         flags: u32,
         direction_value: u32,
         direction_mask: u32,
@@ -119,7 +124,8 @@ const FLAG_VALUES_ARE_INDEX: u32 = 128;
 const FLAG_SORTED: u32 = 256;
 const FLAG_GLOBAL_SORT: u32 = 512;
 const FLAG_DIRECT: u32 = 1024;
-const STATUS_WORDS: usize = 8;
+const FLAG_VALUE_POINTERS: u32 = 2048;
+const STATUS_WORDS: usize = 10;
 const DESC_WORDS: u64 = 4;
 const LARGE_WORDS: u64 = 8;
 const BINS: u64 = 256;
@@ -453,6 +459,19 @@ pub enum BatchedLayout<'a, 'b> {
         /// End offsets.
         end: &'b CudaView<'a, i64>,
     },
+    /// Every segment at its own device address (the seeds' iterator of iterators): segment
+    /// `i` is the `end[i] - begin[i]` keys at byte address `begin[i] * size_of::<K>()`, so the
+    /// begin and end are *element addresses* (address / key size), and the keys buffer of
+    /// [`batched_topk`] is `None`. Copied values come from [`SelectedValues::Listed`] with
+    /// one byte address per segment in `value_addresses`.
+    Listed {
+        /// Element address of each segment's first key.
+        begin: &'b CudaView<'a, i64>,
+        /// `begin[i]` + the segment's size.
+        end: &'b CudaView<'a, i64>,
+        /// The largest segment (sizes the scratch of the several-blocks tier).
+        max_size: u64,
+    },
 }
 
 /// Everything a batched top-k launch needs besides the buffers of keys and values.
@@ -475,6 +494,10 @@ pub struct BatchedTopKPlan<'a, 'b> {
     pub size_bounds: (u64, u64),
     /// Bounds every `k` must satisfy.
     pub k_bounds: (u64, u64),
+    /// Bounds of the sum of the valid segments' sizes (the TotalItems guarantee; `(0,
+    /// u64::MAX)` when there is none): the several-blocks tier's scratch is sized from the
+    /// upper bound, and a sum outside them is reported.
+    pub total_bounds: (u64, u64),
     /// Distance between consecutive segments' outputs.
     pub out_stride: u64,
     /// The most items one segment writes.
@@ -506,6 +529,8 @@ pub struct BatchedReport {
     pub violation: Option<(u64, u8, i64)>,
     /// A deferred number of segments outside its bounds: its value.
     pub bad_num_segments: Option<i64>,
+    /// The sum of the valid segments' sizes, when it is outside the TotalItems guarantee.
+    pub bad_total_items: Option<u64>,
 }
 
 impl BatchedStatus {
@@ -517,15 +542,18 @@ impl BatchedStatus {
             return Ok(BatchedReport {
                 violation: None,
                 bad_num_segments: None,
+                bad_total_items: None,
             });
         };
         let words = stream.clone_dtoh(words).during("cuMemcpyDtoHAsync")?;
         let violation = (words[0] != u64::MAX)
             .then(|| (words[0] >> 8, (words[0] & 0xFF) as u8, words[1] as i64));
         let bad_num_segments = (words[2] != 0).then_some(words[3] as i64);
+        let bad_total_items = (words[9] != 0).then_some(words[8]);
         Ok(BatchedReport {
             violation,
             bad_num_segments,
+            bad_total_items,
         })
     }
 }
@@ -533,15 +561,46 @@ impl BatchedStatus {
 /// Runs batched top-k: each segment's `min(k, size)` best keys (and values) into
 /// `out_keys[i * out_stride ..]`, as `plan` says. Asynchronous on `stream`; returns the status
 /// words to decode when the caller chooses to synchronise.
+///
+/// `keys` is the buffer the strided and offsets layouts index, and `None` exactly when the
+/// layout is [`BatchedLayout::Listed`] (each segment has its own address); copied values are
+/// [`SelectedValues::Listed`] exactly then too.
 pub fn batched_topk<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
     plan: BatchedTopKPlan<'_, '_>,
-    keys: &CudaView<'_, K>,
+    keys: Option<&CudaView<'_, K>>,
     out_keys: &mut CudaViewMut<'_, K>,
     mut values: SelectedValues<'_, '_, V>,
 ) -> Result<BatchedStatus, KernelError> {
-    runtime.check_buffer("keys", keys)?;
+    let listed = matches!(plan.layout, BatchedLayout::Listed { .. });
+    let value_addresses = matches!(values, SelectedValues::Listed { .. });
+    let mismatch = |reason: &str| KernelError::InvalidSpec {
+        kernel: "batched_topk".to_owned(),
+        reason: reason.to_owned(),
+    };
+    // The number of keys the layout may address: the buffer's length, or (listed) every
+    // element address a segment may start at.
+    let num_keys = match (keys, listed) {
+        (Some(keys), false) => {
+            runtime.check_buffer("keys", keys)?;
+            keys.len() as u64
+        }
+        (None, true) => i64::MAX as u64,
+        _ => {
+            return Err(mismatch(
+                "a keys buffer goes with exactly the non-listed layouts",
+            ))
+        }
+    };
+    match (&values, listed) {
+        (SelectedValues::Copy { .. }, true) | (SelectedValues::Listed { .. }, false) => {
+            return Err(mismatch(
+                "copied values of a listed layout come as per-segment addresses, and only then",
+            ))
+        }
+        _ => {}
+    }
     runtime.check_buffer("out_keys", &*out_keys)?;
     let max_segments = match plan.num_segments {
         PerSegmentOr::Uniform(n) => n,
@@ -571,7 +630,17 @@ pub fn batched_topk<K: RadixKey, V>(
         SelectedValues::Copy { values, out } => {
             runtime.check_buffer("values", *values)?;
             runtime.check_buffer("out_values", &**out)?;
-            at_least("values", values.len(), keys.len() as u64)?;
+            at_least("values", values.len(), num_keys)?;
+            at_least("out_values", out.len(), out_len)?;
+            std::mem::size_of::<V>() as u8
+        }
+        SelectedValues::Listed {
+            value_addresses,
+            out,
+        } => {
+            runtime.check_buffer("value_addresses", *value_addresses)?;
+            runtime.check_buffer("out_values", &**out)?;
+            at_least("value_addresses", value_addresses.len(), max_segments)?;
             at_least("out_values", out.len(), out_len)?;
             std::mem::size_of::<V>() as u8
         }
@@ -591,7 +660,9 @@ pub fn batched_topk<K: RadixKey, V>(
         runtime.check_buffer(name, view)?;
         at_least(name, view.len(), max_segments)
     };
-    if let BatchedLayout::Offsets { begin, end } = plan.layout {
+    if let BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } =
+        plan.layout
+    {
         per_segment("begin_offsets", begin)?;
         per_segment("end_offsets", end)?;
     }
@@ -628,7 +699,7 @@ pub fn batched_topk<K: RadixKey, V>(
         let buffer = unsafe { stream.alloc::<u64>(count as usize) };
         buffer.map(Some).during("cuMemAllocAsync")
     };
-    let direct = direct_shape(&plan, keys.len() as u64);
+    let direct = direct_shape(&plan, num_keys);
     // A direct call has nothing to report (no allocation, no clearing).
     let mut status = if direct {
         None
@@ -638,7 +709,8 @@ pub fn batched_topk<K: RadixKey, V>(
     if max_segments == 0 && matches!(plan.num_segments, PerSegmentOr::Uniform(_)) {
         // No segment: nothing to launch, nothing to report (a deferred count is still read,
         // to report it when it is outside its bounds).
-        let none = [u64::MAX, 0, 0, 0, 0, 0, 0, 0];
+        let mut none = [0u64; STATUS_WORDS];
+        none[0] = u64::MAX;
         if let Some(status) = status.as_mut() {
             stream
                 .memcpy_htod(&none, status)
@@ -664,20 +736,47 @@ pub fn batched_topk<K: RadixKey, V>(
             ),
         });
     }
-    let cluster = cluster_layout::<K>(&plan, tiers, keys.len() as u64);
     let descriptor_words = if direct {
         0
     } else {
         max_segments.saturating_mul(DESC_WORDS)
     };
     let mut descriptors = scratch(descriptor_words)?;
-    let largest = plan.size_bounds.1.min(keys.len() as u64);
+    let largest = match plan.layout {
+        BatchedLayout::Listed { max_size, .. } => plan.size_bounds.1.min(max_size),
+        _ => plan.size_bounds.1.min(num_keys),
+    };
+    let cluster = cluster_layout::<K>(&plan, tiers, largest);
     let chunks = if large {
         largest.div_ceil(CHUNK_ITEMS).max(1)
     } else {
         0
     };
-    let large_segments = if large { max_segments } else { 0 };
+    // The several-blocks tier's scratch, per position in its bin: at most every segment, and
+    // at most as many as the TotalItems guarantee leaves room for (each of its segments holds
+    // more than the tiers before it take).
+    let large_capacity = if direct {
+        max_segments
+    } else {
+        let smallest = if plan.tiers.contains(BatchedTiers::BLOCK) {
+            SORT_CAP as u64 + 1
+        } else if plan.tiers.contains(BatchedTiers::WARP) {
+            (WARP_MAX_K as u64 + 1).min(u64::from(plan.warp_items) * 32 + 1)
+        } else {
+            1
+        };
+        let smallest = smallest.max(plan.size_bounds.0).max(1);
+        max_segments.min(plan.total_bounds.1 / smallest)
+    };
+    let large_segments = if large { large_capacity } else { 0 };
+    let bin_words = if direct {
+        0
+    } else {
+        max_segments
+            .saturating_mul(2)
+            .saturating_add(large_capacity)
+    };
+    let mut bins = scratch(bin_words)?;
     let mut large_state = scratch(large_segments.saturating_mul(LARGE_WORDS))?;
     let mut large_histogram = scratch(large_segments.saturating_mul(BINS))?;
     let mut large_chunks = scratch(large_segments.saturating_mul(chunks))?;
@@ -687,7 +786,7 @@ pub fn batched_topk<K: RadixKey, V>(
         plan.out_stride
     };
     let selected_len = if large {
-        max_segments.saturating_mul(selected_stride)
+        large_segments.saturating_mul(selected_stride)
     } else {
         0
     };
@@ -696,7 +795,11 @@ pub fn batched_topk<K: RadixKey, V>(
     let mut large_ranks = scratch(ranks_len)?;
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
-    let keys_ptr = keep(&mut guards, keys.device_ptr(stream));
+    // Listed: the segments' element addresses are offsets from a keys base of 0.
+    let keys_ptr = match keys {
+        Some(keys) => keep(&mut guards, keys.device_ptr(stream)),
+        None => 0,
+    };
     let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
     let status_ptr = match status.as_mut() {
         Some(status) => keep(&mut guards, status.device_ptr_mut(stream)),
@@ -708,6 +811,7 @@ pub fn batched_topk<K: RadixKey, V>(
     let large_chunks_ptr = keep_opt(&mut guards, stream, &mut large_chunks);
     let large_selected_ptr = keep_opt(&mut guards, stream, &mut large_selected);
     let large_ranks_ptr = keep_opt(&mut guards, stream, &mut large_ranks);
+    let bins_ptr = keep_opt(&mut guards, stream, &mut bins);
     let (values_ptr, out_values_ptr, values_are_index) = values.device_ptrs(stream, &mut guards);
     let index_flag = if values_are_index {
         FLAG_VALUES_ARE_INDEX
@@ -715,6 +819,9 @@ pub fn batched_topk<K: RadixKey, V>(
         0
     };
     let mut flags = index_flag;
+    if value_addresses {
+        flags |= FLAG_VALUE_POINTERS;
+    }
     let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match plan.layout {
         BatchedLayout::Strided { stride, sizes } => match sizes {
             PerSegmentOr::Uniform(size) => (stride, size, 0, 0, 0),
@@ -723,7 +830,7 @@ pub fn batched_topk<K: RadixKey, V>(
                 (stride, 0, keep(&mut guards, view.device_ptr(stream)), 0, 0)
             }
         },
-        BatchedLayout::Offsets { begin, end } => {
+        BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } => {
             flags |= FLAG_OFFSETS;
             (
                 0,
@@ -788,7 +895,8 @@ pub fn batched_topk<K: RadixKey, V>(
         large_chunks: large_chunks_ptr,
         large_selected: large_selected_ptr,
         large_ranks: large_ranks_ptr,
-        num_keys: keys.len() as u64,
+        bins: bins_ptr,
+        num_keys,
         stride,
         size_value,
         size_min: plan.size_bounds.0,
@@ -810,6 +918,10 @@ pub fn batched_topk<K: RadixKey, V>(
         chunk_items: CHUNK_ITEMS,
         selected_stride,
         sort_span,
+        bin_capacity: max_segments,
+        large_capacity,
+        total_min: plan.total_bounds.0,
+        total_max: plan.total_bounds.1,
         flags,
         direction_value,
         direction_mask: plan.direction_mask,
@@ -870,8 +982,11 @@ pub fn batched_topk<K: RadixKey, V>(
             runtime.launch_with_shared(stream, &loaded, grid, cluster.shared_bytes, params)?;
         }
         if large {
-            let work = max_segments.saturating_mul(chunks).saturating_mul(threads);
-            let bins = max_segments.saturating_mul(BINS);
+            // Grids over the large bin's positions (the kernels stride over what they find).
+            let work = large_segments
+                .saturating_mul(chunks)
+                .saturating_mul(threads);
+            let bins = large_segments.saturating_mul(BINS);
             launch(BatchedKernel::Large, bins, STAGE_LARGE_INIT, 0)?;
             let bits = <K::Bits as RadixBits>::BITS;
             for pass in 0..bits / 8 {
@@ -880,10 +995,10 @@ pub fn batched_topk<K: RadixKey, V>(
                 launch(BatchedKernel::Large, work, STAGE_LARGE_HISTOGRAM, shift)?;
             }
             launch(BatchedKernel::Large, work, STAGE_LARGE_COUNT, 0)?;
-            launch(BatchedKernel::Large, max_segments, STAGE_LARGE_SCAN, 0)?;
+            launch(BatchedKernel::Large, large_segments, STAGE_LARGE_SCAN, 0)?;
             launch(BatchedKernel::Large, work, STAGE_LARGE_COLLECT, 0)?;
             if global_sort {
-                let slots = max_segments.saturating_mul(sort_span);
+                let slots = large_segments.saturating_mul(sort_span);
                 launch(BatchedKernel::Large, slots, STAGE_LARGE_SORT_INIT, 0)?;
                 let mut size = 2u64;
                 while size <= sort_span {
@@ -896,7 +1011,9 @@ pub fn batched_topk<K: RadixKey, V>(
                     size *= 2;
                 }
             }
-            let write = max_segments.saturating_mul(chunks).saturating_mul(threads);
+            let write = large_segments
+                .saturating_mul(chunks)
+                .saturating_mul(threads);
             launch(BatchedKernel::Large, write, STAGE_LARGE_WRITE, 0)?;
         }
     }
@@ -969,7 +1086,7 @@ struct ClusterLayout {
 fn cluster_layout<K: RadixKey>(
     plan: &BatchedTopKPlan<'_, '_>,
     tiers: BatchedTiers,
-    num_keys: u64,
+    largest: u64,
 ) -> ClusterLayout {
     if !tiers.contains(BatchedTiers::CLUSTER) {
         return ClusterLayout {
@@ -980,15 +1097,15 @@ fn cluster_layout<K: RadixKey>(
     }
     let key_bytes = std::mem::size_of::<K>() as u64;
     let max_size = BatchedTiers::cluster_max_size(key_bytes as u32) as u64;
-    // The largest segment a cluster may get: a uniform size is exact.
+    // The largest segment a cluster may get (`largest`: the bound the layout allows); a
+    // uniform size is exact.
     let largest = match plan.layout {
         BatchedLayout::Strided {
             sizes: PerSegmentOr::Uniform(size),
             ..
-        } => size,
-        _ => plan.size_bounds.1,
+        } => size.min(largest),
+        _ => largest,
     }
-    .min(num_keys)
     .min(max_size);
     let vector = 16 / key_bytes;
     let chunk = largest.div_ceil(u64::from(CLUSTER_CTAS)).div_ceil(vector) * vector;

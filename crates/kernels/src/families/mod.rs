@@ -67,6 +67,14 @@ pub enum SelectedValues<'a, 'b, V> {
         /// Room for every item the call can write.
         out: &'b mut CudaViewMut<'a, V>,
     },
+    /// Batched top-k over a listed layout: segment `i`'s values start at byte address
+    /// `value_addresses[i]` (one `u64` per segment) and go into `out`.
+    Listed {
+        /// One device byte address per segment.
+        value_addresses: &'b CudaView<'a, u64>,
+        /// Room for every item the call can write.
+        out: &'b mut CudaViewMut<'a, V>,
+    },
 }
 
 impl<V> SelectedValues<'_, '_, V> {
@@ -85,6 +93,14 @@ impl<V> SelectedValues<'_, '_, V> {
                 false,
             ),
             SelectedValues::Index { out } => (0, keep(guards, out.device_ptr_mut(stream)), true),
+            SelectedValues::Listed {
+                value_addresses,
+                out,
+            } => (
+                keep(guards, value_addresses.device_ptr(stream)),
+                keep(guards, out.device_ptr_mut(stream)),
+                false,
+            ),
         }
     }
 }
