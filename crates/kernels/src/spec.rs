@@ -145,6 +145,10 @@ pub(crate) struct FamilyTable {
     pub(crate) static_shared_bytes: fn(&KernelSpec) -> u64,
 }
 
+/// The name of an optional spec constant (not a template argument): the minimum number of
+/// blocks per SM the entry point's `__launch_bounds__` asks for.
+pub(crate) const MIN_BLOCKS_PER_SM: &str = "MIN_BLOCKS_PER_SM";
+
 /// The headers every generated kernel includes, in order.
 const COMMON_HEADERS: [&str; 2] = [
     include_str!("../cuda/common.cuh"),
@@ -310,9 +314,14 @@ impl KernelSpec {
         }
         source.push_str(&(table.params_declaration)());
         source.push_str(table.header);
+        // A family may ask for a number of resident blocks per SM (the compiler then keeps
+        // registers within 65536 / (blocks * threads)).
+        let bounds = match self.constant(MIN_BLOCKS_PER_SM) {
+            Some(blocks) => format!("{}, {blocks}", self.block_threads),
+            None => self.block_threads.to_string(),
+        };
         source.push_str(&format!(
-            "\nextern \"C\" __global__ void __launch_bounds__({block}) {entry}(const oxicub::{params} params) {{\n    {instantiation}(params);\n}}\n",
-            block = self.block_threads,
+            "\nextern \"C\" __global__ void __launch_bounds__({bounds}) {entry}(const oxicub::{params} params) {{\n    {instantiation}(params);\n}}\n",
             entry = self.entry_name(),
             params = table.params_name,
             instantiation = self,

@@ -14,7 +14,7 @@ use super::{keep, SelectedValues};
 use crate::error::DriverResultExt;
 use crate::params::{kernel_params, KernelParams};
 use crate::radix::{KeyType, RadixBits, RadixKey};
-use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
+use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier, MIN_BLOCKS_PER_SM};
 use crate::{KernelError, KernelRuntime, KernelSpec, ValueType};
 
 kernel_params! {
@@ -77,6 +77,8 @@ kernel_params! {
 pub const BLOCK_THREADS: u32 = 256;
 /// The largest segment the warp tier takes (8 keys per lane).
 pub const WARP_MAX_SIZE: i64 = 256;
+/// Resident blocks per SM the warp tier's entry point asks the compiler for.
+const WARP_MIN_BLOCKS_PER_SM: i64 = 4;
 /// The largest `k` the warp tier takes (one selected item per lane).
 pub const WARP_MAX_K: i64 = 32;
 /// The largest segment the block tier takes, and the most items a block sorts in shared
@@ -216,7 +218,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         let sort = 16 * spec.constant("SORT_CAP").unwrap_or(0).max(0) as u64;
         let warps = u64::from(spec.block_threads) / 32;
         match spec.constant("TIER") {
-            Some(1) => 8 * 32 * 8, // the warp tier's candidates: 32 u64 per warp, 8 warps
+            // The warp tier's candidates (32 u64 per warp) and append counters, 8 warps.
+            Some(1) => 8 * 32 * 8 + 8 * 4,
             Some(2) => sort,
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
@@ -244,6 +247,18 @@ impl KernelSpec {
             BatchedKernel::Block => (key, value_bytes, Tier::BlockPerSegment, 2, 1, SORT_CAP),
             BatchedKernel::Large => (key, value_bytes, Tier::BlocksPerSegment, 3, 1, SORT_CAP),
         };
+        let mut consts = vec![
+            ("TIER", code),
+            ("VALUE_BYTES", i64::from(value_bytes)),
+            ("ITEMS", i64::from(items)),
+            ("SORT_CAP", sort_cap),
+        ];
+        if code == 1 {
+            // The warp tier: at most 64 registers per thread (4 blocks of 256 resident per SM).
+            // H200, [65536x256] k=8: 4 blocks 0.0369 ms, 5 (48 registers, spills) 0.0383,
+            // 6 (40) 0.0477, 8 (32) 0.064; without a bound the compiler takes 80-120.
+            consts.push((MIN_BLOCKS_PER_SM, WARP_MIN_BLOCKS_PER_SM));
+        }
         KernelSpec {
             family: KernelFamily::BatchedTopK,
             key,
@@ -251,12 +266,7 @@ impl KernelSpec {
             direction: None,
             tier,
             block_threads: BLOCK_THREADS,
-            consts: vec![
-                ("TIER", code),
-                ("VALUE_BYTES", i64::from(value_bytes)),
-                ("ITEMS", i64::from(items)),
-                ("SORT_CAP", sort_cap),
-            ],
+            consts,
         }
     }
 }
