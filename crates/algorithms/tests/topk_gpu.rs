@@ -225,6 +225,51 @@ fn fast_path_ties_and_buffer_overflows() {
     check_modes(&cuda, &vec![0.5f32; 1 << 20], &[1, 1000]);
 }
 
+/// `keys` with the sign bit set (`negative`) or cleared, and every key whose radix code is all
+/// ones (NaN, or the largest integer) replaced by a small value of that sign.
+fn signed_variant<K: RadixKey>(keys: &[K], negative: Option<bool>) -> Vec<K> {
+    let bits = <K::Bits as RadixBits>::BITS;
+    let ones = u64::MAX >> (64 - bits);
+    let sign = 1u64 << (bits - 1);
+    keys.iter()
+        .enumerate()
+        .map(|(i, key)| {
+            let raw = key.to_bits().to_u64();
+            let (set, clear) = match negative {
+                Some(true) => (sign, 0),
+                Some(false) => (0, sign),
+                None => (0, 0),
+            };
+            let mut b = (raw & !clear) | set;
+            let as_key = |b: u64| K::from_bits(<K::Bits as RadixBits>::from_u64_truncating(b));
+            if as_key(b).to_radix().to_u64() == ones {
+                b = ((i as u64).wrapping_mul(0x9E37_79B9) & ((sign - 1) >> 2)) | set;
+            }
+            as_key(b)
+        })
+        .collect()
+}
+
+/// The fast path (at least 2^16 keys) for every key type, max and min: the prefilter tests raw
+/// bit patterns against intervals derived from the threshold, one case per piece of the rank
+/// order, so each type sees thresholds among NaNs (random bit patterns), among non-negative
+/// and among negative keys (the sign forced), with and without NaNs.
+#[test]
+fn fast_path_every_key_type_and_sign() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let n = 1 << 17;
+    macro_rules! each {
+        ($($t:ty),*) => {$(
+            let keys = sample_keys::<$t>(n, 31);
+            check_modes::<$t>(&cuda, &keys, &[8, 1000]);
+            for negative in [None, Some(true), Some(false)] {
+                check_modes::<$t>(&cuda, &signed_variant(&keys, negative), &[8, 1000]);
+            }
+        )*};
+    }
+    each!(u8, u16, u32, u64, i8, i16, i32, i64, f16, bf16, f32, f64);
+}
+
 #[test]
 fn all_equal_nan_and_signed_zeros() {
     let Some(cuda) = gpu_or_skip() else { return };

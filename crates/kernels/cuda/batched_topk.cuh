@@ -409,16 +409,6 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
 
 // ---- Tier 1: a warp per segment ----
 
-// Float key types, for the rank below: IS_FLOAT and the bits of +inf.
-template <class Key> struct BtFloatKey {
-    static constexpr bool IS_FLOAT = false;
-    static constexpr u64 INF_BITS = 0;
-};
-template <class B, u64 INF> struct BtFloatKey<RadixKey<B, KIND_FLOAT, INF>> {
-    static constexpr bool IS_FLOAT = true;
-    static constexpr u64 INF_BITS = INF;
-};
-
 // bt_rank of a key of at most 32 bits, except that a float NaN keeps a code of its own (above
 // the rank of +inf or below that of -inf, for either direction) rather than the one code every
 // NaN has: 3 instructions per key instead of 6. A segment with a NaN (detected per segment by
@@ -426,7 +416,7 @@ template <class B, u64 INF> struct BtFloatKey<RadixKey<B, KIND_FLOAT, INF>> {
 template <class Key>
 __device__ __forceinline__ u32 bt_rank32_raw(typename Key::Bits raw, typename Key::Bits flip) {
     typedef typename Key::Bits Bits;
-    if constexpr (BtFloatKey<Key>::IS_FLOAT) {
+    if constexpr (Key::KEY_KIND == KIND_FLOAT) {
         constexpr int SHIFT = 32 - 8 * (int)sizeof(Bits);
         // All ones for a negative key: the transform inverts it, else sets its sign bit.
         const Bits negative = (Bits)((i32)((u32)raw << SHIFT) >> 31);
@@ -486,8 +476,8 @@ __device__ __forceinline__ BtWarpScratch& bt_warp_scratch() {
     return scratch;
 }
 
-// Stores (order ^ T, rank) at shared address `*at` and advances it by 8 when rank >=
-// threshold: predicated, not a branch per item (T a constant: the compiler would otherwise
+// Stores (order ^ T, rank) as one u64 at shared address `*at` and advances it by 8 when
+// rank >= threshold: predicated, not a branch per item (T a constant: the compiler would otherwise
 // hoist every item's order out of the segment loop, into registers it has not got).
 template <u32 T>
 __device__ __forceinline__ void bt_append_if(u32* at, u32 rank, u32 threshold, u32 order) {
@@ -538,6 +528,18 @@ __device__ __forceinline__ u32 bt_warp_max(u32 x) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
         x = max(x, __shfl_xor_sync(0xFFFFFFFFu, x, offset));
+    }
+    return x;
+#endif
+}
+
+__device__ __forceinline__ u32 bt_warp_sum(u32 x) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(0xFFFFFFFFu, x);
+#else
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        x += __shfl_xor_sync(0xFFFFFFFFu, x, offset);
     }
     return x;
 #endif
@@ -637,9 +639,9 @@ __device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u6
         rank[t] = present ? bt_rank32_raw<Key>((Bits)raw[t], flip) : 0u;
         m = max(m, rank[t]);
     }
-    if constexpr (BtFloatKey<Key>::IS_FLOAT) {
+    if constexpr (Key::KEY_KIND == KIND_FLOAT) {
         // Ranks above HI or below LO are NaNs (either direction: LO = ~HI).
-        constexpr u32 HI = (u32)(Bits)(BtFloatKey<Key>::INF_BITS | (u64)Key::SIGN);
+        constexpr u32 HI = (u32)(Bits)(Key::INF | Key::SIGN);
         constexpr u32 LO = (u32)(Bits)~(Bits)HI;
         u32 low = ~0u;
 #pragma unroll
@@ -686,7 +688,7 @@ __device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u6
     for (int t = 0; t < ITEMS; ++t) {
         mine += rank[t] >= threshold ? 1u : 0u;  // absent items rank 0
     }
-    const u32 total = __reduce_add_sync(FULL, mine);
+    const u32 total = bt_warp_sum(mine);
     if (total > 32u) {
         return false;  // warp-uniform
     }
@@ -844,7 +846,7 @@ __device__ __forceinline__ void bt_warp32_slow(const BatchedTopKParams& p, u64 s
         rank[t] = j < size ? (u32)bt_rank<Key>(src[j], dir) : 0u;
         nonzero += rank[t] != 0 ? 1u : 0u;
     }
-    if (__reduce_add_sync(0xFFFFFFFFu, nonzero) >= written) {
+    if (bt_warp_sum(nonzero) >= written) {
         bt_warp32_rounds<Key, VALUE_BYTES, ITEMS>(p, seg, begin, written, rank);
     } else {
         bt_warp_general<Key, VALUE_BYTES, ITEMS>(p, seg, begin, size, written, dir);

@@ -21,6 +21,8 @@ struct RadixKey {
     static constexpr int BITS = (int)sizeof(B) * 8;
     static constexpr B SIGN = (B)((B)1 << (BITS - 1));
     static constexpr B ALL_ONES = (B)~(B)0;
+    static constexpr int KEY_KIND = KIND;
+    static constexpr B INF = (B)INF_BITS;  // +inf for floats, 0 otherwise
 
     __device__ __forceinline__ static B to_radix(B raw) {
         if (KIND == KIND_UNSIGNED) {

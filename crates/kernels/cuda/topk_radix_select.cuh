@@ -23,9 +23,11 @@
 // thread), with 64-bit indices. Counts per tile fit in 32 bits; offsets and totals are 64-bit.
 //
 // The fast path (mode 1), decided on the device:
-//   SAMPLE            one block: rank of TOPK_SAMPLES keys spread over the input, sorted in
-//                     shared memory; the threshold T is the sample_rank-th best, chosen by the
-//                     host so that about sample_rank * len / TOPK_SAMPLES keys reach it.
+//   SAMPLE            one block (compiled alone as PART 2, 1024 threads): INIT, then the rank of
+//                     TOPK_SAMPLES keys spread over the input, held in registers; the threshold
+//                     T is the sample_rank-th best, found by a radix select in shared memory. The
+//                     host chooses sample_rank so that fewer than k keys reach T with probability
+//                     below 1e-15; about sample_rank * len / TOPK_SAMPLES keys reach it.
 //   PREFILTER         the one full read of the input (16-byte loads, several in flight per
 //                     thread; compiled alone as PART 1): every key with rank >= T goes, with its
 //                     64-bit index, into its warp's own segment of the candidate buffer, counted
@@ -38,13 +40,17 @@
 //                     the selected items straight to the outputs (atomic slots; boundary items by
 //                     ticket); the other contracts append every item at or above the pivot bucket
 //                     to the rank buffer (at most rank_cap items; more falls back to mode 0).
-//   RANK_COUNT/RANK_SCATTER: the rank sort of the rank buffer: each item's output position is the
-//                     number of items better than it (rank descending, equal ranks by source
-//                     index ascending; all distinct, so positions are unique and deterministic),
-//                     counted by a grid of (item tile x chunk) work units. The tie-break drops the
-//                     surplus boundary items (smaller or larger indices). In mode 0 with a sorted
-//                     contract, SCATTER_SELECTED fills the rank buffer instead of the outputs and
-//                     the same two stages sort it.
+//   RANK_BUCKET/RANK_PLACE/RANK_COUNT/RANK_SCATTER: the rank sort of the rank buffer: each
+//                     item's output position is the number of items better than it (rank
+//                     descending, equal ranks by source index ascending; all distinct, so
+//                     positions are unique and deterministic). BUCKET counts the items per bucket
+//                     of leading rank bits (monotone in the rank; its last block scans the
+//                     counts), PLACE groups the items by bucket, COUNT compares each item only
+//                     with the items in its tile's buckets, by a grid of (item tile x chunk) work
+//                     units, and adds the items of the better buckets; SCATTER writes the outputs.
+//                     The tie-break drops the surplus boundary items (smaller or larger indices).
+//                     In mode 0 with a sorted contract, SCATTER_SELECTED fills the rank buffer
+//                     instead of the outputs and the same stages sort it.
 namespace oxicub {
 
 enum TopKStage {
@@ -62,7 +68,9 @@ enum TopKStage {
     TOPK_DECIDE = 11,
     TOPK_FINAL = 12,
     TOPK_RANK_COUNT = 13,
-    TOPK_RANK_SCATTER = 14
+    TOPK_RANK_SCATTER = 14,
+    TOPK_RANK_BUCKET = 15,
+    TOPK_RANK_PLACE = 16
 };
 
 enum TopKSlot {
@@ -83,7 +91,9 @@ enum TopKSlot {
     TOPK_SLOT_SAMPLED = 14,    // SAMPLE ran
     TOPK_SLOT_PREFILTERED = 15, // PREFILTER blocks done
     TOPK_SLOT_FINISHED = 16,   // 8 slots: blocks of HISTOGRAM pass p that have merged
-    TOPK_STATE_SLOTS = 24
+    TOPK_SLOT_MAX_RANK = 24,   // best rank written to the rank buffer
+    TOPK_SLOT_BUCKETED = 25,   // RANK_BUCKET blocks done
+    TOPK_STATE_SLOTS = 32
 };
 
 // params.flags
@@ -95,9 +105,11 @@ constexpr u32 TOPK_SCAN_BOUNDARY = 16u;   // scan: the boundary tile counts (els
 constexpr u32 TOPK_DIRECT = 32u;          // no determinism, unsorted: FINAL writes the outputs
 constexpr u32 TOPK_RANK_SORT = 64u;       // the result is sorted by the rank sort (else unsorted)
 
-constexpr u32 TOPK_SAMPLES = 2048;        // keys sampled for the threshold
+constexpr u32 TOPK_SAMPLES = 16384;       // keys sampled for the threshold (PART 2)
 constexpr u32 TOPK_UNROLL = 4;            // 16-byte loads in flight per thread in PREFILTER
 constexpr u32 TOPK_RANK_CHUNK = 2048;     // items compared per RANK_COUNT work unit
+constexpr u32 TOPK_RANK_BUCKET_BITS = 12;
+constexpr u32 TOPK_RANK_BUCKETS = 1u << TOPK_RANK_BUCKET_BITS;  // buckets of the rank sort
 
 constexpr u32 TOPK_DIGIT_BITS = 8;
 constexpr u32 TOPK_BINS = 1u << TOPK_DIGIT_BITS;
@@ -200,11 +212,82 @@ __device__ __forceinline__ u64 topk_warp_append(bool flag, u64* counter) {
     return base + __popc(ballot & ((1u << lane) - 1u));
 }
 
+// The largest `value` of the flagged lanes of a converged warp, folded into *slot.
+__device__ __forceinline__ void topk_warp_max(bool flag, u64 value, u64* slot) {
+    if (!__any_sync(0xFFFFFFFFu, flag)) {
+        return;
+    }
+    u64 best = flag ? value : 0;
+    for (u32 d = 16; d > 0; d >>= 1) {
+        const u64 other = __shfl_xor_sync(0xFFFFFFFFu, best, d);
+        best = other > best ? other : best;
+    }
+    if ((threadIdx.x & 31u) == 0) {
+        atomicMax(slot, best);
+    }
+}
+
 __device__ __forceinline__ u64 topk_mix(u64 x) {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     return x ^ (x >> 31);
+}
+
+// The raw keys whose rank (to_radix(raw) ^ flip) is at least T, as two intervals of raw bit
+// patterns, each tested as (Bits)(raw - lo) <= width (modular, so an interval may wrap; the two
+// may be equal). The rank is piecewise monotone in the raw bits (floats: non-negative values
+// increasing, negative ones decreasing, NaNs all ranked as all-ones), so the set is exact: two
+// subtractions and compares per key instead of the transform (~10 integer instructions), which
+// matters in PREFILTER, limited by the integer pipe.
+template <class Key>
+__device__ __forceinline__ void topk_hit_intervals(typename Key::Bits t, typename Key::Bits flip,
+                                                   typename Key::Bits (&lo)[2],
+                                                   typename Key::Bits (&width)[2]) {
+    typedef typename Key::Bits Bits;
+    constexpr Bits S = Key::SIGN;
+    constexpr Bits ONES = Key::ALL_ONES;
+    constexpr Bits INF = Key::INF;
+    const bool max = flip == 0;
+    if (Key::KEY_KIND != KIND_FLOAT) {
+        // Rank = raw (^ sign): the ranks [t, ONES] (max) or [0, ~t] (min) are one raw interval.
+        const Bits sign = Key::KEY_KIND == KIND_SIGNED ? S : (Bits)0;
+        lo[0] = (Bits)((max ? t : (Bits)0) ^ sign);
+        width[0] = max ? (Bits)(ONES - t) : (Bits)~t;
+        lo[1] = lo[0];
+        width[1] = width[0];
+        return;
+    }
+    const Bits neg_nan = (Bits)((S | INF) + 1);  // the negative NaNs: [neg_nan, ONES]
+    if (max) {
+        if (t >= S) {
+            // Non-negative keys from t ^ S up, and every positive NaN.
+            lo[0] = (Bits)(t ^ S) < (Bits)(INF + 1) ? (Bits)(t ^ S) : (Bits)(INF + 1);
+            width[0] = (Bits)((Bits)(S - 1) - lo[0]);
+        } else {
+            // Every non-negative key and positive NaN, and the negative keys down to ~t.
+            lo[0] = 0;
+            width[0] = (Bits)~t < (Bits)(S | INF) ? (Bits)~t : (Bits)(S | INF);
+        }
+        lo[1] = neg_nan;
+        width[1] = (Bits)(ONES - neg_nan);
+        return;
+    }
+    // min: rank = ~code >= t, i.e. code <= ~t; NaNs (code all-ones) only when t == 0.
+    if (t == 0) {
+        lo[0] = lo[1] = 0;
+        width[0] = width[1] = ONES;
+    } else if ((Bits)~t >= S) {
+        // Non-negative keys up to (~t) ^ S, and every negative key (no NaN).
+        lo[0] = 0;
+        width[0] = (Bits)((Bits)~t ^ S) < INF ? (Bits)((Bits)~t ^ S) : INF;
+        lo[1] = S;
+        width[1] = INF;
+    } else {
+        // Negative keys from t (the code ~t) down to -inf.
+        lo[0] = lo[1] = t;
+        width[0] = width[1] = (Bits)((Bits)(S | INF) - t);
+    }
 }
 
 // PREFILTER, compiled alone (PART 1) so that its registers, not the other stages', set how many
@@ -259,56 +342,102 @@ __device__ __forceinline__ void topk_prefilter(const TopKRadixSelectParams& para
         }
         written += total;
     };
-    // The next batch's loads are issued before this batch is tested and appended, so every warp
-    // keeps UNROLL 16-byte loads in flight through its compute (software pipelining in registers):
-    // without it each warp idled the memory system while it scanned and appended.
-    auto load_batch = [&](Lanes(&dst)[UNROLL], u64 batch_base) {
+    // The grid is at most the resident threads, so offsets within a batch fit in 32 bits.
+    const u32 stride32 = (u32)stride;
+    // Tests one batch (UNROLL vectors per thread, `stride` apart, from vector `base`) and
+    // appends its hits: one bit per key (UNROLL * VEC <= 16), the transform done once per key
+    // (ncu showed the stage bound by integer instructions). A warp with no hit skips the append.
+    Bits lo[2];
+    Bits width[2];
+    topk_hit_intervals<Key>(threshold, flip, lo, width);
+    auto test_append = [&](const Lanes(&batch)[UNROLL], u64 base, bool full) {
+        if (full) {
+            // Whole batches: first only whether any key of the warp's batch hits (about one in
+            // 4..16 warp-batches does at k <= 16384), by the intervals.
+            bool any = false;
 #pragma unroll
-        for (u32 u = 0; u < UNROLL; ++u) {
-            const u64 v = batch_base + u * stride + me;
-            dst[u].v = v < vectors ? vec[v] : make_uint4(0, 0, 0, 0);
+            for (u32 u = 0; u < UNROLL; ++u) {
+#pragma unroll
+                for (u32 j = 0; j < VEC; ++j) {
+                    const Bits raw = batch[u].b[j];
+                    any |= ((Bits)(raw - lo[0]) <= width[0]) | ((Bits)(raw - lo[1]) <= width[1]);
+                }
+            }
+            if (!__any_sync(0xFFFFFFFFu, any)) {
+                return;
+            }
         }
-    };
-    Lanes lanes[UNROLL];
-    load_batch(lanes, 0);
-    for (u64 base = 0; base < vectors; base += stride * UNROLL) {  // warp-uniform
-        Lanes next[UNROLL];
-        load_batch(next, base + stride * UNROLL);
-        // One bit per key of the batch (UNROLL * VEC <= 16), tested once: ncu showed this stage
-        // instruction-bound when the append re-derived every key's radix code, in a loop that
-        // nearly every batch enters (some lane almost always has a hit).
+        // One bit per key of the batch, from the transform itself.
         u32 hit_mask = 0;
 #pragma unroll
         for (u32 u = 0; u < UNROLL; ++u) {
-            const bool valid = base + u * stride + me < vectors;
+            const bool valid = full || base + u * stride + me < vectors;
 #pragma unroll
             for (u32 j = 0; j < VEC; ++j) {
-                const bool hit = valid && (Bits)(Key::to_radix(lanes[u].b[j]) ^ flip) >= threshold;
+                const bool hit = valid && (Bits)(Key::to_radix(batch[u].b[j]) ^ flip) >= threshold;
                 hit_mask |= (hit ? 1u : 0u) << (u * VEC + j);
             }
         }
         if (__any_sync(0xFFFFFFFFu, hit_mask != 0)) {
             append(__popc(hit_mask), [&](u64 slot) {
+                const u64 first = head + (base + me) * VEC;
+                Bits* at_key = seg_keys + slot;
+                u64* at_index = seg_index + slot;
+                const u32 room = slot < cap ? (u32)(cap - slot < UNROLL * VEC ? cap - slot : UNROLL * VEC) : 0u;
+                u32 n = 0;
 #pragma unroll
                 for (u32 u = 0; u < UNROLL; ++u) {
-                    const u64 v = base + u * stride + me;
 #pragma unroll
                     for (u32 j = 0; j < VEC; ++j) {
                         if (hit_mask & (1u << (u * VEC + j))) {
-                            if (slot < cap) {
-                                seg_keys[slot] = lanes[u].b[j];
-                                seg_index[slot] = head + v * VEC + j;
+                            if (n < room) {
+                                at_key[n] = batch[u].b[j];
+                                at_index[n] = first + (u32)(u * stride32 * VEC + j);
                             }
-                            ++slot;
+                            ++n;
                         }
                     }
                 }
             });
         }
+    };
+    // Whole batches first, with no bounds tests; the next batch's loads are issued before this
+    // batch is tested and appended, so every warp keeps UNROLL 16-byte loads in flight through
+    // its compute (software pipelining in registers; the last batch reloads itself).
+    const u64 span = stride * UNROLL;
+    const u64 whole = vectors / span;
+    if (whole != 0) {
+        Lanes lanes[UNROLL];
+        const uint4* from = vec + me;
 #pragma unroll
         for (u32 u = 0; u < UNROLL; ++u) {
-            lanes[u] = next[u];
+            lanes[u].v = from[u * stride32];
         }
+        for (u64 b = 0; b < whole; ++b) {  // warp-uniform
+            const u64 base = b * span;
+            const uint4* next_from = vec + (b + 1 < whole ? base + span : base) + me;
+            Lanes next[UNROLL];
+#pragma unroll
+            for (u32 u = 0; u < UNROLL; ++u) {
+                next[u].v = next_from[u * stride32];
+            }
+            test_append(lanes, base, true);
+#pragma unroll
+            for (u32 u = 0; u < UNROLL; ++u) {
+                lanes[u] = next[u];
+            }
+        }
+    }
+    {
+        // The last, partial batch (each load tested).
+        const u64 base = whole * span;
+        Lanes lanes[UNROLL];
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) {
+            const u64 v = base + u * stride + me;
+            lanes[u].v = v < vectors ? vec[v] : make_uint4(0, 0, 0, 0);
+        }
+        test_append(lanes, base, false);
     }
     if (me < 32) {
         // At most VEC - 1 keys at each end.
@@ -370,14 +499,104 @@ __device__ __forceinline__ void topk_prefilter(const TopKRadixSelectParams& para
     }
 }
 
+// SAMPLE, compiled alone (PART 2, one block of 1024 threads, TOPK_SAMPLES / 1024 keys each):
+// INIT, then the threshold T = the sample_rank-th best rank of TOPK_SAMPLES keys
+// spread over the input (one per stratum of len / TOPK_SAMPLES keys, at a hashed offset). The
+// ranks stay in registers (all loads of a thread in flight at once) and T is found by a radix
+// select over them: one shared 256-bin histogram per 8-bit digit, MSB first.
+template <class Key, u32 BLOCK_THREADS>
+__device__ __forceinline__ void topk_sample(const TopKRadixSelectParams& params) {
+    typedef typename Key::Bits Bits;
+    constexpr u32 PER_THREAD = TOPK_SAMPLES / BLOCK_THREADS;
+    static_assert(PER_THREAD * BLOCK_THREADS == TOPK_SAMPLES, "sample block size");
+    __shared__ u32 bins[TOPK_BINS];
+    __shared__ u32 warp_totals[BLOCK_THREADS / 32];
+    __shared__ u64 pivot_digit;
+    __shared__ u32 pivot_left;
+    u64* state = reinterpret_cast<u64*>(params.state);
+    if (blockIdx.x != 0) {
+        return;
+    }
+    if (threadIdx.x == 0) {
+        topk_init(params, state);
+    }
+    __syncthreads();
+    if (state[TOPK_SLOT_DONE] != 0) {
+        return;  // block-uniform
+    }
+    const Bits* keys = reinterpret_cast<const Bits*>(params.keys);
+    const Bits flip = (Bits)params.flip;
+    // >= 4 (the host samples only long inputs), and below 2^32 for len < 2^46: the hashed offset
+    // within the stratum is a multiply-high by a 32-bit hash, not a 64-bit modulo.
+    const u64 stride = params.len / TOPK_SAMPLES;
+    Bits rank[PER_THREAD];
+#pragma unroll
+    for (u32 p = 0; p < PER_THREAD; ++p) {
+        const u32 i = p * BLOCK_THREADS + threadIdx.x;
+        const u64 offset = ((topk_mix(i) & 0xFFFFFFFFull) * stride) >> 32;
+        rank[p] = keys[(u64)i * stride + offset];
+    }
+#pragma unroll
+    for (u32 p = 0; p < PER_THREAD; ++p) {
+        rank[p] = (Bits)(Key::to_radix(rank[p]) ^ flip);
+    }
+    u64 prefix = 0;
+    u64 mask = 0;
+    u32 remaining = (u32)params.sample_rank;  // 1 <= sample_rank <= TOPK_SAMPLES (host)
+    for (int shift = (int)(8 * sizeof(Bits)) - (int)TOPK_DIGIT_BITS; shift >= 0;
+         shift -= (int)TOPK_DIGIT_BITS) {
+        for (u32 bin = threadIdx.x; bin < TOPK_BINS; bin += BLOCK_THREADS) {
+            bins[bin] = 0;
+        }
+        __syncthreads();
+        // One shared atomic per distinct digit and warp: the top digit is the same for most
+        // samples (ncu: 30 us with one atomic per sample, serialized on one bin).
+#pragma unroll
+        for (u32 p = 0; p < PER_THREAD; ++p) {
+            const bool in = ((u64)rank[p] & mask) == prefix;
+            const u32 digit = in ? (u32)((u64)rank[p] >> shift) & (TOPK_BINS - 1) : TOPK_BINS;
+            const u32 same = __match_any_sync(0xFFFFFFFFu, digit);
+            if (in && (threadIdx.x & 31u) == (u32)__ffs(same) - 1) {
+                atomicAdd(&bins[digit], (u32)__popc(same));
+            }
+        }
+        __syncthreads();
+        // Bin t of the scan is digit 255 - t (best first); the pivot is where the count from
+        // the top first reaches `remaining`.
+        const u32 count = threadIdx.x < TOPK_BINS ? bins[TOPK_BINS - 1 - threadIdx.x] : 0u;
+        u32 total = 0;
+        const u32 above = topk_block_exclusive_sum<BLOCK_THREADS>(count, warp_totals, &total);
+        if (threadIdx.x < TOPK_BINS && above < remaining && above + count >= remaining) {
+            pivot_digit = TOPK_BINS - 1 - threadIdx.x;
+            pivot_left = remaining - above;
+        }
+        __syncthreads();
+        prefix |= pivot_digit << shift;
+        mask |= (u64)(TOPK_BINS - 1) << shift;
+        remaining = pivot_left;
+        __syncthreads();  // pivot_* are rewritten by the next digit
+    }
+    if (threadIdx.x == 0) {
+        state[TOPK_SLOT_THRESHOLD] = prefix;
+        state[TOPK_SLOT_SAMPLED] = 1;
+    }
+}
+
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int PART>
 __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& params) {
     typedef typename Key::Bits Bits;
     typedef typename ValuePayload<VALUE_BYTES>::Type Payload;
     static_assert(BLOCK_THREADS % 32 == 0 && BLOCK_THREADS >= TOPK_BINS, "block size");
+    static_assert(BLOCK_THREADS <= 1024, "block size");
     if (PART == 1) {
         if (params.stage == TOPK_PREFILTER) {
             topk_prefilter<Key, BLOCK_THREADS>(params);
+        }
+        return;
+    }
+    if (PART == 2) {
+        if (params.stage == TOPK_SAMPLE) {
+            topk_sample<Key, BLOCK_THREADS>(params);
         }
         return;
     }
@@ -385,7 +604,6 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
     __shared__ u32 block_counts[TOPK_BINS];
     __shared__ u32 warp_totals[BLOCK_THREADS / 32];
     __shared__ u64 scan_buffer[BLOCK_THREADS];
-    __shared__ u64 sample[TOPK_SAMPLES];
     __shared__ u64 tile_a[BLOCK_THREADS];
     __shared__ u64 tile_b[BLOCK_THREADS];
     __shared__ u64 block_base;
@@ -430,48 +648,6 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
     };
     const bool rank_sort = (params.flags & TOPK_RANK_SORT) != 0;
     const bool direct = (params.flags & TOPK_DIRECT) != 0;
-
-    if (stage == TOPK_SAMPLE) {
-        // INIT, then the sample, in one launch (block 0 only).
-        if (blockIdx.x != 0) {
-            return;
-        }
-        if (threadIdx.x == 0) {
-            topk_init(params, state);
-        }
-        __syncthreads();
-        if (state[TOPK_SLOT_DONE] != 0) {
-            return;
-        }
-        const u64 stride = params.len / TOPK_SAMPLES;  // >= 1: the host samples only long inputs
-        for (u32 i = threadIdx.x; i < TOPK_SAMPLES; i += BLOCK_THREADS) {
-            const u64 at = (u64)i * stride + topk_mix(i) % stride;
-            sample[i] = (u64)(Bits)(Key::to_radix(keys[at]) ^ flip);
-        }
-        __syncthreads();
-        // Bitonic sort, best (largest rank) first.
-        for (u32 size = 2; size <= TOPK_SAMPLES; size <<= 1) {
-            for (u32 half = size >> 1; half > 0; half >>= 1) {
-                for (u32 t = threadIdx.x; t < TOPK_SAMPLES / 2; t += BLOCK_THREADS) {
-                    const u32 lo = 2 * t - (t & (half - 1));
-                    const u32 hi = lo + half;
-                    const bool descending = (lo & size) == 0;
-                    const u64 a = sample[lo];
-                    const u64 b = sample[hi];
-                    if (descending ? a < b : a > b) {
-                        sample[lo] = b;
-                        sample[hi] = a;
-                    }
-                }
-                __syncthreads();
-            }
-        }
-        if (threadIdx.x == 0) {
-            state[TOPK_SLOT_THRESHOLD] = sample[params.sample_rank - 1];
-            state[TOPK_SLOT_SAMPLED] = 1;
-        }
-        return;
-    }
 
     if (stage == TOPK_DECIDE) {
         if (blockIdx.x == 0 && threadIdx.x == 0 && state[TOPK_SLOT_SAMPLED] != 0 &&
@@ -592,6 +768,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
                 }
             } else {
                 const bool keep = above || boundary;
+                topk_warp_max(keep, (u64)(Bits)(Key::to_radix(raw) ^ flip), &state[TOPK_SLOT_MAX_RANK]);
                 const u64 slot = topk_warp_append(keep, &state[TOPK_SLOT_RANKED]);
                 if (keep && slot < params.rank_cap) {
                     rank_keys[slot] = raw;
@@ -602,19 +779,91 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
         return;
     }
 
-    if (stage == TOPK_RANK_COUNT || stage == TOPK_RANK_SCATTER) {
+    if (stage == TOPK_RANK_BUCKET || stage == TOPK_RANK_PLACE || stage == TOPK_RANK_COUNT ||
+        stage == TOPK_RANK_SCATTER) {
         if (old_path ? !rank_sort : direct) {
             return;
         }
+        // The rank sort. Each item's output position is the number of items better than it
+        // (rank descending, equal ranks by source index ascending: all distinct, so positions
+        // are unique and deterministic). Comparing every pair cost ~90 us at k = 16384, so the
+        // items are first grouped by bucket, a monotone function of the rank (best bucket
+        // first): an item is then compared only with the items of its own tile's buckets, and
+        // every item before those buckets is better.
         const u64 items = old_path ? state[TOPK_SLOT_SELECTED] : state[TOPK_SLOT_RANKED];
-        u64* positions = reinterpret_cast<u64*>(params.rank_pos);
+        u64* positions = reinterpret_cast<u64*>(params.rank_pos);  // zeroed
+        u64* placed = positions + params.rank_cap;  // bucket << 32 | slot within the bucket
+        u32* bucket_count = reinterpret_cast<u32*>(histogram + sizeof(Bits) * TOPK_BINS);
+        u32* bucket_start = bucket_count + TOPK_RANK_BUCKETS;
+        // The grouped items reuse the candidate buffer (no longer read; at least rank_cap).
+        Bits* grouped_keys = cand_keys;
+        u64* grouped_index = cand_index;
+        // Every item's rank is in [prefix, max rank]: the buckets split that span evenly.
+        const u64 low = state[TOPK_SLOT_PREFIX];
+        const u64 high = state[TOPK_SLOT_MAX_RANK];
+        const u64 span = high > low ? high - low : 0;
+        const u32 width = span == 0 ? 0u : 64u - (u32)__clzll((long long)span);
+        const u32 bucket_shift = width > TOPK_RANK_BUCKET_BITS ? width - TOPK_RANK_BUCKET_BITS : 0u;
+        auto bucket_of = [&](Bits raw) -> u32 {
+            const u64 rank = (u64)(Bits)(Key::to_radix(raw) ^ flip);
+            const u64 b = rank <= low ? 0 : (rank - low) >> bucket_shift;
+            return TOPK_RANK_BUCKETS - 1 - (u32)(b < TOPK_RANK_BUCKETS - 1 ? b : TOPK_RANK_BUCKETS - 1);
+        };
+        const u64 stride = grid_threads(BLOCK_THREADS);
+        if (stage == TOPK_RANK_BUCKET) {
+            for (u64 i = global_thread_index(BLOCK_THREADS); i < items; i += stride) {
+                const u32 b = bucket_of(rank_keys[i]);
+                placed[i] = ((u64)b << 32) | atomicAdd(&bucket_count[b], 1u);
+            }
+            // The last block: exclusive scan of the bucket counts into bucket_start.
+            __threadfence();
+            __syncthreads();
+            __shared__ bool last_bucketing;
+            if (threadIdx.x == 0) {
+                last_bucketing = atomicAdd(&state[TOPK_SLOT_BUCKETED], 1ull) == (u64)gridDim.x - 1;
+            }
+            __syncthreads();
+            if (!last_bucketing) {
+                return;
+            }
+            __threadfence();
+            constexpr u32 PER = TOPK_RANK_BUCKETS / BLOCK_THREADS;
+            static_assert(PER * BLOCK_THREADS == TOPK_RANK_BUCKETS, "rank buckets");
+            // L2 reads (the other blocks' atomics are there), all in flight at once.
+            u32 c[PER];
+#pragma unroll
+            for (u32 p = 0; p < PER; ++p) {
+                c[p] = __ldcg(&bucket_count[threadIdx.x * PER + p]);
+            }
+            u32 sum = 0;
+#pragma unroll
+            for (u32 p = 0; p < PER; ++p) {
+                sum += c[p];
+            }
+            u32 total = 0;
+            u32 running = topk_block_exclusive_sum<BLOCK_THREADS>(sum, warp_totals, &total);
+#pragma unroll
+            for (u32 p = 0; p < PER; ++p) {
+                bucket_start[threadIdx.x * PER + p] = running;
+                running += c[p];
+            }
+            return;
+        }
+        if (stage == TOPK_RANK_PLACE) {
+            for (u64 i = global_thread_index(BLOCK_THREADS); i < items; i += stride) {
+                const u64 at = placed[i];
+                const u64 to = bucket_start[at >> 32] + (at & 0xFFFFFFFFull);
+                grouped_keys[to] = rank_keys[i];
+                grouped_index[to] = rank_index[i];
+            }
+            return;
+        }
         if (stage == TOPK_RANK_SCATTER) {
             const u64 k = state[TOPK_SLOT_K];
             const u64 above = k - state[TOPK_SLOT_REMAINING];
             const u64 drop = items - k;  // surplus boundary items (fast path only)
             const bool prefer_larger = (params.flags & TOPK_PREFER_LARGER) != 0;
-            for (u64 i = global_thread_index(BLOCK_THREADS); i < items;
-                 i += grid_threads(BLOCK_THREADS)) {
+            for (u64 i = global_thread_index(BLOCK_THREADS); i < items; i += stride) {
                 u64 p = positions[i];
                 if (prefer_larger && !old_path && p >= above) {
                     if (p < above + drop) {
@@ -623,31 +872,41 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
                     p -= drop;
                 }
                 if (p < k) {
-                    write_out(p, rank_keys[i], rank_index[i]);
+                    write_out(p, grouped_keys[i], grouped_index[i]);
                 }
             }
             return;
         }
-        // Position = number of items better: rank descending, then source index ascending.
+        // RANK_COUNT over the grouped items, by (tile of BLOCK_THREADS items x chunk of the
+        // items in the tile's buckets) work units.
         const bool packed = sizeof(Bits) <= 4 && params.len < (1ull << 32);
         const u64 tiles = (items + BLOCK_THREADS - 1) / BLOCK_THREADS;
         const u64 chunks = (items + TOPK_RANK_CHUNK - 1) / TOPK_RANK_CHUNK;
         for (u64 unit = blockIdx.x; unit < tiles * chunks; unit += gridDim.x) {
             const u64 tile = unit / chunks;
             const u64 chunk = unit % chunks;
-            const u64 i = tile * BLOCK_THREADS + threadIdx.x;
+            const u64 first = tile * BLOCK_THREADS;
+            const u64 last = (first + BLOCK_THREADS < items ? first + BLOCK_THREADS : items) - 1;
+            const u32 first_bucket = bucket_of(grouped_keys[first]);
+            const u32 last_bucket = bucket_of(grouped_keys[last]);
+            const u64 range_start = bucket_start[first_bucket];
+            const u64 range_end = (u64)bucket_start[last_bucket] + bucket_count[last_bucket];
+            const u64 begin = range_start + chunk * TOPK_RANK_CHUNK;
+            if (begin >= range_end) {
+                continue;  // block-uniform
+            }
+            const u64 end = begin + TOPK_RANK_CHUNK < range_end ? begin + TOPK_RANK_CHUNK : range_end;
+            const u64 i = first + threadIdx.x;
             const bool valid = i < items;
-            const u64 my_rank = valid ? (u64)(Bits)(Key::to_radix(rank_keys[i]) ^ flip) : 0;
-            const u64 my_index = valid ? rank_index[i] : ~0ull;
+            const u64 my_rank = valid ? (u64)(Bits)(Key::to_radix(grouped_keys[i]) ^ flip) : 0;
+            const u64 my_index = valid ? grouped_index[i] : ~0ull;
             const u64 my_packed = (my_rank << 32) | (0xFFFFFFFFull - (my_index & 0xFFFFFFFFull));
             u32 better = 0;
-            const u64 chunk_end = (chunk + 1) * TOPK_RANK_CHUNK;
-            const u64 end = chunk_end < items ? chunk_end : items;
-            for (u64 j0 = chunk * TOPK_RANK_CHUNK; j0 < end; j0 += BLOCK_THREADS) {
+            for (u64 j0 = begin; j0 < end; j0 += BLOCK_THREADS) {
                 const u64 j = j0 + threadIdx.x;
                 const bool other = j < end;
-                const u64 r = other ? (u64)(Bits)(Key::to_radix(rank_keys[j]) ^ flip) : 0;
-                const u64 x = other ? rank_index[j] : ~0ull;
+                const u64 r = other ? (u64)(Bits)(Key::to_radix(grouped_keys[j]) ^ flip) : 0;
+                const u64 x = other ? grouped_index[j] : ~0ull;
                 if (packed) {
                     tile_a[threadIdx.x] = other ? (r << 32) | (0xFFFFFFFFull - x) : 0;
                 } else {
@@ -655,6 +914,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
                     tile_b[threadIdx.x] = x;
                 }
                 __syncthreads();
+                // Padding (0, or rank 0 with index ~0) is never better.
                 if (packed) {
 #pragma unroll 16
                     for (u32 t = 0; t < BLOCK_THREADS; ++t) {
@@ -668,8 +928,10 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
                 }
                 __syncthreads();
             }
-            if (valid && better != 0) {
-                atomicAdd(&positions[i], (u64)better);
+            // Every item before the tile's buckets is better (counted once, by chunk 0).
+            const u64 add = better + (chunk == 0 ? range_start : 0);
+            if (valid && add != 0) {
+                atomicAdd(&positions[i], add);
             }
         }
         return;
@@ -748,6 +1010,9 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
                     tile_offsets[tile] = total;
                 }
                 continue;
+            }
+            if (rank_sort) {
+                topk_warp_max(selected, rank, &state[TOPK_SLOT_MAX_RANK]);
             }
             if (selected) {
                 const u64 position = tile_offsets[tile] + selected_below;

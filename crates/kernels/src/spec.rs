@@ -145,10 +145,6 @@ pub(crate) struct FamilyTable {
     pub(crate) static_shared_bytes: fn(&KernelSpec) -> u64,
 }
 
-/// The name of an optional spec constant (not a template argument): the minimum number of
-/// blocks per SM the entry point's `__launch_bounds__` asks for.
-pub(crate) const MIN_BLOCKS_PER_SM: &str = "MIN_BLOCKS_PER_SM";
-
 /// The headers every generated kernel includes, in order.
 const COMMON_HEADERS: [&str; 2] = [
     include_str!("../cuda/common.cuh"),
@@ -314,10 +310,10 @@ impl KernelSpec {
         }
         source.push_str(&(table.params_declaration)());
         source.push_str(table.header);
-        // A family may ask for a number of resident blocks per SM (the compiler then keeps
-        // registers within 65536 / (blocks * threads)).
-        let bounds = match self.constant(MIN_BLOCKS_PER_SM) {
-            Some(blocks) => format!("{}, {blocks}", self.block_threads),
+        // A spec constant MIN_BLOCKS (not a template argument) asks the compiler to keep that
+        // many blocks resident per SM (it caps the registers per thread).
+        let bounds = match self.constant("MIN_BLOCKS") {
+            Some(min) => format!("{}, {min}", self.block_threads),
             None => self.block_threads.to_string(),
         };
         source.push_str(&format!(

@@ -14,7 +14,7 @@ use super::{keep, SelectedValues};
 use crate::error::DriverResultExt;
 use crate::params::{kernel_params, KernelParams};
 use crate::radix::{KeyType, RadixBits, RadixKey};
-use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier, MIN_BLOCKS_PER_SM};
+use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
 use crate::{KernelError, KernelRuntime, KernelSpec, ValueType};
 
 kernel_params! {
@@ -257,7 +257,7 @@ impl KernelSpec {
             // The warp tier: at most 64 registers per thread (4 blocks of 256 resident per SM).
             // H200, [65536x256] k=8: 4 blocks 0.0369 ms, 5 (48 registers, spills) 0.0383,
             // 6 (40) 0.0477, 8 (32) 0.064; without a bound the compiler takes 80-120.
-            consts.push((MIN_BLOCKS_PER_SM, WARP_MIN_BLOCKS_PER_SM));
+            consts.push(("MIN_BLOCKS", WARP_MIN_BLOCKS_PER_SM));
         }
         KernelSpec {
             family: KernelFamily::BatchedTopK,

@@ -28,9 +28,10 @@ kernel_params! {
         tmp_keys: u64,
         /// Scratch for the sort: `k` values.
         tmp_values: u64,
-        /// 8 u64 slots of pass state.
+        /// 32 u64 slots of pass state, zeroed.
         state: u64,
-        /// `passes x 256` zeroed u64 counters.
+        /// `passes x 256` zeroed u64 counters, then 4096 zeroed u64 words: the rank sort's
+        /// bucket counts and starts (u32).
         histogram: u64,
         /// Per-tile counts, then offsets, of the selected / split items.
         tile_offsets: u64,
@@ -44,7 +45,8 @@ kernel_params! {
         rank_keys: u64,
         /// Rank buffer: `rank_cap` source indices (u64).
         rank_index: u64,
-        /// Rank buffer: `rank_cap` zeroed u64 output positions.
+        /// Rank buffer: `rank_cap` zeroed u64 output positions, then `rank_cap` u64 (bucket and
+        /// slot of each item).
         rank_pos: u64,
         /// Candidates written per segment (one segment per prefilter warp).
         cand_counts: u64,
@@ -85,7 +87,14 @@ const DIGIT_BITS: u32 = 8;
 const MAX_KEYS_PER_BLOCK: u64 = 1 << 31;
 
 /// Keys sampled for the fast path's threshold (`TOPK_SAMPLES`).
-const SAMPLES: u64 = 2048;
+const SAMPLES: u64 = 16384;
+/// Threads of the SAMPLE block (PART 2): `SAMPLES / SAMPLE_THREADS` keys each, in registers.
+const SAMPLE_THREADS: u32 = 1024;
+/// The fast path's threshold lets fewer than k keys through (a fallback) with at most this
+/// probability.
+const SAMPLE_FAILURE: f64 = 1e-15;
+/// Buckets of the rank sort (`TOPK_RANK_BUCKETS`), as u32 counts and starts.
+const RANK_BUCKETS: u64 = 4096;
 /// The fast path runs on inputs of at least this many keys.
 const FAST_MIN_LEN: u64 = 1 << 16;
 /// The rank sort (sorted output, and the deterministic fast path) serves k up to this bound;
@@ -108,10 +117,12 @@ const STAGE_PREFILTER: u32 = 10;
 const STAGE_FINAL: u32 = 12;
 const STAGE_RANK_COUNT: u32 = 13;
 const STAGE_RANK_SCATTER: u32 = 14;
+const STAGE_RANK_BUCKET: u32 = 15;
+const STAGE_RANK_PLACE: u32 = 16;
 const SLOT_BOUNDARY: u32 = 5;
 const SLOT_SELECTED: u32 = 6;
 const SLOT_ONES: u32 = 7;
-const STATE_SLOTS: usize = 24;
+const STATE_SLOTS: usize = 32;
 const FLAG_PREFER_LARGER: u32 = 1;
 const FLAG_VALUES_ARE_INDEX: u32 = 2;
 const FLAG_SOURCE_IS_TMP: u32 = 4;
@@ -131,15 +142,17 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::Const("VALUE_BYTES"),
         TemplateArg::Const("PART"),
     ],
-    // 256 u32 bin counters, one u32 per warp, one u64 per thread for the scan, the sample, two
-    // u64 tiles per thread for the rank sort, one u64 block base.
-    // PART 1 (the prefilter alone): one u32 per warp and the block base.
+    // 256 u32 bin counters, one u32 per warp, one u64 per thread for the scan, two u64 tiles
+    // per thread for the rank sort, one u64 block base, two flags.
+    // PART 1 (the prefilter alone): one u64 per warp and a flag.
+    // PART 2 (the sample alone): 256 u32 bins, one u32 per warp, the pivot (u64 + u32).
     static_shared_bytes: |spec| {
         let threads = u64::from(spec.block_threads);
-        if spec.constant("PART") == Some(1) {
-            return 4 * threads / 32 + 8;
+        match spec.constant("PART") {
+            Some(1) => 8 * threads / 32 + 1,
+            Some(2) => 4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 12,
+            _ => 4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 8 * threads + 16 * threads + 10,
         }
-        4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 8 * threads + 8 * SAMPLES + 16 * threads + 9
     },
 };
 
@@ -176,17 +189,36 @@ impl KernelSpec {
     /// ```
     pub fn topk_radix_select_prefilter(key: KeyType) -> KernelSpec {
         KernelSpec {
-            consts: vec![("VALUE_BYTES", 0), ("PART", 1)],
+            // 4 blocks of 256 per SM (at most 64 registers): the loads in flight that keep
+            // the stream near the copy rate.
+            consts: vec![("VALUE_BYTES", 0), ("PART", 1), ("MIN_BLOCKS", 4)],
+            ..KernelSpec::topk_radix_select(key, 0)
+        }
+    }
+
+    /// The spec of `topk_radix_select`'s SAMPLE stage (the fast path's threshold from a
+    /// 16384-key sample held in registers), compiled alone as one block of 1024 threads.
+    ///
+    /// ```
+    /// use oxicub_kernels::{KernelSpec, KeyType};
+    ///
+    /// let spec = KernelSpec::topk_radix_select_sample(KeyType::F32);
+    /// assert_eq!(spec.to_string(), "oxicub::topk_radix_select<oxicub::KeyF32, 1024, 0, 2>");
+    /// ```
+    pub fn topk_radix_select_sample(key: KeyType) -> KernelSpec {
+        KernelSpec {
+            block_threads: SAMPLE_THREADS,
+            consts: vec![("VALUE_BYTES", 0), ("PART", 2)],
             ..KernelSpec::topk_radix_select(key, 0)
         }
     }
 }
 
 /// Every `topk_radix_select` spec that dispatch produces: each key type, keys only and values
-/// of 4 and 8 bytes, and the prefilter of each key type.
+/// of 4 and 8 bytes, and the prefilter and the sample of each key type.
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::topk_radix_select::specs().len(), 48);
+/// assert_eq!(oxicub_kernels::families::topk_radix_select::specs().len(), 60);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = Vec::new();
@@ -195,6 +227,7 @@ pub fn specs() -> Vec<KernelSpec> {
             specs.push(KernelSpec::topk_radix_select(key, bytes));
         }
         specs.push(KernelSpec::topk_radix_select_prefilter(key));
+        specs.push(KernelSpec::topk_radix_select_sample(key));
     }
     specs
 }
@@ -330,14 +363,6 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let bits = <K::Bits as RadixBits>::BITS;
     let passes = bits / DIGIT_BITS;
     let input_tiles = len.div_ceil(u64::from(BLOCK_THREADS));
-    let alloc = |count: u64| stream.alloc_zeros::<u64>(count.max(1) as usize);
-    let mut state = alloc(STATE_SLOTS as u64).during("cuMemAllocAsync")?;
-    let mut histogram = alloc(u64::from(passes) << DIGIT_BITS).during("cuMemAllocAsync")?;
-    // SAFETY: each tile's count is written (COUNT_*) before the scan reads it.
-    let mut tile_offsets =
-        unsafe { stream.alloc::<u64>(input_tiles.max(1) as usize) }.during("cuMemAllocAsync")?;
-    let mut boundary_offsets =
-        unsafe { stream.alloc::<u64>(input_tiles.max(1) as usize) }.during("cuMemAllocAsync")?;
     // The fast path: a sampled threshold, one read of the input into a candidate buffer, the
     // select over the candidates. `kb` bounds k (a deferred k is at most max_written).
     let kb = max_written;
@@ -348,68 +373,85 @@ pub fn topk_radix_select<K: RadixKey, V>(
     } else {
         0
     };
-    let sample_rank = 2 * (kb * SAMPLES).div_ceil(len) + 8;
-    let expected = sample_rank * (len / SAMPLES);
+    // Sample i is drawn from keys [i * stratum, (i + 1) * stratum): at most
+    // lambda = kb / stratum samples are expected among the top kb keys, and T (the
+    // sample_rank-th best sample) lets fewer than k keys through only if sample_rank of them
+    // are: P(Poisson(lambda) >= sample_rank) <= SAMPLE_FAILURE (the stratified count is more
+    // concentrated than the Poisson one).
+    let stratum = (len / SAMPLES).max(1);
+    let sample_rank = poisson_quantile(kb as f64 / stratum as f64, SAMPLE_FAILURE);
+    let expected = sample_rank * stratum;
     let fast = len >= FAST_MIN_LEN
         && sample_rank <= SAMPLES / 4
         && 4 * expected + 4096 <= len / 4
         && (direct || rank_cap > 0);
-    // One segment of the candidate buffer per prefilter warp, each for 4x its expected share.
+    // One segment of the candidate buffer per prefilter warp, each for 4x its expected share
+    // (more for a small sample_rank, whose count varies more: the count of keys reaching T is
+    // about stratum x Gamma(sample_rank)), plus 64.
     let prefilter = if fast {
-        Some(runtime.kernel(&KernelSpec::topk_radix_select_prefilter(K::KEY_TYPE))?)
+        Some((
+            runtime.kernel(&KernelSpec::topk_radix_select_sample(K::KEY_TYPE))?,
+            runtime.kernel(&KernelSpec::topk_radix_select_prefilter(K::KEY_TYPE))?,
+        ))
     } else {
         None
     };
     let prefilter_grid = prefilter
         .as_ref()
-        .map_or(1, |p| runtime.grid_blocks(p, len, 1));
+        .map_or(1, |(_, p)| runtime.grid_blocks(p, len, 1));
     let segments = u64::from(prefilter_grid) * u64::from(BLOCK_THREADS / 32);
     let cand_cap = if fast {
-        (4 * expected).div_ceil(segments) + 64
+        (4 * expected + 16 * stratum).div_ceil(segments) + 64
     } else {
         0
     };
-    let cand_slots = segments * cand_cap;
-    // SAFETY: each prefilter warp writes its count before any stage reads it.
-    let mut cand_counts =
-        unsafe { stream.alloc::<u64>(segments as usize) }.during("cuMemAllocAsync")?;
-    // SAFETY (all `alloc` below): every element is written by a stage before any stage reads
-    // it (candidates below the count, rank items below their count, tile counts before scans).
-    let mut cand_keys =
-        unsafe { stream.alloc::<K::Bits>(cand_slots.max(1) as usize) }.during("cuMemAllocAsync")?;
-    let mut cand_index =
-        unsafe { stream.alloc::<u64>(cand_slots.max(1) as usize) }.during("cuMemAllocAsync")?;
-    let mut rank_keys =
-        unsafe { stream.alloc::<K::Bits>(rank_cap.max(1) as usize) }.during("cuMemAllocAsync")?;
-    let mut rank_index =
-        unsafe { stream.alloc::<u64>(rank_cap.max(1) as usize) }.during("cuMemAllocAsync")?;
-    let mut rank_pos = alloc(rank_cap).during("cuMemAllocAsync")?;
+    // The rank sort groups its items in the candidate buffer (no longer read by then).
+    let cand_slots = (segments * cand_cap).max(rank_cap);
     let sort_scratch = if plan.sorted && !rank_sort {
         max_written
     } else {
         0
     };
-    let mut tmp_keys = stream
-        .alloc_zeros::<K::Bits>(sort_scratch.max(1) as usize)
-        .during("cuMemAllocAsync")?;
-    let mut tmp_values = alloc(sort_scratch).during("cuMemAllocAsync")?;
+    // One scratch allocation per call (each stream-ordered allocation and free costs host time,
+    // which bounds the call at 2^24 keys), carved into 256-byte aligned regions of u64 words:
+    // first those that must start zeroed (one memset), then the rest.
+    let mut words = 0u64;
+    let key_bytes = std::mem::size_of::<K::Bits>() as u64;
+    let state_at = region(&mut words, STATE_SLOTS as u64, 8);
+    // The digit histograms of the select, then the rank sort's bucket counts and starts (u32).
+    let histogram_at = region(
+        &mut words,
+        (u64::from(passes) << DIGIT_BITS) + RANK_BUCKETS,
+        8,
+    );
+    // Output positions (zeroed), then each item's bucket and slot.
+    let rank_pos_at = region(&mut words, 2 * rank_cap, 8);
+    let tmp_keys_at = region(&mut words, sort_scratch, key_bytes);
+    let tmp_values_at = region(&mut words, sort_scratch, 8);
+    let zeroed = words;
+    // Every word below is written by a stage before any stage reads it: tile counts before the
+    // scans, each prefilter warp's count before the later stages, candidates below their
+    // segment's count, rank items below their count.
+    let tile_offsets_at = region(&mut words, input_tiles, 8);
+    let boundary_offsets_at = region(&mut words, input_tiles, 8);
+    let cand_counts_at = region(&mut words, segments, 8);
+    let cand_keys_at = region(&mut words, cand_slots, key_bytes);
+    let cand_index_at = region(&mut words, cand_slots, 8);
+    let rank_keys_at = region(&mut words, rank_cap, key_bytes);
+    let rank_index_at = region(&mut words, rank_cap, 8);
+    // SAFETY: the first `zeroed` words are zeroed below; every other word is written before it
+    // is read (above).
+    let mut scratch = unsafe { stream.alloc::<u64>(words as usize) }.during("cuMemAllocAsync")?;
+    stream
+        .memset_zeros(&mut scratch.slice_mut(..zeroed as usize))
+        .during("cuMemsetD8Async")?;
 
     // Device pointers, with the guards that order each buffer's other uses around the launches.
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     let keys_ptr = keep(&mut guards, keys.device_ptr(stream));
     let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
-    let state_ptr = keep(&mut guards, state.device_ptr_mut(stream));
-    let histogram_ptr = keep(&mut guards, histogram.device_ptr_mut(stream));
-    let tile_offsets_ptr = keep(&mut guards, tile_offsets.device_ptr_mut(stream));
-    let boundary_offsets_ptr = keep(&mut guards, boundary_offsets.device_ptr_mut(stream));
-    let tmp_keys_ptr = keep(&mut guards, tmp_keys.device_ptr_mut(stream));
-    let tmp_values_ptr = keep(&mut guards, tmp_values.device_ptr_mut(stream));
-    let cand_keys_ptr = keep(&mut guards, cand_keys.device_ptr_mut(stream));
-    let cand_index_ptr = keep(&mut guards, cand_index.device_ptr_mut(stream));
-    let cand_counts_ptr = keep(&mut guards, cand_counts.device_ptr_mut(stream));
-    let rank_keys_ptr = keep(&mut guards, rank_keys.device_ptr_mut(stream));
-    let rank_index_ptr = keep(&mut guards, rank_index.device_ptr_mut(stream));
-    let rank_pos_ptr = keep(&mut guards, rank_pos.device_ptr_mut(stream));
+    let scratch_ptr = keep(&mut guards, scratch.device_ptr_mut(stream));
+    let at = |word: u64| scratch_ptr + 8 * word;
     let (values_ptr, out_values_ptr, values_are_index) = values.device_ptrs(stream, &mut guards);
     let index_flag = if values_are_index {
         FLAG_VALUES_ARE_INDEX
@@ -442,18 +484,18 @@ pub fn topk_radix_select<K: RadixKey, V>(
         values: values_ptr,
         out_keys: out_keys_ptr,
         out_values: out_values_ptr,
-        tmp_keys: tmp_keys_ptr,
-        tmp_values: tmp_values_ptr,
-        state: state_ptr,
-        histogram: histogram_ptr,
-        tile_offsets: tile_offsets_ptr,
-        boundary_offsets: boundary_offsets_ptr,
-        cand_keys: cand_keys_ptr,
-        cand_index: cand_index_ptr,
-        rank_keys: rank_keys_ptr,
-        rank_index: rank_index_ptr,
-        rank_pos: rank_pos_ptr,
-        cand_counts: cand_counts_ptr,
+        tmp_keys: at(tmp_keys_at),
+        tmp_values: at(tmp_values_at),
+        state: at(state_at),
+        histogram: at(histogram_at),
+        tile_offsets: at(tile_offsets_at),
+        boundary_offsets: at(boundary_offsets_at),
+        cand_keys: at(cand_keys_at),
+        cand_index: at(cand_index_at),
+        rank_keys: at(rank_keys_at),
+        rank_index: at(rank_index_at),
+        rank_pos: at(rank_pos_at),
+        cand_counts: at(cand_counts_at),
         cand_segments: segments,
         cand_cap,
         rank_cap,
@@ -486,10 +528,14 @@ pub fn topk_radix_select<K: RadixKey, V>(
         runtime.launch(stream, &kernel, grid, params)
     };
 
-    if let Some(prefilter) = &prefilter {
-        // INIT + SAMPLE in one launch; the prefilter on its own kernel, DECIDE in its last
-        // block; each PIVOT in the last block of its HISTOGRAM.
-        launch(1, STAGE_SAMPLE, 0, 0, 0, 0)?;
+    if let Some((sample, prefilter)) = &prefilter {
+        // INIT + SAMPLE in one launch of its own kernel; the prefilter on its own kernel,
+        // DECIDE in its last block; each PIVOT in the last block of its HISTOGRAM.
+        let sample_params = TopKRadixSelectParams {
+            stage: STAGE_SAMPLE,
+            ..params
+        };
+        runtime.launch(stream, sample, 1, sample_params)?;
         let params = TopKRadixSelectParams {
             stage: STAGE_PREFILTER,
             ..params
@@ -513,9 +559,11 @@ pub fn topk_radix_select<K: RadixKey, V>(
     launch(1, STAGE_SCAN, 0, 0, 0, SLOT_SELECTED)?;
     launch(input_grid, STAGE_SCATTER_SELECTED, 0, 0, 0, 0)?;
     if rank_cap > 0 {
+        let grid = runtime.grid_blocks(&kernel, rank_cap, 1);
+        launch(grid, STAGE_RANK_BUCKET, 0, 0, 0, 0)?;
+        launch(grid, STAGE_RANK_PLACE, 0, 0, 0, 0)?;
         let fill = runtime.grid_blocks(&kernel, u64::MAX, 1);
         launch(fill, STAGE_RANK_COUNT, 0, 0, 0, 0)?;
-        let grid = runtime.grid_blocks(&kernel, rank_cap, 1);
         launch(grid, STAGE_RANK_SCATTER, 0, 0, 0, 0)?;
     }
     if plan.sorted && !rank_sort {
@@ -531,4 +579,64 @@ pub fn topk_radix_select<K: RadixKey, V>(
     }
     drop(guards);
     Ok(())
+}
+
+/// The word offset of a new region of `count` items of `bytes` bytes at the end of a scratch
+/// layout `words` long (then past it): 256-byte aligned, at least one word.
+fn region(words: &mut u64, count: u64, bytes: u64) -> u64 {
+    let at = *words;
+    *words += (count * bytes).div_ceil(8).max(1).next_multiple_of(32);
+    at
+}
+
+/// The smallest `m >= 1` with `P(X >= m) <= p` for `X ~ Poisson(lambda)`: the tail is summed
+/// from the far end (small terms first), so it stays exact far below the mode's probability.
+fn poisson_quantile(lambda: f64, p: f64) -> u64 {
+    if lambda <= 0.0 {
+        return 1;
+    }
+    // The terms past lambda + 40 sqrt(lambda) + 60 are far below p.
+    let top = (lambda + 40.0 * lambda.sqrt() + 60.0).ceil() as u64;
+    let mode = lambda.floor() as u64;
+    // ln pmf(mode) = mode ln(lambda) - lambda - ln(mode!), by the sum of logs (mode is at most
+    // SAMPLES here, as the host bounds lambda; larger inputs give a far-off answer, never a
+    // smaller one than needed, and the caller rejects it).
+    let mut ln_pmf = -lambda;
+    for j in 1..=mode {
+        ln_pmf += lambda.ln() - (j as f64).ln();
+    }
+    let mut pmf = Vec::with_capacity((top - mode + 1) as usize);
+    for j in mode..=top {
+        pmf.push(ln_pmf.exp());
+        ln_pmf += lambda.ln() - ((j + 1) as f64).ln();
+    }
+    let mut tail = 0.0;
+    let mut m = top + 1;
+    for (offset, term) in pmf.iter().enumerate().rev() {
+        if tail + term > p {
+            break;
+        }
+        tail += term;
+        m = mode + offset as u64;
+    }
+    m.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::poisson_quantile;
+
+    #[test]
+    fn poisson_quantile_matches_hand_values() {
+        // P(Poisson(1) >= 17) = 1.09e-15, P(Poisson(1) >= 18) = 6.1e-17.
+        assert_eq!(poisson_quantile(1.0, 1e-15), 18);
+        assert_eq!(poisson_quantile(1.0, 1.1e-15), 17);
+        // lambda = 2^-11: P(X >= 4) = 2.4e-15, P(X >= 5) = 2.3e-19.
+        assert_eq!(poisson_quantile(1.0 / 2048.0, 1e-15), 5);
+        assert_eq!(poisson_quantile(1.0 / 2048.0, 2.4e-15), 4);
+        assert_eq!(poisson_quantile(0.0, 1e-15), 1);
+        // A large mean: about lambda + 8 sqrt(lambda).
+        let m = poisson_quantile(4096.0, 1e-15);
+        assert!((4096 + 7 * 64..4096 + 9 * 64).contains(&m), "{m}");
+    }
 }
