@@ -5,9 +5,10 @@
 //!
 //! `cargo run --release --example sparse_attention [queries]`
 //!
-//! Segments of 131072 keys are far beyond shared memory: the static bounds select the tier
-//! that CUB lacks, several blocks per segment with the histograms merged on the device and no
-//! host round trip between passes.
+//! Segments of 131072 keys are beyond one block's shared memory: the static bounds select the
+//! tier that CUB lacks, a thread-block cluster per query (8 blocks on sm_90) that loads the
+//! scores once into their shared memory and merges the radix histograms through distributed
+//! shared memory, one launch and no host round trip.
 
 use oxicub::{direction, k, num_segments, segment_size, AnyBackend, Env, Error, Host};
 use oxicub_algorithms::batched_topk::{self, Problem};

@@ -1,6 +1,6 @@
 //! Batched top-k on the GPU against the host backend: bit for bit where the contract pins the
 //! output, exactly the contract elsewhere; every tier (warp, block, several blocks per
-//! segment) and mixed sizes in one call; every requirement combination; adversarial inputs
+//! segment, a cluster per segment) and mixed sizes in one call; every requirement combination; adversarial inputs
 //! (ties at the k-th key, all equal, NaN, signed zeros, empty segments, k = 0, k = size,
 //! k > size, one huge segment among tiny ones); bad per-segment values reported like the
 //! host; outputs poisoned before each run. Each test skips without a GPU (fails with
@@ -648,14 +648,17 @@ fn shapes() -> Vec<Shape> {
     };
     use SelectDirection::{Max, Min};
     vec![
-        s(300, 256, 256, 8, Max),        // warp tier, 16-byte loads
-        s(200, 64, 64, 6, Min),          // warp tier, 8-byte loads
-        s(100, 67, 64, 6, Max),          // warp tier, unaligned rows: scalar loads
-        s(50, 256, 200, 32, Max),        // warp tier, partial rows
-        s(40, 1000, 1000, 100, Min),     // block tier
-        s(3, 40_000, 40_000, 2048, Max), // several blocks, packed shared-memory sort
-        s(4, 9000, 9000, 700, Min),      // several blocks, packed sort with padding
-        s(2, 5000, 4999, 3000, Min),     // several blocks, global sort
+        s(300, 256, 256, 8, Max),          // warp tier, 16-byte loads
+        s(200, 64, 64, 6, Min),            // warp tier, 8-byte loads
+        s(100, 67, 64, 6, Max),            // warp tier, unaligned rows: scalar loads
+        s(50, 256, 200, 32, Max),          // warp tier, partial rows
+        s(40, 1000, 1000, 100, Min),       // block tier
+        s(3, 40_000, 40_000, 2048, Max),   // several blocks, packed shared-memory sort
+        s(4, 9000, 9000, 700, Min),        // several blocks, packed sort with padding
+        s(2, 5000, 4999, 3000, Min),       // several blocks, global sort
+        s(3, 40_001, 40_000, 100, Max),    // cluster tier, unaligned rows: scalar loads
+        s(5, 131_072, 131_072, 2048, Min), // cluster tier, the sparse-attention row
+        s(4, 2049, 2049, 2048, Max),       // cluster tier, all but one item
         Shape {
             short: 1,
             ..s(10, 256, 256, 8, Max)
@@ -703,6 +706,334 @@ fn uniform_strided_shapes_take_the_direct_path_in_every_tier() {
         each::<u64>(&cuda, shape, 36);
         each::<f64>(&cuda, shape, 37);
     }
+}
+
+// ---- The cluster tier: a thread-block cluster per segment of 2049 ..= its cap keys with
+// min(k, size) <= 2048 (BatchedTiers::cluster_max_size); larger k or larger segments go to
+// the multi-block tier in the same call. ----
+
+/// Segments for the cluster tier and its neighbours: sizes just above the block tier, chunks
+/// that split unevenly over the 8 CTAs, the sparse-attention row; k from 1 to the tier's cap,
+/// and just above it (the multi-block tier); a few small segments (warp and block tiers).
+fn cluster_case<K: RefKey>(keys_for: impl Fn(usize, u64) -> Vec<K>, seed: u64) -> Case<K> {
+    let mut rng = SplitMix64::new(seed);
+    let sizes = [
+        2049usize, 2051, 3000, 4099, 9000, 16_387, 40_000, 131_072, 5000, 60_000, 100, 2048, 7,
+    ];
+    let ks: Vec<i64> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, _)| match i {
+            0 => 2048, // all but one item
+            1 => 2049, // above the cap: multi-block tier
+            7 => 2048, // sparse attention
+            8 => 2500, // above the cap, sorted globally
+            9 => 1,    // a single winner
+            12 => 9,   // k > size
+            _ => 1 + (rng.next_u64() % 700) as i64,
+        })
+        .collect();
+    let total = sizes.iter().sum();
+    let d = dirs(&mut rng, sizes.len());
+    Case::contiguous(keys_for(total, seed), &sizes, &ks, &d)
+}
+
+/// Keys with heavy ties: 4 distinct values, so the k-th key is tied in every segment and the
+/// tie-break decides among thousands of equal keys.
+fn four_values<K: RefKey>(n: usize, seed: u64) -> Vec<K> {
+    let values: Vec<K> = sample_keys(4, seed);
+    let mut rng = SplitMix64::new(seed);
+    (0..n)
+        .map(|_| values[(rng.next_u64() % 4) as usize])
+        .collect()
+}
+
+#[test]
+fn cluster_tier_every_requirement_combination() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let case = cluster_case(sample_keys::<f32>, 40);
+    for_every_env!(check_case(&cuda, &case));
+    let ties = cluster_case(four_values::<i32>, 41);
+    for_every_env!(check_case(&cuda, &ties));
+}
+
+#[test]
+fn cluster_tier_every_key_type() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn each<K: RefKey>(cuda: &Cuda, seed: u64) {
+        let case = cluster_case(sample_keys::<K>, seed);
+        check_case(cuda, &case, &Env::new());
+        check_case(cuda, &case, &require!(tie_break::PreferLargerIndex));
+        check_case(
+            cuda,
+            &case,
+            &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+        );
+        check_case(cuda, &case, &require!(output_ordering::Sorted));
+        let ties = cluster_case(four_values::<K>, seed + 100);
+        check_case(cuda, &ties, &Env::new());
+        check_case(
+            cuda,
+            &ties,
+            &require!(tie_break::PreferLargerIndex, output_ordering::Unsorted),
+        );
+    }
+    each::<u8>(&cuda, 42);
+    each::<u16>(&cuda, 43);
+    each::<u32>(&cuda, 44);
+    each::<u64>(&cuda, 45);
+    each::<i8>(&cuda, 46);
+    each::<i16>(&cuda, 47);
+    each::<i32>(&cuda, 48);
+    each::<i64>(&cuda, 49);
+    each::<half::f16>(&cuda, 50);
+    each::<half::bf16>(&cuda, 51);
+    each::<f32>(&cuda, 52);
+    each::<f64>(&cuda, 53);
+}
+
+#[test]
+fn cluster_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let equal = cluster_case(|n, _| vec![7u32; n], 54);
+    for_every_env!(check_case(&cuda, &equal));
+    let specials = [
+        f32::NAN,
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        -f32::NAN,
+        1.0,
+        -0.0,
+        f32::NEG_INFINITY,
+    ];
+    let special = cluster_case(
+        |n, _| specials.iter().copied().cycle().take(n).collect(),
+        55,
+    );
+    for_every_env!(check_case(&cuda, &special));
+    // Distinct keys except one value repeated around the k-th position: the boundary digit
+    // resolves to a single key with more copies than slots left.
+    let tie = cluster_case(
+        |n, s| {
+            let mut keys: Vec<f64> = sample_keys(n, s);
+            for (i, key) in keys.iter_mut().enumerate() {
+                if i % 5 == 0 {
+                    *key = 0.5;
+                }
+            }
+            keys
+        },
+        56,
+    );
+    for_every_env!(check_case(&cuda, &tie));
+}
+
+/// Segments above the cluster tier's cap for their key width go to the multi-block tier in
+/// the same call: 8-byte keys above 131072 items, 4-byte keys above 262144.
+#[test]
+fn cluster_tier_routes_by_size_and_k_in_one_call() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let sizes = [131_072usize, 131_073, 3000, 200, 2049];
+    let ks = [2048i64, 2048, 2048, 20, 100];
+    let keys: Vec<u64> = sample_keys(sizes.iter().sum(), 57);
+    let case = Case::contiguous(keys, &sizes, &ks, &[0, 1, 0, 1, 1]);
+    for_every_env!(check_case(&cuda, &case));
+    let sizes = [262_144usize, 262_145, 4000];
+    let keys: Vec<f32> = sample_keys(sizes.iter().sum(), 58);
+    let case = Case::contiguous(keys, &sizes, &[2048, 2048, 2048], &[1, 0, 0]);
+    check_case(&cuda, &case, &Env::new());
+    check_case(&cuda, &case, &require!(tie_break::PreferLargerIndex));
+    check_case(
+        &cuda,
+        &case,
+        &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+    );
+}
+
+/// Keys only and pairs with 4- and 8-byte values through the cluster tier, against the host:
+/// the values carried are the items' global positions, so each output's source is checked.
+#[test]
+fn cluster_tier_keys_and_pairs() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn each<K: RefKey, V>(cuda: &Cuda, case: &Case<K>, env: &impl Environment, value: fn(u64) -> V)
+    where
+        V: Copy + PartialEq + std::fmt::Debug + Default + Send + Sync + 'static,
+        V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Into<u64>,
+    {
+        let n = case.ks.len();
+        let stride = case.stride();
+        let sizes = || {
+            segment_size::PerSegment::<(), 0, { 1 << 40 }>::new(())
+                .with_bounds(0, case.max_size())
+                .expect("bounds")
+        };
+        let values: Vec<V> = (0..case.keys.len() as u64).map(value).collect();
+        // Host.
+        let problem = Problem::offsets(
+            &case.begin[..],
+            &case.end[..],
+            sizes(),
+            k::PerSegment::<_, 0, { 1 << 40 }>::new(&case.ks[..])
+                .with_bounds(0, case.max_k())
+                .expect("bounds"),
+            direction::PerSegment::<_>::new(&case.dirs[..]),
+            num_segments::uniform(n as i64).expect("n"),
+        );
+        let poison_value = value(u64::from(u32::MAX));
+        let (mut host_keys, mut host_values) = (
+            vec![poison::<K>(); n * stride],
+            vec![poison_value; n * stride],
+        );
+        batched_topk::select_pairs(
+            &Host::new(),
+            &problem,
+            &case.keys[..],
+            &values[..],
+            &mut host_keys[..],
+            &mut host_values[..],
+            env,
+        )
+        .expect("host call")
+        .check()
+        .expect("valid");
+        let mut host_only = vec![poison::<K>(); n * stride];
+        batched_topk::select_keys(
+            &Host::new(),
+            &problem,
+            &case.keys[..],
+            &mut host_only[..],
+            env,
+        )
+        .expect("host call")
+        .check()
+        .expect("valid");
+        // GPU.
+        let begin = cuda.upload(&case.begin).expect("upload");
+        let end = cuda.upload(&case.end).expect("upload");
+        let ks = cuda.upload(&case.ks).expect("upload");
+        let dirs = cuda.upload(&case.dirs).expect("upload");
+        let device_keys = cuda.upload_keys(&case.keys).expect("upload");
+        let device_values = cuda.upload(&values).expect("upload");
+        let problem = Problem::offsets(
+            begin.as_view(),
+            end.as_view(),
+            sizes(),
+            k::PerSegment::<_, 0, { 1 << 40 }>::new(ks.as_view())
+                .with_bounds(0, case.max_k())
+                .expect("bounds"),
+            direction::PerSegment::<_>::new(dirs.as_view()),
+            num_segments::uniform(n as i64).expect("n"),
+        );
+        let mut out_keys = cuda
+            .upload_keys(&vec![poison::<K>(); n * stride])
+            .expect("poison");
+        let mut out_values = cuda
+            .upload(&vec![poison_value; n * stride])
+            .expect("poison");
+        batched_topk::select_pairs(
+            cuda,
+            &problem,
+            device_keys.as_view(),
+            device_values.as_view(),
+            out_keys.as_view_mut(),
+            out_values.as_view_mut(),
+            env,
+        )
+        .expect("gpu call")
+        .check()
+        .expect("valid");
+        let gpu_keys = cuda.download_keys(&out_keys).expect("download");
+        let gpu_values = cuda.download(&out_values.as_view()).expect("download");
+        let mut only = cuda
+            .upload_keys(&vec![poison::<K>(); n * stride])
+            .expect("poison");
+        batched_topk::select_keys(
+            cuda,
+            &problem,
+            device_keys.as_view(),
+            only.as_view_mut(),
+            env,
+        )
+        .expect("gpu call")
+        .check()
+        .expect("valid");
+        let gpu_only = cuda.download_keys(&only).expect("download");
+        let r = env.resolved();
+        let bits = |v: &[K]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for i in 0..n {
+            let (b, e) = (case.begin[i] as usize, case.end[i] as usize);
+            let written = (case.ks[i] as usize).min(e - b);
+            let at = i * stride..i * stride + written;
+            let what = format!(
+                "{} pairs of {} bytes, segment {i} k={} {r:?}",
+                K::KEY_TYPE,
+                std::mem::size_of::<V>(),
+                case.ks[i]
+            );
+            let indices: Vec<u64> = gpu_values[at.clone()]
+                .iter()
+                .map(|&v| v.into().wrapping_sub(b as u64))
+                .collect();
+            let dir = if case.dirs[i] == 0 {
+                SelectDirection::Max
+            } else {
+                SelectDirection::Min
+            };
+            check_contract(
+                &what,
+                &case.keys[b..e],
+                written,
+                dir,
+                r,
+                &gpu_keys[at.clone()],
+                &indices,
+            );
+            assert!(
+                gpu_values[at.end..(i + 1) * stride]
+                    .iter()
+                    .all(|&v| v == poison_value),
+                "{what}: a slot past the results was written"
+            );
+            if r.pins_output() {
+                assert_eq!(
+                    gpu_values[at.clone()],
+                    host_values[at.clone()],
+                    "{what}: values"
+                );
+                assert_eq!(
+                    bits(&gpu_only[at.clone()]),
+                    bits(&host_only[at.clone()]),
+                    "{what}: keys only"
+                );
+            }
+        }
+    }
+    let case = cluster_case(sample_keys::<f32>, 59);
+    let ties = cluster_case(four_values::<u64>, 60);
+    let to_u32 = |x: u64| x as u32;
+    let to_u64 = |x: u64| x;
+    each(&cuda, &case, &Env::new(), to_u32);
+    each(&cuda, &case, &Env::new(), to_u64);
+    each(
+        &cuda,
+        &case,
+        &require!(tie_break::PreferLargerIndex),
+        to_u64,
+    );
+    each(&cuda, &ties, &Env::new(), to_u32);
+    each(
+        &cuda,
+        &ties,
+        &require!(tie_break::PreferLargerIndex, output_ordering::Unsorted),
+        to_u64,
+    );
+    each(
+        &cuda,
+        &ties,
+        &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+        to_u32,
+    );
 }
 
 /// The value carried with item `j` of segment `i` in the listed tests: both recoverable.

@@ -27,6 +27,10 @@
 //                                     per-segment histograms merged on the device (stages
 //                                     below), the selected indices collected, then sorted per
 //                                     segment.
+//   TIER 4 (cluster)                  a thread-block cluster per segment, one launch: the keys
+//                                     loaded once into the CTAs' shared memory, the radix
+//                                     select over them with histograms merged through
+//                                     distributed shared memory (batched_topk_cluster.cuh).
 //
 // The listed layout (segments at their own device addresses, the seeds' iterator of
 // iterators) is the offsets layout over a keys base of 0: begin/end are element addresses
@@ -83,6 +87,7 @@ constexpr u32 BT_VALUE_POINTERS = 2048u;   // listed layout: params.values holds
 constexpr u32 BT_TIER_WARP = 1u;
 constexpr u32 BT_TIER_BLOCK = 2u;
 constexpr u32 BT_TIER_LARGE = 4u;
+constexpr u32 BT_TIER_CLUSTER = 8u;
 
 // Status words (u64).
 constexpr u32 BT_STATUS_VIOLATION = 0;  // min over invalid segments of (segment << 8 | code)
@@ -203,6 +208,9 @@ __device__ __forceinline__ u32 bt_bin(const BatchedTopKParams& p, u64 size, u64 
     if ((p.tiers & BT_TIER_BLOCK) && size <= p.block_max_size) {
         return BT_TIER_BLOCK;
     }
+    if ((p.tiers & BT_TIER_CLUSTER) && size <= p.cluster_max_size && written <= p.cluster_max_k) {
+        return BT_TIER_CLUSTER;
+    }
     return BT_TIER_LARGE;
 }
 
@@ -276,8 +284,11 @@ __device__ __forceinline__ u64 bt_count(const BatchedTopKParams& p) {
 // tier's scratch is indexed by the position in its list (sized from the TotalItems
 // guarantee, not from the number of segments). A direct call has no lists: every segment is
 // in the one bin its shape selects.
+// The cluster tier has no list (3 = none): it walks every segment's descriptor, a cluster per
+// segment, so its segments take no capacity of the lists.
 __device__ __forceinline__ u32 bt_bin_index(u32 bin) {
-    return bin == BT_TIER_WARP ? 0u : (bin == BT_TIER_BLOCK ? 1u : 2u);
+    return bin == BT_TIER_WARP ? 0u
+        : (bin == BT_TIER_BLOCK ? 1u : (bin == BT_TIER_LARGE ? 2u : 3u));
 }
 
 __device__ __forceinline__ u64 bt_bin_capacity(const BatchedTopKParams& p, u32 bin) {
@@ -1543,6 +1554,10 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
     }
 }
 
+// Tier 4, in batched_topk_cluster.cuh (included after this header).
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int CLUSTER, int K_CAP>
+__device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p);
+
 template <class Key, u32 BLOCK_THREADS, int TIER, int VALUE_BYTES, int ITEMS, int SORT_CAP>
 __device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
     static_assert(BLOCK_THREADS % 32 == 0, "block size");
@@ -1555,8 +1570,10 @@ __device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
         bt_warp<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS>(params);
     } else if constexpr (TIER == 2) {
         bt_block<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
-    } else {
+    } else if constexpr (TIER == 3) {
         bt_large<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
+    } else {
+        bt_cluster<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS, SORT_CAP>(params);
     }
 }
 

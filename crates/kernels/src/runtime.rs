@@ -1,6 +1,7 @@
 //! The kernel runtime of one CUDA context: compiles (through the caches), loads and launches.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUfunction_attribute as FnAttr;
@@ -34,6 +35,9 @@ pub struct LoadedKernel {
     /// memory), from the driver's occupancy calculator.
     resident_per_sm: u32,
     origin: CubinOrigin,
+    /// The dynamic shared memory the function may use per block, as last raised (48 KiB
+    /// less the static shared memory until then); shared by the clones of one loaded kernel.
+    dynamic_limit: Arc<AtomicU32>,
 }
 
 impl LoadedKernel {
@@ -148,6 +152,11 @@ impl KernelRuntime {
             max_threads_per_block: u32::try_from(max_threads).unwrap_or(0),
             resident_per_sm,
             origin,
+            // The driver's default: 48 KiB less the static shared memory.
+            dynamic_limit: Arc::new(AtomicU32::new(
+                u32::try_from((48 * 1024u64).saturating_sub(spec.static_shared_bytes()))
+                    .unwrap_or(0),
+            )),
         };
         Ok(self
             .lock_loaded()
@@ -232,6 +241,19 @@ impl KernelRuntime {
         grid_blocks: u32,
         params: P,
     ) -> Result<(), KernelError> {
+        self.launch_with_shared(stream, kernel, grid_blocks, 0, params)
+    }
+
+    /// [`KernelRuntime::launch`] with `dynamic_shared_bytes` of dynamic shared memory per block
+    /// (the function's limit is raised first when the request is above the default 48 KiB).
+    pub(crate) fn launch_with_shared<P: KernelParams>(
+        &self,
+        stream: &CudaStream,
+        kernel: &LoadedKernel,
+        grid_blocks: u32,
+        dynamic_shared_bytes: u32,
+        params: P,
+    ) -> Result<(), KernelError> {
         if stream.context() != &self.ctx {
             return Err(KernelError::WrongContext {
                 buffer: "stream",
@@ -256,10 +278,32 @@ impl KernelRuntime {
                 limit: u64::from(self.facts.max_grid_x),
             });
         }
+        let shared = u64::from(dynamic_shared_bytes) + kernel.spec.static_shared_bytes();
+        if shared > u64::from(self.facts.shared_per_block_optin) {
+            return Err(KernelError::Resources {
+                kernel: kernel.spec.to_string(),
+                resource: "bytes of shared memory per block",
+                requested: shared,
+                limit: u64::from(self.facts.shared_per_block_optin),
+            });
+        }
+        if dynamic_shared_bytes > kernel.dynamic_limit.load(Ordering::Relaxed) {
+            let bytes = i32::try_from(dynamic_shared_bytes).unwrap_or(i32::MAX);
+            kernel
+                .function
+                .set_attribute(
+                    FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes,
+                )
+                .during("cuFuncSetAttribute")?;
+            kernel
+                .dynamic_limit
+                .fetch_max(dynamic_shared_bytes, Ordering::Relaxed);
+        }
         let config = LaunchConfig {
             grid_dim: (grid_blocks, 1, 1),
             block_dim: (block, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: dynamic_shared_bytes,
         };
         let block_params = ParamBlock(params);
         let mut launch = stream.launch_builder(&kernel.function);
@@ -268,8 +312,9 @@ impl KernelRuntime {
         // `const oxicub::<P::CXX_NAME>` by value, whose layout is asserted equal to `P`'s (see
         // `ParamBlock`). The device pointers inside `params` come from buffers of this context
         // that the caller checked to hold the lengths in `params`, and the kernels only access
-        // indices below those lengths. The block size is within the function's limit and the
-        // kernel uses no dynamic shared memory.
+        // indices below those lengths. The block size is within the function's limit, and the
+        // dynamic shared memory is within the function's limit (raised above) and the device's;
+        // kernels that use none are launched with 0 bytes.
         unsafe { launch.launch(config) }.during("cuLaunchKernel")?;
         Ok(())
     }

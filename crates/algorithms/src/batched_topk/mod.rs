@@ -927,10 +927,15 @@ impl<S: Param, K: Param, G: Guarantees> StaticTiers<S, K, G> {
 pub fn kernel_specs<Key: RadixKey, S: Param, K: Param, E: Environment>(
     value_bytes: u8,
 ) -> Vec<oxicub_kernels::KernelSpec> {
+    let sizes = StaticTiers::<S, K, E::Guarantees>::SIZES;
+    let k = StaticTiers::<S, K, E::Guarantees>::K;
+    // The key width's own cap for the cluster tier (the constant is the union over widths).
+    let key_bytes = std::mem::size_of::<Key>() as u32;
+    let for_key = BatchedTiers::for_key_bounds(key_bytes, (sizes.min, sizes.max), (k.min, k.max));
     oxicub_kernels::families::batched_topk::specs_for(
         Key::KEY_TYPE,
         value_bytes,
-        StaticTiers::<S, K, E::Guarantees>::TIERS,
+        StaticTiers::<S, K, E::Guarantees>::TIERS.and(for_key),
         StaticTiers::<S, K, E::Guarantees>::WARP_ITEMS,
     )
 }

@@ -53,6 +53,9 @@ kernel_params! {
         warp_max_size: u64,
         warp_max_k: u64,
         block_max_size: u64,
+        cluster_max_size: u64,
+        cluster_max_k: u64,
+        cluster_index_offset: u64,
         chunks_per_segment: u64,
         chunk_items: u64,
         selected_stride: u64,
@@ -86,6 +89,17 @@ pub const WARP_MAX_K: i64 = 32;
 pub const SORT_CAP: i64 = 2048;
 /// Items per chunk of a huge segment (one block's work in the multi-block tier).
 const CHUNK_ITEMS: u64 = 16 * 1024;
+/// Blocks per cluster of the cluster tier (8: the portable cluster size).
+pub const CLUSTER_CTAS: u32 = 8;
+/// The most bytes of keys one block of the cluster tier holds in shared memory: a segment of
+/// up to `CLUSTER_CTAS * CLUSTER_KEY_BYTES` bytes is loaded once and selected on chip.
+pub const CLUSTER_KEY_BYTES: i64 = 128 * 1024;
+/// The largest `min(k, size)` the cluster tier takes (its on-chip sort); larger goes to the
+/// multi-block tier.
+pub const CLUSTER_MAX_K: i64 = 2048;
+/// Whether the cluster tier is used (the fallback switch: without it, its segments go to the
+/// multi-block tier, as before the tier existed).
+pub const CLUSTER_TIER_ENABLED: bool = true;
 
 // Stages, flags, status and descriptor words: as in the header.
 const STAGE_INIT: u32 = 0;
@@ -126,8 +140,11 @@ const BINS: u64 = 256;
 /// // MoE routing: 256 experts, k = 8: only the warp tier exists.
 /// let tiers = BatchedTiers::for_bounds((256, 256), (8, 8));
 /// assert_eq!(tiers, BatchedTiers::WARP);
-/// // Sparse attention: 131072 keys, k = 2048: only the multi-block tier.
-/// assert_eq!(BatchedTiers::for_bounds((131_072, 131_072), (2048, 2048)), BatchedTiers::LARGE);
+/// // Sparse attention: 131072 keys, k = 2048: only the cluster tier (for keys of any width).
+/// assert_eq!(BatchedTiers::for_bounds((131_072, 131_072), (2048, 2048)), BatchedTiers::CLUSTER);
+/// // Larger segments than a cluster holds: the multi-block tier too (for wide keys).
+/// let tiers = BatchedTiers::for_bounds((131_072, 1 << 20), (2048, 2048));
+/// assert_eq!(tiers, BatchedTiers::CLUSTER.or(BatchedTiers::LARGE));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BatchedTiers(pub u32);
@@ -141,10 +158,48 @@ impl BatchedTiers {
     pub const BLOCK: BatchedTiers = BatchedTiers(2);
     /// Several blocks per segment.
     pub const LARGE: BatchedTiers = BatchedTiers(4);
+    /// A thread-block cluster per segment (sm_90).
+    pub const CLUSTER: BatchedTiers = BatchedTiers(8);
 
-    /// The tiers some segment may need when segment sizes lie in `sizes` and `k` in `k`
-    /// (closed intervals); usable in `const` context, so dispatch decides at compile time.
+    /// The largest segment the cluster tier takes for keys of `key_bytes` bytes.
+    ///
+    /// ```
+    /// use oxicub_kernels::families::batched_topk::BatchedTiers;
+    ///
+    /// assert_eq!(BatchedTiers::cluster_max_size(4), 262_144);
+    /// assert_eq!(BatchedTiers::cluster_max_size(8), 131_072);
+    /// ```
+    pub const fn cluster_max_size(key_bytes: u32) -> i64 {
+        let bytes = if key_bytes == 0 { 1 } else { key_bytes as i64 };
+        CLUSTER_CTAS as i64 * CLUSTER_KEY_BYTES / bytes
+    }
+
+    /// The tiers some segment may need, for keys of any width, when segment sizes lie in
+    /// `sizes` and `k` in `k` (closed intervals): the union of [`BatchedTiers::for_key_bounds`]
+    /// over the key widths. Usable in `const` context, so dispatch decides at compile time.
     pub const fn for_bounds(sizes: (i64, i64), k: (i64, i64)) -> BatchedTiers {
+        // The cluster bin grows and the multi-block bin shrinks with the cap, and the cap
+        // shrinks with the key width: 1-byte keys need the cluster tier whenever some width
+        // does, 8-byte keys the multi-block tier.
+        let narrow = BatchedTiers::for_key_bounds(1, sizes, k);
+        let wide = BatchedTiers::for_key_bounds(8, sizes, k);
+        BatchedTiers(narrow.0 | wide.0)
+    }
+
+    /// The tiers some segment of keys of `key_bytes` bytes may need when segment sizes lie in
+    /// `sizes` and `k` in `k` (closed intervals).
+    ///
+    /// ```
+    /// use oxicub_kernels::families::batched_topk::BatchedTiers;
+    ///
+    /// // Sparse attention, f32 scores: one cluster per query row.
+    /// let tiers = BatchedTiers::for_key_bounds(4, (131_072, 131_072), (2048, 2048));
+    /// assert_eq!(tiers, BatchedTiers::CLUSTER);
+    /// // k above the cluster tier's sort: the multi-block tier.
+    /// let tiers = BatchedTiers::for_key_bounds(4, (131_072, 131_072), (4096, 4096));
+    /// assert_eq!(tiers, BatchedTiers::LARGE);
+    /// ```
+    pub const fn for_key_bounds(key_bytes: u32, sizes: (i64, i64), k: (i64, i64)) -> BatchedTiers {
         let (size_min, size_max) = sizes;
         let (k_min, k_max) = k;
         let mut bits = 0;
@@ -158,10 +213,37 @@ impl BatchedTiers {
         if size_min <= SORT_CAP && outside_warp {
             bits |= 2;
         }
-        if size_max > SORT_CAP {
+        // Cluster: some size in (SORT_CAP, cap] with min(k, size) <= CLUSTER_MAX_K (no size
+        // in that range is at most CLUSTER_MAX_K, so k itself must be).
+        let cap = BatchedTiers::cluster_max_size(key_bytes);
+        let cluster_min = if size_min > SORT_CAP {
+            size_min
+        } else {
+            SORT_CAP + 1
+        };
+        let cluster = CLUSTER_TIER_ENABLED
+            && cluster_min <= size_max
+            && cluster_min <= cap
+            && k_min <= CLUSTER_MAX_K;
+        if cluster {
+            bits |= 8;
+        }
+        // Multi-block: some size above SORT_CAP outside the cluster bin.
+        let beyond_cluster = !CLUSTER_TIER_ENABLED || size_max > cap || k_max > CLUSTER_MAX_K;
+        if size_max > SORT_CAP && beyond_cluster {
             bits |= 4;
         }
         BatchedTiers(bits)
+    }
+
+    /// The set less `tier`.
+    pub const fn without(self, tier: BatchedTiers) -> BatchedTiers {
+        BatchedTiers(self.0 & !tier.0)
+    }
+
+    /// The tiers in either set.
+    pub const fn or(self, other: BatchedTiers) -> BatchedTiers {
+        BatchedTiers(self.0 | other.0)
     }
 
     /// The tiers in both sets.
@@ -199,11 +281,16 @@ pub enum BatchedKernel {
     Block,
     /// Several blocks per segment.
     Large,
+    /// A thread-block cluster per segment.
+    Cluster,
 }
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "batched_topk",
-    header: include_str!("../../cuda/batched_topk.cuh"),
+    header: concat!(
+        include_str!("../../cuda/batched_topk.cuh"),
+        include_str!("../../cuda/batched_topk_cluster.cuh")
+    ),
     params_name: BatchedTopKParams::CXX_NAME,
     params_declaration: BatchedTopKParams::cxx_declaration,
     template_args: &[
@@ -223,6 +310,9 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             Some(2) => sort,
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
+            // Two histograms, the warp totals, the pivot and the position counter (the keys,
+            // the sort and the index buffer are dynamic).
+            Some(4) => 2 * 4 * BINS + 4 * warps + 16,
             _ => 0,
         }
     },
@@ -246,6 +336,11 @@ impl KernelSpec {
             BatchedKernel::Warp { items } => (key, value_bytes, Tier::WarpPerSegment, 1, items, 0),
             BatchedKernel::Block => (key, value_bytes, Tier::BlockPerSegment, 2, 1, SORT_CAP),
             BatchedKernel::Large => (key, value_bytes, Tier::BlocksPerSegment, 3, 1, SORT_CAP),
+            BatchedKernel::Cluster => {
+                let tier = Tier::ClusterPerSegment { ctas: CLUSTER_CTAS };
+                let cap = CLUSTER_MAX_K;
+                (key, value_bytes, tier, 4, CLUSTER_CTAS, cap)
+            }
         };
         let mut consts = vec![
             ("TIER", code),
@@ -312,6 +407,10 @@ pub fn specs_for(
             BatchedKernel::Large,
         ));
     }
+    if tiers.contains(BatchedTiers::CLUSTER) {
+        let kernel = BatchedKernel::Cluster;
+        specs.push(KernelSpec::batched_topk(key, value_bytes, kernel));
+    }
     specs
 }
 
@@ -319,7 +418,7 @@ pub fn specs_for(
 /// tier (and each warp width).
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::batched_topk::specs().len(), 1 + 12 * 3 * 6);
+/// assert_eq!(oxicub_kernels::families::batched_topk::specs().len(), 1 + 12 * 3 * 7);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = vec![KernelSpec::batched_topk(
@@ -338,6 +437,7 @@ pub fn specs() -> Vec<KernelSpec> {
             }
             specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Block));
             specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Large));
+            specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Cluster));
         }
     }
     specs
@@ -628,7 +728,8 @@ pub fn batched_topk<K: RadixKey, V>(
         }
         return Ok(BatchedStatus { words: status });
     }
-    let large = plan.tiers.contains(BatchedTiers::LARGE);
+    let tiers = effective_tiers::<K>(runtime, &plan);
+    let large = tiers.contains(BatchedTiers::LARGE);
     // Sorted sets larger than a block sorts in shared memory are sorted in global memory.
     let global_sort = large && plan.sorted && plan.per_segment_max > SORT_CAP as u64;
     let sort_span = if global_sort {
@@ -655,6 +756,7 @@ pub fn batched_topk<K: RadixKey, V>(
         BatchedLayout::Listed { max_size, .. } => plan.size_bounds.1.min(max_size),
         _ => plan.size_bounds.1.min(num_keys),
     };
+    let cluster = cluster_layout::<K>(&plan, tiers, largest);
     let chunks = if large {
         largest.div_ceil(CHUNK_ITEMS).max(1)
     } else {
@@ -819,6 +921,9 @@ pub fn batched_topk<K: RadixKey, V>(
         warp_max_size: u64::from(plan.warp_items) * 32,
         warp_max_k: WARP_MAX_K as u64,
         block_max_size: SORT_CAP as u64,
+        cluster_max_size: cluster.max_size,
+        cluster_max_k: CLUSTER_MAX_K as u64,
+        cluster_index_offset: cluster.index_offset,
         chunks_per_segment: chunks,
         chunk_items: CHUNK_ITEMS,
         selected_stride,
@@ -830,7 +935,7 @@ pub fn batched_topk<K: RadixKey, V>(
         flags,
         direction_value,
         direction_mask: plan.direction_mask,
-        tiers: plan.tiers.0,
+        tiers: tiers.0,
         stage: STAGE_INIT,
         shift: 0,
         half: 0,
@@ -860,19 +965,31 @@ pub fn batched_topk<K: RadixKey, V>(
         launch(BatchedKernel::Control, 1, STAGE_FINALIZE, 0)?;
     }
     if plan.per_segment_max > 0 {
-        if plan.tiers.contains(BatchedTiers::WARP) {
+        if tiers.contains(BatchedTiers::WARP) {
             let kernel = BatchedKernel::Warp {
                 items: plan.warp_items,
             };
             launch(kernel, max_segments.saturating_mul(32), STAGE_SELECT, 0)?;
         }
-        if plan.tiers.contains(BatchedTiers::BLOCK) {
+        if tiers.contains(BatchedTiers::BLOCK) {
             launch(
                 BatchedKernel::Block,
                 max_segments.saturating_mul(threads),
                 STAGE_SELECT,
                 0,
             )?;
+        }
+        if tiers.contains(BatchedTiers::CLUSTER) {
+            // One cluster per segment (a grid-stride loop over segments beyond 65535).
+            let spec = KernelSpec::batched_topk(key, value_bytes, BatchedKernel::Cluster);
+            let loaded = runtime.kernel(&spec)?;
+            let clusters = max_segments.clamp(1, 65_535) as u32;
+            let params = BatchedTopKParams {
+                stage: STAGE_SELECT,
+                ..params
+            };
+            let grid = clusters * CLUSTER_CTAS;
+            runtime.launch_with_shared(stream, &loaded, grid, cluster.shared_bytes, params)?;
         }
         if large {
             // Grids over the large bin's positions (the kernels stride over what they find).
@@ -944,6 +1061,81 @@ fn direct_shape(plan: &BatchedTopKPlan<'_, '_>, num_keys: u64) -> bool {
     // The kernels hold these as signed 64-bit values.
     let small = size <= i64::MAX as u64 && k <= i64::MAX as u64;
     n > 0 && size_ok && k_ok && dir_ok && fits && small
+}
+
+/// The tiers a call runs on this device: `plan.tiers` less what the key width's bounds
+/// exclude; the cluster tier's segments go to the multi-block tier below sm_90 (no clusters).
+fn effective_tiers<K: RadixKey>(
+    runtime: &KernelRuntime,
+    plan: &BatchedTopKPlan<'_, '_>,
+) -> BatchedTiers {
+    let clamp = |v: u64| v.min(i64::MAX as u64) as i64;
+    let key_bytes = std::mem::size_of::<K>() as u32;
+    let sizes = (clamp(plan.size_bounds.0), clamp(plan.size_bounds.1));
+    let k = (clamp(plan.k_bounds.0), clamp(plan.k_bounds.1));
+    let mut tiers = plan
+        .tiers
+        .and(BatchedTiers::for_key_bounds(key_bytes, sizes, k));
+    // The width-independent bounds may have asked for the multi-block tier only because of
+    // wider keys; the width's own bounds decide. What the plan lacks is never added, except the
+    // multi-block tier standing in for the cluster tier.
+    if tiers.contains(BatchedTiers::CLUSTER) && runtime.facts().arch < crate::Arch::SM_90 {
+        tiers = tiers.without(BatchedTiers::CLUSTER).or(BatchedTiers::LARGE);
+    }
+    tiers
+}
+
+/// The cluster tier's launch shape: its segment cap and the dynamic shared memory per block
+/// (the keys of one chunk, or the sort's entries when larger, then the index buffer).
+struct ClusterLayout {
+    max_size: u64,
+    index_offset: u64,
+    shared_bytes: u32,
+}
+
+fn cluster_layout<K: RadixKey>(
+    plan: &BatchedTopKPlan<'_, '_>,
+    tiers: BatchedTiers,
+    largest: u64,
+) -> ClusterLayout {
+    if !tiers.contains(BatchedTiers::CLUSTER) {
+        return ClusterLayout {
+            max_size: 0,
+            index_offset: 0,
+            shared_bytes: 0,
+        };
+    }
+    let key_bytes = std::mem::size_of::<K>() as u64;
+    let max_size = BatchedTiers::cluster_max_size(key_bytes as u32) as u64;
+    // The largest segment a cluster may get (`largest`: the bound the layout allows); a
+    // uniform size is exact.
+    let largest = match plan.layout {
+        BatchedLayout::Strided {
+            sizes: PerSegmentOr::Uniform(size),
+            ..
+        } => size.min(largest),
+        _ => largest,
+    }
+    .min(max_size);
+    let vector = 16 / key_bytes;
+    let chunk = largest.div_ceil(u64::from(CLUSTER_CTAS)).div_ceil(vector) * vector;
+    let selected = plan.per_segment_max.min(CLUSTER_MAX_K as u64);
+    // Sorted output: CTA 0 sorts the selected (rank, index) entries in its key memory (one
+    // packed u64 each for keys of up to 32 bits, else a u64 rank and a u64 index) and keeps
+    // their indices in the buffer after it.
+    let (sort_bytes, index_bytes) = if plan.sorted {
+        let entry = if key_bytes <= 4 { 8 } else { 16 };
+        (selected.next_power_of_two() * entry, selected * 4)
+    } else {
+        (0, 0)
+    };
+    let index_offset = (chunk * key_bytes).max(sort_bytes).div_ceil(16) * 16;
+    let shared = (index_offset + index_bytes).max(16);
+    ClusterLayout {
+        max_size,
+        index_offset,
+        shared_bytes: u32::try_from(shared).unwrap_or(u32::MAX),
+    }
 }
 
 /// [`keep`] for a buffer that may not exist (pointer 0).
