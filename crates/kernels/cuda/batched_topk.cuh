@@ -13,9 +13,13 @@
 //   TIER 0 (control), stage FINALIZE  one thread: the offending value of the reported segment.
 //   TIER 1 (warp)                     one warp per segment: keys in registers (ITEMS per lane).
 //                                     Keys of up to 32 bits: a threshold (the k-th largest lane
-//                                     maximum), the few items at or above it ranked by counting
-//                                     in 32 shared-memory slots per warp (k rounds of redux max
-//                                     when more than 32); wider keys: k rounds of a warp arg-max
+//                                     maximum: a warp bitonic sort of the 32 lane maxima, or
+//                                     rounds of redux max for k <= 4), the few items at or above
+//                                     it appended to 32 shared-memory slots per warp and ranked
+//                                     by counting; the direct path loads a warp's next segment
+//                                     before ranking the current one. Segments with more than 32
+//                                     such items (ties) or a threshold of rank 0: k rounds of
+//                                     redux max, else (and wider keys) k rounds of a warp arg-max
 //                                     over (rank, tie-break index).
 //   TIER 2 (block)                    one block per segment: the segment's (rank, index) pairs
 //                                     bitonic-sorted in shared memory (SORT_CAP entries).
@@ -416,167 +420,162 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
 
 // ---- Tier 1: a warp per segment ----
 
-// Keys of at most 32 bits: lane l holds items l*ITEMS .. l*ITEMS+ITEMS-1 (one or two 16-byte
-// loads when the segment is full and aligned), ranks as u32 with 0 meaning "taken or absent";
-// each round is one redux.sync max, one ballot and one shuffle. Index order is (lane, slot)
-// order, so the lowest (highest) lane and slot holding the maximum is the item the tie-break
-// prefers. Returns false, having written nothing, when some key's rank is 0 (the lowest key of
-// the direction, e.g. -NaN with all bits set for max): the caller then takes the general path.
-template <class Key, int VALUE_BYTES, int ITEMS>
-__device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u64 seg, u64 begin,
-                                                  u64 size, u64 written, u32 dir) {
+// bt_rank of a key of at most 32 bits, except that a float NaN keeps a code of its own (above
+// the rank of +inf or below that of -inf, for either direction) rather than the one code every
+// NaN has: 3 instructions per key instead of 6. A segment with a NaN (detected per segment by
+// its highest and lowest rank) is canonicalised by bt_warp32_segment.
+template <class Key>
+__device__ __forceinline__ u32 bt_rank32_raw(typename Key::Bits raw, typename Key::Bits flip) {
     typedef typename Key::Bits Bits;
+    if constexpr (Key::KEY_KIND == KIND_FLOAT) {
+        constexpr int SHIFT = 32 - 8 * (int)sizeof(Bits);
+        // All ones for a negative key: the transform inverts it, else sets its sign bit.
+        const Bits negative = (Bits)((i32)((u32)raw << SHIFT) >> 31);
+        return (u32)(Bits)(raw ^ (Bits)((Bits)(negative | Key::SIGN) ^ flip));
+    } else {
+        return (u32)(Bits)(Key::to_radix(raw) ^ flip);
+    }
+}
+
+// Whether a segment of `size` keys at `src` is loaded with one or two vector loads per lane:
+// 4-byte keys, exactly 32 * ITEMS of them, aligned to the load.
+template <class Key, int ITEMS>
+__device__ __forceinline__ bool bt_warp_vector(const typename Key::Bits* src, u64 size) {
+    if constexpr (sizeof(typename Key::Bits) == 4 && (ITEMS % 4 == 0 || ITEMS == 2)) {
+        constexpr u64 ALIGN = ITEMS == 2 ? 8 : 16;
+        return size == 32ull * ITEMS && (((unsigned long long)src) & (ALIGN - 1)) == 0;
+    } else {
+        return false;
+    }
+}
+
+// Lane `lane`'s keys of a segment of `size` keys at `src`: items lane*ITEMS .. lane*ITEMS+ITEMS-1
+// as raw bits (absent items read as 0, and are never ranked). VECTOR: bt_warp_vector holds.
+template <class Key, int ITEMS, bool VECTOR>
+__device__ __forceinline__ void bt_warp_load(const typename Key::Bits* src, u32 size, u32 lane,
+                                             u32 (&raw)[ITEMS]) {
+    const u32 base = lane * (u32)ITEMS;
+    if constexpr (VECTOR && ITEMS == 2) {
+        const uint2 w = reinterpret_cast<const uint2*>(src + base)[0];
+        raw[0] = w.x;
+        raw[1] = w.y;
+    } else if constexpr (VECTOR) {
+#pragma unroll
+        for (int v = 0; v < ITEMS / 4; ++v) {
+            const uint4 w = reinterpret_cast<const uint4*>(src + base)[v];
+            raw[4 * v + 0] = w.x;
+            raw[4 * v + 1] = w.y;
+            raw[4 * v + 2] = w.z;
+            raw[4 * v + 3] = w.w;
+        }
+    } else {
+#pragma unroll
+        for (int t = 0; t < ITEMS; ++t) {
+            raw[t] = base + (u32)t < size ? (u32)src[base + (u32)t] : 0u;
+        }
+    }
+}
+
+// The warp tier's shared memory, one place for every instantiation of its functions: per warp
+// (at most 8 per block) 32 candidate entries and an append counter (0 between segments).
+struct BtWarpScratch {
+    u64 candidates[8][32];
+    u32 counter[8];
+};
+__device__ __forceinline__ BtWarpScratch& bt_warp_scratch() {
+    __shared__ __align__(16) BtWarpScratch scratch;
+    return scratch;
+}
+
+// Stores (order ^ T, rank) as one u64 at shared address `*at` and advances it by 8 when
+// rank >= threshold: predicated, not a branch per item (T a constant: the compiler would otherwise
+// hoist every item's order out of the segment loop, into registers it has not got).
+template <u32 T>
+__device__ __forceinline__ void bt_append_if(u32* at, u32 rank, u32 threshold, u32 order) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t.reg .b32 o;\n\t"
+        "setp.ge.u32 p, %1, %2;\n\t"
+        "xor.b32 o, %3, %4;\n\t"
+        "@p st.shared.v2.u32 [%0], {o, %1};\n\t"
+        "@p add.u32 %0, %0, 8;\n\t"
+        "}"
+        : "+r"(*at)
+        : "r"(rank), "r"(threshold), "r"(order), "n"(T)
+        : "memory");
+}
+
+// `v` of every lane sorted descending across the warp: lane i gets the (i+1)-th largest. A
+// bitonic network; in a block of `size` lanes sorted one way, the lower lane of each pair
+// keeps the maximum when the block sorts descending (its `size` bit clear: every block of the
+// last stage).
+__device__ __forceinline__ u32 bt_warp_sort_desc(u32 v, u32 lane) {
+#pragma unroll
+    for (u32 size = 2; size <= 32; size <<= 1) {
+#pragma unroll
+        for (u32 j = size >> 1; j > 0; j >>= 1) {
+            const u32 other = __shfl_xor_sync(0xFFFFFFFFu, v, (int)j);
+            const bool keep_max = ((lane & j) == 0) == ((lane & size) == 0);
+            v = keep_max ? max(v, other) : min(v, other);
+        }
+    }
+    return v;
+}
+
+// pos + 1 when x > own, else pos (a predicated add, not a select and an add).
+__device__ __forceinline__ u32 bt_count_above(u32 pos, u64 x, u64 own) {
+    asm("{\n\t.reg .pred p;\n\t"
+        "setp.gt.u64 p, %1, %2;\n\t"
+        "@p add.u32 %0, %0, 1;\n\t"
+        "}"
+        : "+r"(pos)
+        : "l"(x), "l"(own));
+    return pos;
+}
+
+__device__ __forceinline__ u32 bt_warp_max(u32 x) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(0xFFFFFFFFu, x);
+#else
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        x = max(x, __shfl_xor_sync(0xFFFFFFFFu, x, offset));
+    }
+    return x;
+#endif
+}
+
+__device__ __forceinline__ u32 bt_warp_sum(u32 x) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(0xFFFFFFFFu, x);
+#else
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        x += __shfl_xor_sync(0xFFFFFFFFu, x, offset);
+    }
+    return x;
+#endif
+}
+
+// `written` rounds of a warp arg-max over 32-bit ranks (0 = taken or absent): one redux.sync
+// max, one ballot and one shuffle per round. Index order is (lane, slot) order, so the lowest
+// (highest) lane and slot holding the maximum is the item the tie-break prefers. Every rank of
+// the top `written` must be above 0.
+template <class Key, int VALUE_BYTES, int ITEMS>
+__device__ __forceinline__ void bt_warp32_rounds(const BatchedTopKParams& p, u64 seg, u64 begin,
+                                                 u32 written, u32 (&rank)[ITEMS]) {
     const u32 FULL = 0xFFFFFFFFu;
     const u32 lane = threadIdx.x & 31u;
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
     const bool stable = (p.flags & BT_STABLE) != 0;
-    const Bits* src = reinterpret_cast<const Bits*>(p.keys) + begin;
-    const u32 base = lane * (u32)ITEMS;
-    u32 rank[ITEMS];
-    bool zero = false;
-    bool vector = false;
-    if constexpr (sizeof(Bits) == 4 && (ITEMS % 4 == 0 || ITEMS == 2)) {
-        constexpr u64 ALIGN = ITEMS == 2 ? 8 : 16;
-        vector = size == 32ull * ITEMS && (((unsigned long long)src) & (ALIGN - 1)) == 0;
-        if (vector) {
-            if constexpr (ITEMS == 2) {
-                const uint2 w = reinterpret_cast<const uint2*>(src + base)[0];
-                rank[0] = (u32)bt_rank<Key>((Bits)w.x, dir);
-                rank[1] = (u32)bt_rank<Key>((Bits)w.y, dir);
-            } else {
-#pragma unroll
-                for (int v = 0; v < ITEMS / 4; ++v) {
-                    const uint4 w = reinterpret_cast<const uint4*>(src + base)[v];
-                    rank[4 * v + 0] = (u32)bt_rank<Key>((Bits)w.x, dir);
-                    rank[4 * v + 1] = (u32)bt_rank<Key>((Bits)w.y, dir);
-                    rank[4 * v + 2] = (u32)bt_rank<Key>((Bits)w.z, dir);
-                    rank[4 * v + 3] = (u32)bt_rank<Key>((Bits)w.w, dir);
-                }
-            }
-#pragma unroll
-            for (int t = 0; t < ITEMS; ++t) {
-                zero |= rank[t] == 0;
-            }
-        }
-    }
-    if (!vector) {
-#pragma unroll
-        for (int t = 0; t < ITEMS; ++t) {
-            const u64 j = (u64)base + (u64)t;
-            rank[t] = 0;
-            if (j < size) {
-                rank[t] = (u32)bt_rank<Key>(src[j], dir);
-                zero |= rank[t] == 0;
-            }
-        }
-    }
-    if (__any_sync(FULL, zero)) {
-        return false;
-    }
-    // Every item of the top `written` is at or above the written-th largest lane maximum (the
-    // `written` best lane maxima are that many items at or above it). The items at or above
-    // it (a few more than `written` on most data) are ranked against each other in shared
-    // memory: (rank << 32 | index as the tie-break prefers) is one u64, larger = better.
-    {
-        u32 m = rank[0];
-#pragma unroll
-        for (int t = 1; t < ITEMS; ++t) {
-            m = max(m, rank[t]);
-        }
-        u32 threshold = 0;
-        for (u32 round = 0; (u64)round < written; ++round) {
-#if __CUDA_ARCH__ >= 800
-            threshold = __reduce_max_sync(FULL, m);
-#else
-            threshold = m;
-#pragma unroll
-            for (int offset = 16; offset > 0; offset >>= 1) {
-                threshold = max(threshold, __shfl_xor_sync(FULL, threshold, offset));
-            }
-#endif
-            const u32 holders = __ballot_sync(FULL, m == threshold);
-            if (lane == (u32)__ffs(holders) - 1u) {
-                m = 0;
-            }
-        }
-        u32 mine = 0;
-#pragma unroll
-        for (int t = 0; t < ITEMS; ++t) {
-            mine += (rank[t] != 0 && rank[t] >= threshold) ? 1u : 0u;
-        }
-        u32 total = mine;
-#pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1) {
-            total += __shfl_xor_sync(FULL, total, offset);
-        }
-        if (total <= 32u) {
-            __shared__ u64 candidates_all[8 * 32];  // one warp's 32 entries per warp (<= 8 warps)
-            u64* candidates = candidates_all + 32u * ((threadIdx.x >> 5) & 7u);
-            u32 at = mine;
-#pragma unroll
-            for (int offset = 1; offset < 32; offset <<= 1) {
-                const u32 y = __shfl_up_sync(FULL, at, offset);
-                at += lane >= (u32)offset ? y : 0u;
-            }
-            at -= mine;
-#pragma unroll
-            for (int t = 0; t < ITEMS; ++t) {
-                if (rank[t] != 0 && rank[t] >= threshold) {
-                    const u32 index = base + (u32)t;
-                    const u32 order = prefer_larger ? index : ~index;
-                    candidates[at++] = ((u64)rank[t] << 32) | (u64)order;
-                }
-            }
-            __syncwarp();
-            u64 own = 0;
-            u32 pos = 32;
-            if (lane < total) {
-                own = candidates[lane];
-                pos = 0;
-                for (u32 q = 0; q < total; ++q) {
-                    pos += candidates[q] > own ? 1u : 0u;
-                }
-            }
-            const u32 own_rank = (u32)(own >> 32);
-            const u32 own_index = prefer_larger ? (u32)own : ~(u32)own;
-            u32 out_slot = pos;
-            if (stable && prefer_larger) {
-                // The selected items (at or above the written-th best) by key, then index.
-                const u32 cut_lane = (u32)__ffs(__ballot_sync(FULL, pos + 1u == (u32)written)) - 1u;
-                const u64 cut = __shfl_sync(FULL, own, (int)cut_lane);
-                out_slot = 0;
-                for (u32 q = 0; q < total; ++q) {
-                    const u64 other = candidates[q];
-                    const u32 other_rank = (u32)(other >> 32);
-                    const u32 other_index = (u32)other;  // prefer_larger: the index itself
-                    out_slot += (other >= cut && (other_rank > own_rank ||
-                                 (other_rank == own_rank && other_index < own_index))) ? 1u : 0u;
-                }
-            }
-            if ((u64)pos < written) {
-                bt_write<Key, VALUE_BYTES>(p, begin, (u64)own_index, seg * p.out_stride + out_slot);
-            }
-            __syncwarp();  // the entries are reused by the warp's next segment
-            return true;
-        }
-    }
     u32 kept_rank = 0;
     u32 kept_index = 0;
-    for (u32 round = 0; (u64)round < written; ++round) {
+    for (u32 round = 0; round < written; ++round) {
         u32 m = rank[0];
 #pragma unroll
         for (int t = 1; t < ITEMS; ++t) {
             m = max(m, rank[t]);
         }
-#if __CUDA_ARCH__ >= 800
-        const u32 best = __reduce_max_sync(FULL, m);
-#else
-        u32 best = m;
-#pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1) {
-            best = max(best, __shfl_xor_sync(FULL, best, offset));
-        }
-#endif
+        const u32 best = bt_warp_max(m);
         const u32 holders = __ballot_sync(FULL, m == best);
         const u32 winner = prefer_larger ? 31u - (u32)__clz(holders) : (u32)__ffs(holders) - 1u;
         u32 slot = 0;
@@ -608,7 +607,7 @@ __device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u6
     u32 out_slot = lane;
     if (stable && prefer_larger) {
         out_slot = 0;
-        for (u32 q = 0; (u64)q < written; ++q) {
+        for (u32 q = 0; q < written; ++q) {
             const u32 other_rank = __shfl_sync(FULL, kept_rank, (int)q);
             const u32 other_index = __shfl_sync(FULL, kept_index, (int)q);
             if (other_rank > kept_rank || (other_rank == kept_rank && other_index < kept_index)) {
@@ -616,10 +615,314 @@ __device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u6
             }
         }
     }
-    if ((u64)lane < written) {
+    if (lane < written) {
         bt_write<Key, VALUE_BYTES>(p, begin, (u64)kept_index, seg * p.out_stride + out_slot);
     }
+}
+
+// Keys of at most 32 bits (raw bits in `raw`, lane l holding items l*ITEMS ..; FULL: all
+// 32 * ITEMS present). Every item of the top `written` is at or above the written-th largest
+// lane maximum (the `written` best lane maxima are that many items at or above it), found by
+// rounds of redux max that retire every lane holding the maximum at once. The items at or
+// above it (a few more than `written` on most data) are ranked against each other by counting
+// in 32 shared-memory slots per warp: (rank << 32 | index as the tie-break prefers) is one
+// u64, larger = better. Returns false, having written nothing, when that threshold is rank 0
+// (fewer than `written` lanes hold an item above the lowest rank, so absent items would
+// count) or more than 32 items are at or above it (ties): the caller then takes
+// bt_warp32_slow. No call in here: a call would make the compiler keep the caller's live
+// values (the next segment's keys) in local memory around it.
+template <class Key, int VALUE_BYTES, int ITEMS, bool FULL_SEGMENT>
+__device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u64 seg, u64 begin,
+                                                  u32 size, u32 written, u32 dir,
+                                                  const u32 (&raw)[ITEMS]) {
+    typedef typename Key::Bits Bits;
+    const u32 FULL = 0xFFFFFFFFu;
+    const u32 lane = threadIdx.x & 31u;
+    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
+    const bool stable = (p.flags & BT_STABLE) != 0;
+    const u32 base = lane * (u32)ITEMS;
+    const Bits flip = dir ? (Bits)~(Bits)0 : (Bits)0;
+    u32 rank[ITEMS];
+    u32 m = 0;
+#pragma unroll
+    for (int t = 0; t < ITEMS; ++t) {
+        const bool present = FULL_SEGMENT || base + (u32)t < size;
+        rank[t] = present ? bt_rank32_raw<Key>((Bits)raw[t], flip) : 0u;
+        m = max(m, rank[t]);
+    }
+    if constexpr (Key::KEY_KIND == KIND_FLOAT) {
+        // Ranks above HI or below LO are NaNs (either direction: LO = ~HI).
+        constexpr u32 HI = (u32)(Bits)(Key::INF | Key::SIGN);
+        constexpr u32 LO = (u32)(Bits)~(Bits)HI;
+        u32 low = ~0u;
+#pragma unroll
+        for (int t = 0; t < ITEMS; ++t) {
+            const bool present = FULL_SEGMENT || base + (u32)t < size;
+            low = min(low, present ? rank[t] : ~0u);
+        }
+        if (__any_sync(FULL, m > HI || low < LO)) {
+            // Every NaN ranks as the one code bt_rank gives it (ties among NaNs by index).
+            const u32 nan_rank = (u32)(Bits)~flip;
+            m = 0;
+#pragma unroll
+            for (int t = 0; t < ITEMS; ++t) {
+                const bool present = FULL_SEGMENT || base + (u32)t < size;
+                if (present && (rank[t] > HI || rank[t] < LO)) {
+                    rank[t] = nan_rank;
+                }
+                m = max(m, rank[t]);
+            }
+        }
+    }
+    u32 threshold;
+    if (written <= 4u) {
+        // Rounds of redux max, each retiring every lane that holds the maximum (ties count
+        // once per lane): ~11 instructions a round.
+        u32 top = m;
+        i32 left = (i32)written;
+        do {
+            threshold = bt_warp_max(top);
+            const bool holder = top == threshold;
+            left -= __popc(__ballot_sync(FULL, holder));
+            top = holder ? 0u : top;
+        } while (left > 0);
+    } else {
+        // The lane maxima sorted best first across the warp (15 steps of one shuffle and one
+        // min or max): cheaper than 5 or more rounds.
+        threshold = __shfl_sync(FULL, bt_warp_sort_desc(m, lane), (int)written - 1);
+    }
+    if (threshold == 0) {
+        return false;  // warp-uniform
+    }
+    u32 mine = 0;
+#pragma unroll
+    for (int t = 0; t < ITEMS; ++t) {
+        mine += rank[t] >= threshold ? 1u : 0u;  // absent items rank 0
+    }
+    const u32 total = bt_warp_sum(mine);
+    if (total > 32u) {
+        return false;  // warp-uniform
+    }
+    // Each lane appends its candidates at a place taken from the warp's counter: in no fixed
+    // order, which the ranking below does not need (it compares values, all distinct).
+    BtWarpScratch& scratch = bt_warp_scratch();
+    const u32 warp = (threadIdx.x >> 5) & 7u;
+    u64* candidates = scratch.candidates[warp];
+    const u32 first = atomicAdd(&scratch.counter[warp], mine);
+    u32 at = (u32)__cvta_generic_to_shared(candidates + first);
+    const u32 order_flip = prefer_larger ? 0u : ~0u;
+    // Item t's order is (base + t) ^ order_flip = (base ^ order_flip) ^ t (base is a multiple
+    // of ITEMS, a power of two).
+    const u32 order_base = base ^ order_flip;
+    bt_append_if<0>(&at, rank[0], threshold, order_base);
+    if constexpr (ITEMS > 1) {
+        bt_append_if<1>(&at, rank[1], threshold, order_base);
+    }
+    if constexpr (ITEMS > 2) {
+        bt_append_if<2>(&at, rank[2], threshold, order_base);
+        bt_append_if<3>(&at, rank[3], threshold, order_base);
+    }
+    if constexpr (ITEMS > 4) {
+        bt_append_if<4>(&at, rank[4], threshold, order_base);
+        bt_append_if<5>(&at, rank[5], threshold, order_base);
+        bt_append_if<6>(&at, rank[6], threshold, order_base);
+        bt_append_if<7>(&at, rank[7], threshold, order_base);
+    }
+    // The ranking below reads 4 entries at a time: zeros up to a multiple of 4 rank below
+    // every candidate (whose rank is at least threshold > 0).
+    const u32 padded = (total + 3u) & ~3u;
+    if (lane >= total && lane < padded) {
+        candidates[lane] = 0;
+    }
+    __syncwarp();
+    if (lane == 0) {
+        scratch.counter[warp] = 0;  // every lane's atomicAdd has returned
+    }
+    const u64 own = candidates[lane];
+    u32 pos = 0;
+#pragma unroll 1
+    for (u32 q = 0; q < padded; q += 4) {
+        const ulonglong2 a = reinterpret_cast<const ulonglong2*>(candidates + q)[0];
+        const ulonglong2 b = reinterpret_cast<const ulonglong2*>(candidates + q)[1];
+        pos = bt_count_above(pos, a.x, own);
+        pos = bt_count_above(pos, a.y, own);
+        pos = bt_count_above(pos, b.x, own);
+        pos = bt_count_above(pos, b.y, own);
+    }
+    pos = lane < total ? pos : 32u;
+    const u32 own_rank = (u32)(own >> 32);
+    const u32 own_index = (u32)own ^ order_flip;
+    u32 out_slot = pos;
+    if (stable && prefer_larger) {
+        // The selected items (at or above the written-th best) by key, then index.
+        const u32 cut_lane = (u32)__ffs(__ballot_sync(FULL, pos + 1u == written)) - 1u;
+        const u64 cut = __shfl_sync(FULL, own, (int)cut_lane);
+        out_slot = 0;
+        for (u32 q = 0; q < total; ++q) {
+            const u64 other = candidates[q];
+            const u32 other_rank = (u32)(other >> 32);
+            const u32 other_index = (u32)other;  // prefer_larger: the index itself
+            out_slot += (other >= cut && (other_rank > own_rank ||
+                         (other_rank == own_rank && other_index < own_index))) ? 1u : 0u;
+        }
+    }
+    if (pos < written) {
+        bt_write<Key, VALUE_BYTES>(p, begin, (u64)own_index, seg * p.out_stride + out_slot);
+    }
+    __syncwarp();  // the entries are reused by the warp's next segment
     return true;
+}
+
+// Any key type: `written` rounds of a warp arg-max over (u64 rank, index), keys strided over
+// the lanes (j = lane + 32t). Wider keys, and the segments bt_warp32_slow gets.
+template <class Key, int VALUE_BYTES, int ITEMS>
+__device__ __forceinline__ void bt_warp_general(const BatchedTopKParams& p, u64 seg, u64 begin,
+                                                u64 size, u64 written, u32 dir) {
+    const u32 lane = threadIdx.x & 31u;
+    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
+    const bool stable = (p.flags & BT_STABLE) != 0;
+    const typename Key::Bits* keys = reinterpret_cast<const typename Key::Bits*>(p.keys);
+    u64 rank[ITEMS];
+    u32 alive = 0;
+#pragma unroll
+    for (int t = 0; t < ITEMS; ++t) {
+        const u64 j = (u64)lane + 32ull * (u64)t;
+        rank[t] = 0;
+        if (j < size) {
+            rank[t] = bt_rank<Key>(keys[begin + j], dir);
+            alive |= 1u << t;
+        }
+    }
+    u64 kept_rank = 0;
+    u64 kept_index = BT_PAD;
+    for (u64 round = 0; round < written; ++round) {
+        u64 best_rank = 0;
+        u64 best_index = BT_PAD;
+#pragma unroll
+        for (int t = 0; t < ITEMS; ++t) {
+            const u64 j = (u64)lane + 32ull * (u64)t;
+            if (((alive >> t) & 1u) && bt_better(rank[t], j, best_rank, best_index, prefer_larger)) {
+                best_rank = rank[t];
+                best_index = j;
+            }
+        }
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            const u64 other_rank = __shfl_xor_sync(0xFFFFFFFFu, best_rank, offset);
+            const u64 other_index = __shfl_xor_sync(0xFFFFFFFFu, best_index, offset);
+            if (bt_better(other_rank, other_index, best_rank, best_index, prefer_larger)) {
+                best_rank = other_rank;
+                best_index = other_index;
+            }
+        }
+        // Every lane holds the same winner (a strict total order over distinct indices).
+        if (best_index != BT_PAD && (best_index & 31u) == lane) {
+            alive &= ~(1u << (u32)(best_index >> 5));
+        }
+        if (round == lane) {
+            kept_rank = best_rank;
+            kept_index = best_index;
+        }
+    }
+    // Lane r holds the r-th item in selection order (best first, ties as the tie-break
+    // prefers): already sorted by key. A stable order puts equal keys by index.
+    u64 slot = lane;
+    if (stable && prefer_larger) {
+        slot = 0;
+        for (u64 q = 0; q < written; ++q) {
+            const u64 other_rank = __shfl_sync(0xFFFFFFFFu, kept_rank, (int)q);
+            const u64 other_index = __shfl_sync(0xFFFFFFFFu, kept_index, (int)q);
+            if (other_rank > kept_rank || (other_rank == kept_rank && other_index < kept_index)) {
+                ++slot;
+            }
+        }
+    }
+    if ((u64)lane < written) {
+        bt_write<Key, VALUE_BYTES>(p, begin, kept_index, seg * p.out_stride + slot);
+    }
+}
+
+// The segments bt_warp32_segment declines (keys of at most 32 bits): the 32-bit rounds when
+// at least `written` items rank above 0 (many ties at the threshold), else the general path.
+template <class Key, int VALUE_BYTES, int ITEMS>
+__device__ __forceinline__ void bt_warp32_slow(const BatchedTopKParams& p, u64 seg, u64 begin,
+                                               u32 size, u32 written, u32 dir) {
+    const u32 lane = threadIdx.x & 31u;
+    const typename Key::Bits* src = reinterpret_cast<const typename Key::Bits*>(p.keys) + begin;
+    u32 rank[ITEMS];
+    u32 nonzero = 0;
+#pragma unroll
+    for (int t = 0; t < ITEMS; ++t) {
+        const u32 j = lane * (u32)ITEMS + (u32)t;
+        rank[t] = j < size ? (u32)bt_rank<Key>(src[j], dir) : 0u;
+        nonzero += rank[t] != 0 ? 1u : 0u;
+    }
+    if (bt_warp_sum(nonzero) >= written) {
+        bt_warp32_rounds<Key, VALUE_BYTES, ITEMS>(p, seg, begin, written, rank);
+    } else {
+        bt_warp_general<Key, VALUE_BYTES, ITEMS>(p, seg, begin, size, written, dir);
+    }
+}
+
+// The direct path (every segment alike, checked on the host) for keys of at most 32 bits,
+// segment numbers and the stride below 2^32 (checked by the caller), so the loop state is
+// 32-bit: the bin, size, k, direction and load width are decided once, and each warp loads
+// its next segment's keys before ranking the current one (two buffers in turn), so the loads
+// of one segment are in flight while the warp works on the previous one. The segments the
+// fast path declines are marked in a mask and done after each run of 32, outside the loop
+// that holds the next segment's keys in registers.
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int ITEMS, bool VECTOR>
+__device__ __forceinline__ void bt_warp_direct(const BatchedTopKParams& p, u32 size, u32 written) {
+    typedef typename Key::Bits Bits;
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warps = gridDim.x * (BLOCK_THREADS / 32);
+    const u32 count = (u32)p.num_segments;
+    const u32 stride = (u32)p.stride;
+    const u32 dir = p.direction_value;
+    const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+    for (u32 run = blockIdx.x * (BLOCK_THREADS / 32) + (threadIdx.x >> 5); run < count;
+         run += 32 * warps) {
+        const u32 end = count - run > 32 * warps ? run + 32 * warps : count;
+        u32 declined = 0;
+        u32 bit = 1;
+        u32 seg = run;
+        u32 a[ITEMS];
+        u32 b[ITEMS];
+        bt_warp_load<Key, ITEMS, VECTOR>(keys + (u64)seg * stride, size, lane, a);
+        while (true) {
+            bool more = seg + warps < end;
+            if (more) {
+                bt_warp_load<Key, ITEMS, VECTOR>(keys + (u64)(seg + warps) * stride, size, lane, b);
+            }
+            if (!bt_warp32_segment<Key, VALUE_BYTES, ITEMS, VECTOR>(p, seg, (u64)seg * stride,
+                                                                    size, written, dir, a)) {
+                declined |= bit;
+            }
+            bit <<= 1;
+            seg += warps;
+            if (!more) {
+                break;
+            }
+            more = seg + warps < end;
+            if (more) {
+                bt_warp_load<Key, ITEMS, VECTOR>(keys + (u64)(seg + warps) * stride, size, lane, a);
+            }
+            if (!bt_warp32_segment<Key, VALUE_BYTES, ITEMS, VECTOR>(p, seg, (u64)seg * stride,
+                                                                    size, written, dir, b)) {
+                declined |= bit;
+            }
+            bit <<= 1;
+            seg += warps;
+            if (!more) {
+                break;
+            }
+        }
+        while (declined != 0) {  // warp-uniform
+            const u32 at = run + (u32)(__ffs(declined) - 1) * warps;
+            declined &= declined - 1;
+            bt_warp32_slow<Key, VALUE_BYTES, ITEMS>(p, at, (u64)at * stride, size, written, dir);
+        }
+    }
 }
 
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int ITEMS>
@@ -628,9 +931,34 @@ __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
     const u32 lane = threadIdx.x & 31u;
     const u64 warps_per_block = BLOCK_THREADS / 32;
     const u64 total_warps = (u64)gridDim.x * warps_per_block;
-    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
-    const bool stable = (p.flags & BT_STABLE) != 0;
     const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+    if constexpr (sizeof(Bits) <= 4) {
+        if (lane == 0) {
+            bt_warp_scratch().counter[(threadIdx.x >> 5) & 7u] = 0;
+        }
+        __syncwarp();
+        const u64 warps = total_warps;
+        if ((p.flags & BT_DIRECT) && p.stride <= 0xFFFFFFFFull && warps <= 0xFFFFFFull &&
+            p.num_segments <= 0xFFFFFFFFull - 32 * warps) {
+            const u64 size = p.size_value;
+            const u64 written = p.k_value < size ? p.k_value : size;
+            if (written == 0 || bt_bin(p, size, written) != BT_TIER_WARP) {
+                return;
+            }
+            // Every segment's start is keys + seg * stride: aligned when the first and the
+            // stride are.
+            const u64 stride_bytes = p.stride * sizeof(Bits);
+            if (bt_warp_vector<Key, ITEMS>(keys, size) &&
+                (stride_bytes & (ITEMS == 2 ? 7u : 15u)) == 0) {
+                bt_warp_direct<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS, true>(p, (u32)size,
+                                                                              (u32)written);
+            } else {
+                bt_warp_direct<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS, false>(p, (u32)size,
+                                                                               (u32)written);
+            }
+            return;
+        }
+    }
     const u64 count = bt_bin_count(p, BT_TIER_WARP);
     for (u64 at = (u64)blockIdx.x * warps_per_block + (threadIdx.x >> 5); at < count;
          at += total_warps) {
@@ -641,67 +969,24 @@ __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
             continue;  // warp-uniform: every lane reads the same descriptor
         }
         if constexpr (sizeof(Bits) <= 4) {
-            if (bt_warp32_segment<Key, VALUE_BYTES, ITEMS>(p, seg, begin, size, written, dir)) {
-                continue;  // warp-uniform
+            const Bits* src = keys + begin;
+            u32 raw[ITEMS];
+            bool done;
+            if (bt_warp_vector<Key, ITEMS>(src, size)) {
+                bt_warp_load<Key, ITEMS, true>(src, (u32)size, lane, raw);
+                done = bt_warp32_segment<Key, VALUE_BYTES, ITEMS, true>(p, seg, begin, (u32)size,
+                                                                       (u32)written, dir, raw);
+            } else {
+                bt_warp_load<Key, ITEMS, false>(src, (u32)size, lane, raw);
+                done = bt_warp32_segment<Key, VALUE_BYTES, ITEMS, false>(p, seg, begin, (u32)size,
+                                                                        (u32)written, dir, raw);
             }
-        }
-        u64 rank[ITEMS];
-        u32 alive = 0;
-#pragma unroll
-        for (int t = 0; t < ITEMS; ++t) {
-            const u64 j = (u64)lane + 32ull * (u64)t;
-            rank[t] = 0;
-            if (j < size) {
-                rank[t] = bt_rank<Key>(keys[begin + j], dir);
-                alive |= 1u << t;
+            if (!done) {
+                bt_warp32_slow<Key, VALUE_BYTES, ITEMS>(p, seg, begin, (u32)size, (u32)written,
+                                                        dir);
             }
-        }
-        u64 kept_rank = 0;
-        u64 kept_index = BT_PAD;
-        for (u64 round = 0; round < written; ++round) {
-            u64 best_rank = 0;
-            u64 best_index = BT_PAD;
-#pragma unroll
-            for (int t = 0; t < ITEMS; ++t) {
-                const u64 j = (u64)lane + 32ull * (u64)t;
-                if (((alive >> t) & 1u) && bt_better(rank[t], j, best_rank, best_index, prefer_larger)) {
-                    best_rank = rank[t];
-                    best_index = j;
-                }
-            }
-#pragma unroll
-            for (int offset = 16; offset > 0; offset >>= 1) {
-                const u64 other_rank = __shfl_xor_sync(0xFFFFFFFFu, best_rank, offset);
-                const u64 other_index = __shfl_xor_sync(0xFFFFFFFFu, best_index, offset);
-                if (bt_better(other_rank, other_index, best_rank, best_index, prefer_larger)) {
-                    best_rank = other_rank;
-                    best_index = other_index;
-                }
-            }
-            // Every lane holds the same winner (a strict total order over distinct indices).
-            if (best_index != BT_PAD && (best_index & 31u) == lane) {
-                alive &= ~(1u << (u32)(best_index >> 5));
-            }
-            if (round == lane) {
-                kept_rank = best_rank;
-                kept_index = best_index;
-            }
-        }
-        // Lane r holds the r-th item in selection order (best first, ties as the tie-break
-        // prefers): already sorted by key. A stable order puts equal keys by index.
-        u64 slot = lane;
-        if (stable && prefer_larger) {
-            slot = 0;
-            for (u64 q = 0; q < written; ++q) {
-                const u64 other_rank = __shfl_sync(0xFFFFFFFFu, kept_rank, (int)q);
-                const u64 other_index = __shfl_sync(0xFFFFFFFFu, kept_index, (int)q);
-                if (other_rank > kept_rank || (other_rank == kept_rank && other_index < kept_index)) {
-                    ++slot;
-                }
-            }
-        }
-        if ((u64)lane < written) {
-            bt_write<Key, VALUE_BYTES>(p, begin, kept_index, seg * p.out_stride + slot);
+        } else {
+            bt_warp_general<Key, VALUE_BYTES, ITEMS>(p, seg, begin, size, written, dir);
         }
     }
 }
@@ -1279,7 +1564,8 @@ __device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
     if constexpr (TIER == 0) {
         bt_control(params, BLOCK_THREADS);
     } else if constexpr (TIER == 1) {
-        static_assert(ITEMS >= 1 && ITEMS <= 32, "warp tier: ITEMS per lane");
+        static_assert(ITEMS == 1 || ITEMS == 2 || ITEMS == 4 || ITEMS == 8,
+                      "warp tier: ITEMS per lane");
         static_assert(BLOCK_THREADS <= 256, "warp tier: candidates for at most 8 warps");
         bt_warp<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS>(params);
     } else if constexpr (TIER == 2) {

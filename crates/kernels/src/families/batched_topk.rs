@@ -82,6 +82,8 @@ kernel_params! {
 pub const BLOCK_THREADS: u32 = 256;
 /// The largest segment the warp tier takes (8 keys per lane).
 pub const WARP_MAX_SIZE: i64 = 256;
+/// Resident blocks per SM the warp tier's entry point asks the compiler for.
+const WARP_MIN_BLOCKS_PER_SM: i64 = 4;
 /// The largest `k` the warp tier takes (one selected item per lane).
 pub const WARP_MAX_K: i64 = 32;
 /// The largest segment the block tier takes, and the most items a block sorts in shared
@@ -310,7 +312,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         let sort = 16 * spec.constant("SORT_CAP").unwrap_or(0).max(0) as u64;
         let warps = u64::from(spec.block_threads) / 32;
         match spec.constant("TIER") {
-            Some(1) => 8 * 32 * 8, // the warp tier's candidates: 32 u64 per warp, 8 warps
+            // The warp tier's candidates (32 u64 per warp) and append counters, 8 warps.
+            Some(1) => 8 * 32 * 8 + 8 * 4,
             Some(2) => sort,
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
@@ -352,6 +355,12 @@ impl KernelSpec {
             ("ITEMS", i64::from(items)),
             ("SORT_CAP", sort_cap),
         ];
+        if code == 1 {
+            // The warp tier: at most 64 registers per thread (4 blocks of 256 resident per SM).
+            // H200, [65536x256] k=8: 4 blocks 0.0369 ms, 5 (48 registers, spills) 0.0383,
+            // 6 (40) 0.0477, 8 (32) 0.064; without a bound the compiler takes 80-120.
+            consts.push(("MIN_BLOCKS", WARP_MIN_BLOCKS_PER_SM));
+        }
         if matches!(kernel, BatchedKernel::Cluster) {
             // 4 blocks per SM (at most 64 registers): [64x131072] is 512 blocks, one wave on
             // 132 SMs only at 4 per SM (4-byte keys, sorted: 48 KiB of shared memory each).
