@@ -19,11 +19,15 @@
 //      and the boundary items when all are kept, take output positions from a counter in
 //      CTA 0 (remote atomics, warp-aggregated); exact ties at the k-th key are ranked in
 //      index order (the boundary counts of the lower CTAs, then a block scan).
-//   4. Unsorted output is written by every CTA at those positions. Sorted output: the selected
-//      (index, rank) pairs go to CTA 0's buffers; CTA 0 sorts them (rank desc, index asc).
+//   4. Unsorted output is written by every CTA at those positions. Sorted output (version c4:
+//      the sort spread over the cluster): each CTA keeps its own selected (index, rank) pairs in
+//      its buffers and sorts them (rank desc, index asc) in its dead candidate memory; an
+//      item's output position is its place in its own CTA's sorted list plus, per other CTA,
+//      the number of better items there (a binary search through distributed shared memory,
+//      the searches of all CTAs interleaved).
 //
 // Dynamic shared memory per CTA (sized by the host): [candidates: cluster_candidates ranks,
-// then as many u32 indices; CTA 0's sort region aliases it] [index buffer: u32 per selected
+// then as many u32 indices; the CTA's sort region aliases it] [index buffer: u32 per selected
 // item, at cluster_index_offset] [rank buffer: a rank per selected item, at
 // cluster_rank_offset]. Index math within a segment is 32-bit (the host caps segments at
 // cluster_max_size < 2^32).
@@ -69,6 +73,12 @@ __device__ __forceinline__ u32 bt_remote(const void* p, u32 rank) {
 __device__ __forceinline__ u32 bt_remote_load_u32(u32 addr) {
     u32 v;
     asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ u64 bt_remote_load_u64(u32 addr) {
+    u64 v;
+    asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(addr) : "memory");
     return v;
 }
 
@@ -181,6 +191,7 @@ struct BtClusterState {
     u32 pivot_count;
     u32 position_counter;  // CTA 0's: the next unordered output position
     u32 candidates;        // this CTA's candidate count, read by the cluster
+    u32 selected;          // sorted output: this CTA's selected items, read by the cluster
 };
 
 // Where an MSB-first radix select stopped: the items with (rank & mask) > prefix are taken,
@@ -301,7 +312,8 @@ __device__ __forceinline__ BtSelection<R> bt_cluster_select(const Items& items, 
 }
 
 // Writes the selected items of this CTA: unsorted output straight to the output, sorted
-// output as (index, rank) into CTA 0's buffers. Unordered positions: [0, above_total) for the
+// output as (index, rank) appended to this CTA's own buffers (s.selected counts them; their
+// order does not matter, the CTA sorts them). Unordered positions: [0, above_total) for the
 // items above the boundary, and [above_total, written) for the boundary items too when every
 // one is kept; exact ties at the k-th key are ranked in index order (the boundary items of
 // the lower CTAs, then a block scan over this CTA's items, which are in index order).
@@ -315,7 +327,9 @@ __device__ __forceinline__ void bt_cluster_collect(const BatchedTopKParams& p, c
     const u32 lane = tid & 31u;
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
     const bool sorted = (p.flags & BT_SORTED) != 0;
-    const u32 counter_addr = bt_remote(&s.position_counter, 0);
+    // Sorted output appends to this CTA's buffers through its own counter.
+    const u32 counter_addr =
+        sorted ? bt_remote(&s.selected, bt_cta_rank()) : bt_remote(&s.position_counter, 0);
     const u32 above_total = written - sel.remaining;
     const bool ordered = sel.boundary_total != sel.remaining;
     auto emit = [&](u32 pos, u32 j, R r) {
@@ -358,12 +372,24 @@ __device__ __forceinline__ void bt_cluster_collect(const BatchedTopKParams& p, c
             const bool boundary = valid && masked == sel.prefix;
             u32 count = 0;
             const u32 before = block_flag_scan<BLOCK_THREADS>(boundary, s.warp_totals, &count);
-            if (boundary) {
-                const u32 rank = boundary_before + before;
-                const bool keep = prefer_larger ? rank >= skipped : rank < sel.remaining;
-                if (keep) {
-                    emit(above_total + (prefer_larger ? rank - skipped : rank), j, r);
+            const u32 rank = boundary_before + before;
+            const bool keep =
+                boundary && (prefer_larger ? rank >= skipped : rank < sel.remaining);
+            if (sorted) {
+                const u32 keep_lanes = __ballot_sync(0xFFFFFFFFu, keep);
+                if (keep_lanes != 0) {
+                    const u32 leader = (u32)__ffs(keep_lanes) - 1u;
+                    u32 at = 0;
+                    if (lane == leader) {
+                        at = bt_remote_add_u32(counter_addr, (u32)__popc(keep_lanes));
+                    }
+                    at = __shfl_sync(0xFFFFFFFFu, at, (int)leader);
+                    if (keep) {
+                        emit(at + (u32)__popc(keep_lanes & ((1u << lane) - 1u)), j, r);
+                    }
                 }
+            } else if (keep) {
+                emit(above_total + (prefer_larger ? rank - skipped : rank), j, r);
             }
             boundary_before += count;
         }
@@ -393,6 +419,7 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
     R* rank_buffer = reinterpret_cast<R*>(bt_dynamic + p.cluster_rank_offset);
     __shared__ BtClusterState<WARPS> s;
     __shared__ R samples[SAMPLES];
+    __shared__ u32 counts[CLUSTER];  // sorted output: the other CTAs' selected items
 
     const u32 tid = threadIdx.x;
     const u32 me = bt_cta_rank();
@@ -402,8 +429,8 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
     u32 index_addr = 0;
     u32 rank_addr = 0;
     if (sorted) {
-        index_addr = bt_remote(index_buffer, 0);
-        rank_addr = bt_remote(rank_buffer, 0);
+        index_addr = bt_remote(index_buffer, me);
+        rank_addr = bt_remote(rank_buffer, me);
     }
     u32 parity = 0;
     for (u32 b = tid; b < 2u * BT_BINS; b += BLOCK_THREADS) {
@@ -426,6 +453,7 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
         const BtGlobalItems<Key, R> global_items{src, lo, dir};
         if (tid == 0) {
             s.position_counter = 0;  // first used after the cluster barrier below
+            s.selected = 0;
         }
 
         // 1. Sample: SAMPLES keys spread over each chunk; the threshold is (the leading 16
@@ -559,44 +587,97 @@ __device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p) {
             bt_cluster_collect<Key, R, BLOCK_THREADS, VALUE_BYTES>(
                 p, global_items, mine, sel, written, begin, out_base, s, index_addr, rank_addr);
         }
-        // CTA 0's counter, the histograms and the candidate counts are reused by the next
-        // segment; sorted output: every selected (index, rank) is in CTA 0's buffers.
-        bt_cluster_sync();
-        if (!sorted || me != 0) {
+        if (!sorted) {
+            // CTA 0's counter, the histograms and the candidate counts are reused by the next
+            // segment.
+            bt_cluster_sync();
             continue;
         }
 
-        // 4. Sorted output: CTA 0 sorts the selected (rank desc, index asc; stable, so it
-        // serves both sorted orderings) in its candidate memory, which no CTA reads any more.
-        const u32 n = bt_pow2_at_least(written);
+        // 4. Sorted output: each CTA sorts its own selected items (rank desc, index asc;
+        // stable, so it serves both sorted orderings) in its candidate memory, which it no
+        // longer reads; then every item's output position is its place in its CTA's list plus
+        // the number of better items in each other CTA's list.
+        __syncthreads();  // this CTA's buffers and s.selected are complete
+        const u32 mine_selected = s.selected;
+        const u32 n = bt_pow2_at_least(mine_selected);
+        u64* sorted_items = reinterpret_cast<u64*>(bt_dynamic);
         if constexpr (sizeof(Bits) <= 4) {
-            // (rank << 32 | ~index): descending order = by key, equal keys by index.
-            u64* packed = reinterpret_cast<u64*>(bt_dynamic);
+            // (rank << 32 | ~index): descending order = by key, equal keys by index. Indices
+            // are below 2^32 - 1, so a real item is never 0, the padding.
             for (u32 i = tid; i < n; i += BLOCK_THREADS) {
-                packed[i] = i < written
+                sorted_items[i] = i < mine_selected
                     ? (((u64)rank_buffer[i] << 32) | (u64)(0xFFFFFFFFu - index_buffer[i]))
                     : 0ull;
             }
             __syncthreads();
-            bt_block_sort_packed<BLOCK_THREADS>(packed, n);
-            for (u32 j = tid; j < written; j += BLOCK_THREADS) {
-                const u32 index = 0xFFFFFFFFu - (u32)packed[j];
-                bt_write<Key, VALUE_BYTES>(p, begin, (u64)index, out_base + j);
-            }
+            bt_block_sort_packed<BLOCK_THREADS>(sorted_items, n);
         } else {
-            u64* ranks = reinterpret_cast<u64*>(bt_dynamic);
-            u64* indices = ranks + n;
+            u64* indices = sorted_items + n;
             for (u32 i = tid; i < n; i += BLOCK_THREADS) {
-                ranks[i] = i < written ? (u64)rank_buffer[i] : 0ull;
-                indices[i] = i < written ? (u64)index_buffer[i] : BT_PAD;
+                sorted_items[i] = i < mine_selected ? (u64)rank_buffer[i] : 0ull;
+                indices[i] = i < mine_selected ? (u64)index_buffer[i] : BT_PAD;
             }
             __syncthreads();
-            bt_block_sort<BLOCK_THREADS>(ranks, indices, n, false);
-            for (u32 j = tid; j < written; j += BLOCK_THREADS) {
-                bt_write<Key, VALUE_BYTES>(p, begin, indices[j], out_base + j);
-            }
+            bt_block_sort<BLOCK_THREADS>(sorted_items, indices, n, false);
         }
-        __syncthreads();  // the sort region is CTA 0's candidate memory for the next segment
+        // Every CTA's sorted list and count are published (CTA 0's counter, the histograms
+        // and the candidate counts are free for the next segment after the barrier below).
+        bt_cluster_sync();
+        // The other CTAs' counts (0 for this one: its own items are not searched) live in
+        // shared memory, not registers (the kernel runs under a 64-register cap).
+        if (tid < (u32)CLUSTER) {
+            counts[tid] = tid == me ? 0u : bt_remote_load_u32(bt_remote(&s.selected, tid));
+        }
+        __syncthreads();
+        u32 largest = 0;
+#pragma unroll
+        for (u32 q = 0; q < (u32)CLUSTER; ++q) {
+            largest = max(largest, counts[q]);
+        }
+        const u32 steps = bt_pow2_at_least(largest);
+        for (u32 i = tid; i < mine_selected; i += BLOCK_THREADS) {
+            const u64 item = sorted_items[i];
+            const u64 item_index = sizeof(Bits) <= 4 ? 0ull : sorted_items[n + i];
+            // better[q]: how many of CTA q's items come before this one (a branchless lower
+            // bound over a power-of-two range, entries past CTA q's count never better; the
+            // CTAs' searches advance together, so their DSMEM loads overlap).
+            u32 better[CLUSTER];
+#pragma unroll
+            for (u32 q = 0; q < (u32)CLUSTER; ++q) {
+                better[q] = 0;
+            }
+            auto before = [&](u32 q, u32 at) -> bool {
+                if (at >= counts[q]) {
+                    return false;
+                }
+                const u32 remote = bt_remote(bt_dynamic, q);
+                if constexpr (sizeof(Bits) <= 4) {
+                    return bt_remote_load_u64(remote + 8u * at) > item;
+                } else {
+                    const u32 remote_n = bt_pow2_at_least(counts[q]);
+                    const u64 r = bt_remote_load_u64(remote + 8u * at);
+                    const u64 x = bt_remote_load_u64(remote + 8u * (remote_n + at));
+                    return bt_better(r, x, item, item_index, false);
+                }
+            };
+            for (u32 step = steps / 2; step > 0; step >>= 1) {
+#pragma unroll
+                for (u32 q = 0; q < (u32)CLUSTER; ++q) {
+                    better[q] += before(q, better[q] + step - 1u) ? step : 0u;
+                }
+            }
+            u32 pos = i;
+#pragma unroll
+            for (u32 q = 0; q < (u32)CLUSTER; ++q) {
+                pos += better[q] + (before(q, better[q]) ? 1u : 0u);
+            }
+            const u64 index = sizeof(Bits) <= 4 ? (u64)(0xFFFFFFFFu - (u32)item) : item_index;
+            bt_write<Key, VALUE_BYTES>(p, begin, index, out_base + pos);
+        }
+        // The other CTAs' searches read this CTA's sort region, which the next segment's
+        // candidates overwrite (and a CTA's shared memory must outlive remote reads of it).
+        bt_cluster_sync();
     }
 }
 

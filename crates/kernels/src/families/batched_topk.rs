@@ -317,9 +317,13 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             Some(2) => sort,
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
-            // Two histograms, the warp totals, the pivot and the position counter (the keys,
-            // the sort and the index buffer are dynamic).
-            Some(4) => 2 * 4 * BINS + 4 * warps + 16,
+            // Two histograms, the warp totals, the pivot, the position counter, the selected
+            // count and the other CTAs' counts (the candidates, the sort and the index buffer
+            // are dynamic).
+            Some(4) => {
+                let ctas = spec.constant("ITEMS").unwrap_or(0).max(0) as u64;
+                2 * 4 * BINS + 4 * warps + 20 + 4 * ctas
+            }
             _ => 0,
         }
     },
@@ -1100,8 +1104,8 @@ fn effective_tiers<K: RadixKey>(
 }
 
 /// The cluster tier's launch shape: its segment cap and the dynamic shared memory per block
-/// (the candidates, aliased by CTA 0's sort region, then the index and rank buffers of sorted
-/// output).
+/// (the candidates, aliased by the block's sort region, then the index and rank buffers of
+/// sorted output).
 struct ClusterLayout {
     max_size: u64,
     candidates: u64,
@@ -1144,9 +1148,9 @@ fn cluster_layout<K: RadixKey>(
     let candidates = chunk.min(CLUSTER_CANDIDATES);
     let candidate_bytes = candidates * (rank_bytes + 4);
     let selected = plan.per_segment_max.min(CLUSTER_MAX_K as u64);
-    // Sorted output: CTA 0 gathers the selected (index, rank) pairs in its buffers and sorts
+    // Sorted output: each CTA keeps its selected (index, rank) pairs in its buffers and sorts
     // them in its candidate memory (one packed u64 each for keys of up to 32 bits, else a u64
-    // rank and a u64 index).
+    // rank and a u64 index); one CTA may hold all of a segment's selected items.
     let (sort_bytes, index_bytes, rank_buffer_bytes) = if plan.sorted {
         let entry = if key_bytes <= 4 { 8 } else { 16 };
         (
