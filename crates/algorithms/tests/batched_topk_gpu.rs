@@ -649,6 +649,8 @@ fn shapes() -> Vec<Shape> {
     use SelectDirection::{Max, Min};
     vec![
         s(300, 256, 256, 8, Max),          // warp tier, 16-byte loads
+        s(301, 256, 256, 16, Min),         // the same, odd count: a half warp idle
+        s(77, 128, 128, 3, Max),           // the same, 128 keys, k = 3
         s(200, 64, 64, 6, Min),            // warp tier, 8-byte loads
         s(100, 67, 64, 6, Max),            // warp tier, unaligned rows: scalar loads
         s(50, 256, 200, 32, Max),          // warp tier, partial rows
