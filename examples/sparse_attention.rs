@@ -6,9 +6,10 @@
 //! `cargo run --release --example sparse_attention [queries]`
 //!
 //! Segments of 131072 keys are beyond one block's shared memory: the static bounds select the
-//! tier that CUB lacks, a thread-block cluster per query (8 blocks on sm_90) that loads the
-//! scores once into their shared memory and merges the radix histograms through distributed
-//! shared memory, one launch and no host round trip.
+//! tier that CUB lacks, a thread-block cluster per query (8 blocks on sm_90) that reads the
+//! scores once, keeps those at or above a sampled threshold in shared memory and selects among
+//! them with radix histograms merged through distributed shared memory, one launch and no host
+//! round trip.
 
 use oxicub::{direction, k, num_segments, segment_size, AnyBackend, Env, Error, Host};
 use oxicub_algorithms::batched_topk::{self, Problem};

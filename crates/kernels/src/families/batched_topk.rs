@@ -56,6 +56,8 @@ kernel_params! {
         cluster_max_size: u64,
         cluster_max_k: u64,
         cluster_index_offset: u64,
+        cluster_rank_offset: u64,
+        cluster_candidates: u64,
         chunks_per_segment: u64,
         chunk_items: u64,
         selected_stride: u64,
@@ -91,9 +93,14 @@ pub const SORT_CAP: i64 = 2048;
 const CHUNK_ITEMS: u64 = 16 * 1024;
 /// Blocks per cluster of the cluster tier (8: the portable cluster size).
 pub const CLUSTER_CTAS: u32 = 8;
-/// The most bytes of keys one block of the cluster tier holds in shared memory: a segment of
-/// up to `CLUSTER_CTAS * CLUSTER_KEY_BYTES` bytes is loaded once and selected on chip.
+/// The most bytes of keys one block of the cluster tier reads per segment: the tier takes
+/// segments of up to `CLUSTER_CTAS * CLUSTER_KEY_BYTES` bytes (the keys are streamed once,
+/// only candidates are kept on chip; the cap keeps the exact fallback's rereads bounded).
 pub const CLUSTER_KEY_BYTES: i64 = 128 * 1024;
+/// The most candidates (keys at or above the sampled threshold) one block of the cluster tier
+/// keeps in shared memory; a segment whose sample misses (more in some block) takes the exact
+/// path over every key.
+const CLUSTER_CANDIDATES: u64 = 4096;
 /// The largest `min(k, size)` the cluster tier takes (its on-chip sort); larger goes to the
 /// multi-block tier.
 pub const CLUSTER_MAX_K: i64 = 2048;
@@ -353,6 +360,11 @@ impl KernelSpec {
             // H200, [65536x256] k=8: 4 blocks 0.0369 ms, 5 (48 registers, spills) 0.0383,
             // 6 (40) 0.0477, 8 (32) 0.064; without a bound the compiler takes 80-120.
             consts.push(("MIN_BLOCKS", WARP_MIN_BLOCKS_PER_SM));
+        }
+        if matches!(kernel, BatchedKernel::Cluster) {
+            // 4 blocks per SM (at most 64 registers): [64x131072] is 512 blocks, one wave on
+            // 132 SMs only at 4 per SM (4-byte keys, sorted: 48 KiB of shared memory each).
+            consts.push(("MIN_BLOCKS", 4));
         }
         KernelSpec {
             family: KernelFamily::BatchedTopK,
@@ -924,6 +936,8 @@ pub fn batched_topk<K: RadixKey, V>(
         cluster_max_size: cluster.max_size,
         cluster_max_k: CLUSTER_MAX_K as u64,
         cluster_index_offset: cluster.index_offset,
+        cluster_rank_offset: cluster.rank_offset,
+        cluster_candidates: cluster.candidates,
         chunks_per_segment: chunks,
         chunk_items: CHUNK_ITEMS,
         selected_stride,
@@ -1086,10 +1100,13 @@ fn effective_tiers<K: RadixKey>(
 }
 
 /// The cluster tier's launch shape: its segment cap and the dynamic shared memory per block
-/// (the keys of one chunk, or the sort's entries when larger, then the index buffer).
+/// (the candidates, aliased by CTA 0's sort region, then the index and rank buffers of sorted
+/// output).
 struct ClusterLayout {
     max_size: u64,
+    candidates: u64,
     index_offset: u64,
+    rank_offset: u64,
     shared_bytes: u32,
 }
 
@@ -1101,7 +1118,9 @@ fn cluster_layout<K: RadixKey>(
     if !tiers.contains(BatchedTiers::CLUSTER) {
         return ClusterLayout {
             max_size: 0,
+            candidates: 0,
             index_offset: 0,
+            rank_offset: 0,
             shared_bytes: 0,
         };
     }
@@ -1119,21 +1138,33 @@ fn cluster_layout<K: RadixKey>(
     .min(max_size);
     let vector = 16 / key_bytes;
     let chunk = largest.div_ceil(u64::from(CLUSTER_CTAS)).div_ceil(vector) * vector;
+    // Ranks are u32 for keys of up to 32 bits, else u64; a candidate is a rank and a u32
+    // index. A chunk never has more candidates than keys.
+    let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
+    let candidates = chunk.min(CLUSTER_CANDIDATES);
+    let candidate_bytes = candidates * (rank_bytes + 4);
     let selected = plan.per_segment_max.min(CLUSTER_MAX_K as u64);
-    // Sorted output: CTA 0 sorts the selected (rank, index) entries in its key memory (one
-    // packed u64 each for keys of up to 32 bits, else a u64 rank and a u64 index) and keeps
-    // their indices in the buffer after it.
-    let (sort_bytes, index_bytes) = if plan.sorted {
+    // Sorted output: CTA 0 gathers the selected (index, rank) pairs in its buffers and sorts
+    // them in its candidate memory (one packed u64 each for keys of up to 32 bits, else a u64
+    // rank and a u64 index).
+    let (sort_bytes, index_bytes, rank_buffer_bytes) = if plan.sorted {
         let entry = if key_bytes <= 4 { 8 } else { 16 };
-        (selected.next_power_of_two() * entry, selected * 4)
+        (
+            selected.next_power_of_two() * entry,
+            selected * 4,
+            selected * rank_bytes,
+        )
     } else {
-        (0, 0)
+        (0, 0, 0)
     };
-    let index_offset = (chunk * key_bytes).max(sort_bytes).div_ceil(16) * 16;
-    let shared = (index_offset + index_bytes).max(16);
+    let index_offset = candidate_bytes.max(sort_bytes).div_ceil(16) * 16;
+    let rank_offset = (index_offset + index_bytes).div_ceil(16) * 16;
+    let shared = (rank_offset + rank_buffer_bytes).max(16);
     ClusterLayout {
         max_size,
+        candidates,
         index_offset,
+        rank_offset,
         shared_bytes: u32::try_from(shared).unwrap_or(u32::MAX),
     }
 }
