@@ -1292,3 +1292,41 @@ fn total_items_guarantee_sizes_the_scratch_and_is_checked() {
         gpu.2
     );
 }
+
+/// Enough rows that every warp of the warp tier gets several pairs of segments (the MoE
+/// shape): the two-segments-per-warp path, against the host, including ties and NaN.
+#[test]
+fn many_full_rows_take_the_two_segments_per_warp_path() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let shape = |k, dir| Shape {
+        n: 65_536,
+        stride: 256,
+        size: 256,
+        k,
+        dir,
+        short: 0,
+    };
+    let mut keys: Vec<f32> = sample_keys(65_536 * 256, 51);
+    // Ties at the boundary in some rows, NaN in others: the slow path within the same call.
+    for row in (0..65_536).step_by(97) {
+        keys[row * 256..row * 256 + 40].fill(0.999);
+    }
+    for row in (0..65_536).step_by(1013) {
+        keys[row * 256 + 5] = f32::NAN;
+    }
+    for (k, dir) in [(8, SelectDirection::Max), (16, SelectDirection::Min)] {
+        check_strided(&cuda, &keys, shape(k, dir), &Env::new());
+        check_strided(
+            &cuda,
+            &keys,
+            shape(k, dir),
+            &require!(tie_break::PreferLargerIndex),
+        );
+        check_strided(
+            &cuda,
+            &keys,
+            shape(k, dir),
+            &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+        );
+    }
+}
