@@ -649,6 +649,8 @@ fn shapes() -> Vec<Shape> {
     use SelectDirection::{Max, Min};
     vec![
         s(300, 256, 256, 8, Max),          // warp tier, 16-byte loads
+        s(301, 256, 256, 16, Min),         // the same, odd count: a half warp idle
+        s(77, 128, 128, 3, Max),           // the same, 128 keys, k = 3
         s(200, 64, 64, 6, Min),            // warp tier, 8-byte loads
         s(100, 67, 64, 6, Max),            // warp tier, unaligned rows: scalar loads
         s(50, 256, 200, 32, Max),          // warp tier, partial rows
@@ -1289,4 +1291,42 @@ fn total_items_guarantee_sizes_the_scratch_and_is_checked() {
         "{:?}",
         gpu.2
     );
+}
+
+/// Enough rows that every warp of the warp tier gets several pairs of segments (the MoE
+/// shape): the two-segments-per-warp path, against the host, including ties and NaN.
+#[test]
+fn many_full_rows_take_the_two_segments_per_warp_path() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let shape = |k, dir| Shape {
+        n: 65_536,
+        stride: 256,
+        size: 256,
+        k,
+        dir,
+        short: 0,
+    };
+    let mut keys: Vec<f32> = sample_keys(65_536 * 256, 51);
+    // Ties at the boundary in some rows, NaN in others: the slow path within the same call.
+    for row in (0..65_536).step_by(97) {
+        keys[row * 256..row * 256 + 40].fill(0.999);
+    }
+    for row in (0..65_536).step_by(1013) {
+        keys[row * 256 + 5] = f32::NAN;
+    }
+    for (k, dir) in [(8, SelectDirection::Max), (16, SelectDirection::Min)] {
+        check_strided(&cuda, &keys, shape(k, dir), &Env::new());
+        check_strided(
+            &cuda,
+            &keys,
+            shape(k, dir),
+            &require!(tie_break::PreferLargerIndex),
+        );
+        check_strided(
+            &cuda,
+            &keys,
+            shape(k, dir),
+            &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+        );
+    }
 }
