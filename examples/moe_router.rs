@@ -57,8 +57,8 @@ struct Routing {
     weights: Vec<f32>,
 }
 
-/// Top-k of the probabilities on `backend`, then the weights renormalised per token.
-fn route(backend: &AnyBackend, probs: &[f32], tokens: usize) -> Result<Routing, Error> {
+/// The top `TOP_K` scores of every token and their expert ids, on `backend`.
+fn top_experts(backend: &AnyBackend, scores: &[f32], tokens: usize) -> Result<Routing, Error> {
     let problem = Problem::strided(
         EXPERTS,
         segment_size::Static::<256>::new(),
@@ -71,47 +71,36 @@ fn route(backend: &AnyBackend, probs: &[f32], tokens: usize) -> Result<Routing, 
     batched_topk::select_indices(
         backend,
         &problem,
-        probs,
+        scores,
         &mut weights[..],
         &mut experts[..],
         &Env::new(),
     )?
     .check()?;
-    for row in weights.chunks_mut(TOP_K) {
+    Ok(Routing { experts, weights })
+}
+
+/// Top-k of the probabilities on `backend`, then the weights renormalised per token.
+fn route(backend: &AnyBackend, probs: &[f32], tokens: usize) -> Result<Routing, Error> {
+    let mut routing = top_experts(backend, probs, tokens)?;
+    for row in routing.weights.chunks_mut(TOP_K) {
         let sum: f32 = row.iter().sum();
         row.iter_mut().for_each(|w| *w /= sum);
     }
-    Ok(Routing { experts, weights })
+    Ok(routing)
 }
 
 /// The fused form: top-k of the logits, then the softmax of the k selected logits per token
 /// (sorted, so the first is the largest).
 fn route_fused(backend: &AnyBackend, logits: &[f32], tokens: usize) -> Result<Routing, Error> {
-    let problem = Problem::strided(
-        EXPERTS,
-        segment_size::Static::<256>::new(),
-        k::Static::<8>::new(),
-        direction::Max,
-        num_segments::uniform(tokens as i64)?,
-    );
-    let mut weights = vec![0f32; tokens * TOP_K];
-    let mut experts = vec![0u32; tokens * TOP_K];
-    batched_topk::select_indices(
-        backend,
-        &problem,
-        logits,
-        &mut weights[..],
-        &mut experts[..],
-        &Env::new(),
-    )?
-    .check()?;
-    for row in weights.chunks_mut(TOP_K) {
+    let mut routing = top_experts(backend, logits, tokens)?;
+    for row in routing.weights.chunks_mut(TOP_K) {
         let max = row[0];
         row.iter_mut().for_each(|w| *w = (*w - max).exp());
         let sum: f32 = row.iter().sum();
         row.iter_mut().for_each(|w| *w /= sum);
     }
-    Ok(Routing { experts, weights })
+    Ok(routing)
 }
 
 /// The plain reference: sort each token's experts by probability (ties: the smaller id).
