@@ -295,8 +295,9 @@ __device__ __forceinline__ u32 bt_bin_index(u32 bin) {
         : (bin == BT_TIER_BLOCK ? 1u : (bin == BT_TIER_LARGE ? 2u : 3u));
 }
 
-__device__ __forceinline__ u64 bt_bin_capacity(const BatchedTopKParams& p, u32 bin) {
-    return bin == BT_TIER_LARGE ? p.large_capacity : p.bin_capacity;
+// The capacity of list `index` (bt_bin_index): the large list is sized from TotalItems.
+__device__ __forceinline__ u64 bt_list_capacity(const BatchedTopKParams& p, u32 index) {
+    return index == 2u ? p.large_capacity : p.bin_capacity;
 }
 
 // The number of segments in `bin` (a tier reads it after RESOLVE, in stream order).
@@ -306,7 +307,7 @@ __device__ __forceinline__ u64 bt_bin_count(const BatchedTopKParams& p, u32 bin)
     }
     const u64 appended =
         reinterpret_cast<const u64*>(p.status)[BT_STATUS_BINS + bt_bin_index(bin)];
-    const u64 capacity = bt_bin_capacity(p, bin);
+    const u64 capacity = bt_list_capacity(p, bt_bin_index(bin));
     // Past the capacity only when the TotalItems guarantee is broken (reported).
     return appended < capacity ? appended : capacity;
 }
@@ -355,7 +356,6 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
         }
         __syncthreads();
         u64* bins = reinterpret_cast<u64*>(p.bins);
-        const u32 lane = threadIdx.x & 31u;
         const u64 stride = grid_threads(block_threads);
         for (u64 seg = global_thread_index(block_threads); seg < count; seg += stride) {
             u64 begin = 0, size = 0, written = 0;
@@ -378,22 +378,11 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
             const u32 active = __activemask();
 #pragma unroll
             for (u32 b = 0; b < 3; ++b) {
-                const u32 members = __ballot_sync(active, mine == b);
-                if (members == 0) {
-                    continue;
-                }
-                const u32 leader = (u32)__ffs(members) - 1u;
-                u64 base = 0;
-                if (lane == leader) {
-                    base = atomicAdd(&status[BT_STATUS_BINS + b], (u64)__popc(members));
-                }
-                base = __shfl_sync(active, base, (int)leader);
-                if (mine == b) {
-                    const u64 at = base + (u64)__popc(members & ((1u << lane) - 1u));
-                    const u64 capacity = b == 2u ? p.large_capacity : p.bin_capacity;
-                    if (at < capacity) {
-                        bins[(u64)b * p.bin_capacity + at] = seg;
-                    }
+                u64* appended = &status[BT_STATUS_BINS + b];
+                const u64 at = warp_append<u64>(mine == b, active,
+                                                [appended](u64 n) { return atomicAdd(appended, n); });
+                if (mine == b && at < bt_list_capacity(p, b)) {
+                    bins[(u64)b * p.bin_capacity + at] = seg;
                 }
             }
         }
@@ -1691,17 +1680,9 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
                         continue;
                     }
                     const bool take = valid && (rank & mask) >= prefix;
-                    const u32 lanes = __ballot_sync(0xFFFFFFFFu, take);
-                    if (lanes != 0) {
-                        const u32 leader = (u32)__ffs(lanes) - 1u;
-                        u64 at = 0;
-                        if (lane == leader) {
-                            at = atomicAdd(&state[BT_L_ABOVE], (u64)__popc(lanes));
-                        }
-                        at = __shfl_sync(0xFFFFFFFFu, at, (int)leader);
-                        if (take) {
-                            selected[at + (u64)__popc(lanes & ((1u << lane) - 1u))] = j;
-                        }
+                    const u64 at = warp_append(take, &state[BT_L_ABOVE]);
+                    if (take) {
+                        selected[at] = j;
                     }
                 }
             }
@@ -1742,18 +1723,9 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
             const u32 below = block_flag_scan<BLOCK_THREADS>(boundary, warp_totals, &total);
             if (p.stage == BT_STAGE_LARGE_COLLECT) {
                 const bool above = valid && (rank & mask) > prefix;
-                const u32 above_lanes = __ballot_sync(0xFFFFFFFFu, above);
-                if (above_lanes != 0) {
-                    const u32 lane = threadIdx.x & 31u;
-                    const u32 leader = (u32)__ffs(above_lanes) - 1u;
-                    u64 at = 0;
-                    if (lane == leader) {
-                        at = atomicAdd(&state[BT_L_ABOVE], (u64)__popc(above_lanes));
-                    }
-                    at = __shfl_sync(0xFFFFFFFFu, at, (int)leader);
-                    if (above) {
-                        selected[at + (u64)__popc(above_lanes & ((1u << lane) - 1u))] = j;
-                    }
+                const u64 at = warp_append(above, &state[BT_L_ABOVE]);
+                if (above) {
+                    selected[at] = j;
                 }
                 if (boundary) {
                     const u64 boundary_rank = boundary_before + below;

@@ -324,12 +324,12 @@ __device__ __forceinline__ void bt_cluster_collect(const BatchedTopKParams& p, c
                                                    BtClusterState<WARPS>& s, u32 index_addr,
                                                    u32 rank_addr) {
     const u32 tid = threadIdx.x;
-    const u32 lane = tid & 31u;
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
     const bool sorted = (p.flags & BT_SORTED) != 0;
     // Sorted output appends to this CTA's buffers through its own counter.
     const u32 counter_addr =
         sorted ? bt_remote(&s.selected, bt_cta_rank()) : bt_remote(&s.position_counter, 0);
+    auto reserve = [counter_addr](u32 n) { return bt_remote_add_u32(counter_addr, n); };
     const u32 above_total = written - sel.remaining;
     const bool ordered = sel.boundary_total != sel.remaining;
     auto emit = [&](u32 pos, u32 j, R r) {
@@ -356,17 +356,9 @@ __device__ __forceinline__ void bt_cluster_collect(const BatchedTopKParams& p, c
         const R r = valid ? items.rank(j) : (R)0;
         const R masked = r & sel.mask;
         const bool above = valid && (ordered ? masked > sel.prefix : masked >= sel.prefix);
-        const u32 above_lanes = __ballot_sync(0xFFFFFFFFu, above);
-        if (above_lanes != 0) {
-            const u32 leader = (u32)__ffs(above_lanes) - 1u;
-            u32 at = 0;
-            if (lane == leader) {
-                at = bt_remote_add_u32(counter_addr, (u32)__popc(above_lanes));
-            }
-            at = __shfl_sync(0xFFFFFFFFu, at, (int)leader);
-            if (above) {
-                emit(at + (u32)__popc(above_lanes & ((1u << lane) - 1u)), j, r);
-            }
+        const u32 above_at = warp_append<u32>(above, 0xFFFFFFFFu, reserve);
+        if (above) {
+            emit(above_at, j, r);
         }
         if (ordered) {
             const bool boundary = valid && masked == sel.prefix;
@@ -376,17 +368,9 @@ __device__ __forceinline__ void bt_cluster_collect(const BatchedTopKParams& p, c
             const bool keep =
                 boundary && (prefer_larger ? rank >= skipped : rank < sel.remaining);
             if (sorted) {
-                const u32 keep_lanes = __ballot_sync(0xFFFFFFFFu, keep);
-                if (keep_lanes != 0) {
-                    const u32 leader = (u32)__ffs(keep_lanes) - 1u;
-                    u32 at = 0;
-                    if (lane == leader) {
-                        at = bt_remote_add_u32(counter_addr, (u32)__popc(keep_lanes));
-                    }
-                    at = __shfl_sync(0xFFFFFFFFu, at, (int)leader);
-                    if (keep) {
-                        emit(at + (u32)__popc(keep_lanes & ((1u << lane) - 1u)), j, r);
-                    }
+                const u32 keep_at = warp_append<u32>(keep, 0xFFFFFFFFu, reserve);
+                if (keep) {
+                    emit(keep_at, j, r);
                 }
             } else if (keep) {
                 emit(above_total + (prefer_larger ? rank - skipped : rank), j, r);

@@ -26,6 +26,29 @@ __device__ __forceinline__ u64 grid_threads(u32 block_threads) {
 template <int VALUE_BYTES> struct ValuePayload { typedef u32 Type; };
 template <> struct ValuePayload<8> { typedef u64 Type; };
 
+// Warp-aggregated append: every lane of `mask` calls it; the flagged lanes get consecutive
+// positions from `reserve(count)`, which the first flagged lane calls once for the warp (an
+// atomic on some counter) and which returns the first reserved position.
+template <class T, class Reserve>
+__device__ __forceinline__ T warp_append(bool flag, u32 mask, Reserve reserve) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 ballot = __ballot_sync(mask, flag);
+    T base = 0;
+    if (ballot != 0) {
+        const u32 leader = (u32)__ffs(ballot) - 1u;
+        if (lane == leader) {
+            base = reserve((T)__popc(ballot));
+        }
+        base = __shfl_sync(mask, base, (int)leader);
+    }
+    return base + (T)__popc(ballot & ((1u << lane) - 1u));
+}
+
+// warp_append for a converged warp and a u64 counter in global memory.
+__device__ __forceinline__ u64 warp_append(bool flag, u64* counter) {
+    return warp_append<u64>(flag, 0xFFFFFFFFu, [counter](u64 n) { return atomicAdd(counter, n); });
+}
+
 // Exclusive scan of 0/1 flags over the block; every thread of the block must call it.
 // `warp_totals` is shared memory of BLOCK_THREADS / 32 words; `*total` gets the block's count.
 template <u32 BLOCK_THREADS>

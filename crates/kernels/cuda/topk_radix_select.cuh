@@ -197,21 +197,6 @@ __device__ __forceinline__ u32 topk_block_exclusive_sum(u32 v, u32* warp_totals,
     return offset + inclusive - v;
 }
 
-// One slot per flagged lane of a converged warp from a global counter (one atomic per warp).
-__device__ __forceinline__ u64 topk_warp_append(bool flag, u64* counter) {
-    const u32 lane = threadIdx.x & 31u;
-    const u32 ballot = __ballot_sync(0xFFFFFFFFu, flag);
-    u64 base = 0;
-    if (ballot != 0) {
-        const u32 leader = __ffs(ballot) - 1;
-        if (lane == leader) {
-            base = atomicAdd(counter, (u64)__popc(ballot));
-        }
-        base = __shfl_sync(0xFFFFFFFFu, base, leader);
-    }
-    return base + __popc(ballot & ((1u << lane) - 1u));
-}
-
 // The largest `value` of the flagged lanes of a converged warp, folded into *slot.
 __device__ __forceinline__ void topk_warp_max(bool flag, u64 value, u64* slot) {
     if (!__any_sync(0xFFFFFFFFu, flag)) {
@@ -758,18 +743,18 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
             const bool above = valid && masked > prefix;
             const bool boundary = valid && masked == prefix;
             if (direct) {
-                const u64 slot = topk_warp_append(above, &state[TOPK_SLOT_ABOVE]);
+                const u64 slot = warp_append(above, &state[TOPK_SLOT_ABOVE]);
                 if (above) {
                     write_out(slot, raw, cand_index[at]);
                 }
-                const u64 ticket = topk_warp_append(boundary, &state[TOPK_SLOT_TICKETS]);
+                const u64 ticket = warp_append(boundary, &state[TOPK_SLOT_TICKETS]);
                 if (boundary && ticket < remaining) {
                     write_out(k - remaining + ticket, raw, cand_index[at]);
                 }
             } else {
                 const bool keep = above || boundary;
                 topk_warp_max(keep, (u64)(Bits)(Key::to_radix(raw) ^ flip), &state[TOPK_SLOT_MAX_RANK]);
-                const u64 slot = topk_warp_append(keep, &state[TOPK_SLOT_RANKED]);
+                const u64 slot = warp_append(keep, &state[TOPK_SLOT_RANKED]);
                 if (keep && slot < params.rank_cap) {
                     rank_keys[slot] = raw;
                     rank_index[slot] = cand_index[at];
