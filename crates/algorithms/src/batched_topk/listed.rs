@@ -9,7 +9,7 @@
 
 use super::{check_value_size, checked, Args, LayoutArg, Outcome, PerSegmentLengths, Problem};
 use super::{BatchedTopKBackend, Directions, Layout, NumSegments, SegmentK, SegmentSizes};
-use crate::backend::{Buffer, Host};
+use crate::backend::Buffer;
 use crate::radix::RadixKey;
 use crate::topk::{SourceIndex, ValuesIn};
 use crate::Error;
@@ -105,12 +105,20 @@ impl<K: Copy, V: Copy> Joined<K, V> {
         }
     }
 
-    /// The call's arguments with the offsets of the joined buffer as the layout.
-    pub(super) fn args<'s, 'a: 's>(&'s self, args: &Args<'a, Host>) -> Args<'s, Host> {
+    /// The call's arguments (of a backend with host-memory arguments) with the offsets of the
+    /// joined buffer as the layout.
+    pub(super) fn args<'s, 'a: 's, B>(&'s self, args: &Args<'a, B>) -> Args<'s, B>
+    where
+        B: for<'x> BatchedTopKBackend<
+                Ints<'x> = &'x [i64],
+                Bytes<'x> = &'x [u8],
+                Int<'x> = &'x i64,
+            > + ?Sized,
+    {
         Args {
             layout: LayoutArg::Offsets {
-                begin: &self.begin,
-                end: &self.end,
+                begin: &self.begin[..],
+                end: &self.end[..],
             },
             sizes: args.sizes,
             k: args.k,

@@ -264,14 +264,15 @@ impl BatchedTopKBackend for Host {
         out_values: Option<&mut [V]>,
     ) -> Result<Outcome, Error> {
         let joined = listed::Joined::new(segments, values);
-        Ok(host::run(
+        let args = joined.args(&args);
+        self.batched_topk_checked(
             request,
-            &joined.args(&host_args(&args)),
+            args,
             &joined.keys,
             joined.values(),
             out_keys,
             out_values,
-        ))
+        )
     }
 }
 
@@ -330,28 +331,15 @@ impl BatchedTopKBackend for AnyBackend {
     ) -> Result<Outcome, Error> {
         // The host slices are copied to the device anyway: joined into one buffer there.
         let joined = listed::Joined::new(segments, values);
-        let args = joined.args(&host_args(&args));
-        match self {
-            AnyBackend::Host(_) => Ok(host::run(
-                request,
-                &args,
-                &joined.keys,
-                joined.values(),
-                out_keys,
-                out_values,
-            )),
-            AnyBackend::Cuda(cuda) => {
-                let args = Args::<AnyBackend> {
-                    layout: args.layout,
-                    sizes: args.sizes,
-                    k: args.k,
-                    direction: args.direction,
-                    num_segments: args.num_segments,
-                };
-                let (keys, values) = (&joined.keys, joined.values());
-                cuda::run_any(cuda, request, &args, keys, values, out_keys, out_values)
-            }
-        }
+        let args = joined.args(&args);
+        self.batched_topk_checked(
+            request,
+            args,
+            &joined.keys,
+            joined.values(),
+            out_keys,
+            out_values,
+        )
     }
 }
 
