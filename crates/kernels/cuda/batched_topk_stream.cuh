@@ -135,9 +135,9 @@ struct BtStreamState {
     u32 histogram[BT_BINS];
     u32 warp_totals[WARPS];
     u64 warp_sums[WARPS];
-    R warp_lo[WARPS];
-    R warp_hi[WARPS];
     R kth;                 // bucket path: the rank at the k-th position
+    R range_lo;            // final: the candidates' lowest rank
+    R range_hi;            // ... and highest
     u32 region_start[BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS + 1];  // final: per region
     u32 pivot_digit;
     u32 pivot_left;
@@ -355,39 +355,6 @@ __device__ __forceinline__ void bt_stream_exact(const BatchedTopKParams& p, cons
     __syncthreads();  // the sort region and counters are reused by the next segment
 }
 
-// Block-wide minimum and maximum of the items' ranks.
-template <class R, u32 BLOCK_THREADS, u32 WARPS>
-__device__ __forceinline__ void bt_rank_range(const R* ranks, u32 n, BtStreamState<R, WARPS>& s,
-                                              R* lo_out, R* hi_out) {
-    R lo = ~(R)0;
-    R hi = 0;
-    for (u32 i = threadIdx.x; i < n; i += BLOCK_THREADS) {
-        const R r = ranks[i];
-        lo = r < lo ? r : lo;
-        hi = r > hi ? r : hi;
-    }
-#pragma unroll
-    for (u32 offset = 16; offset > 0; offset >>= 1) {
-        const R l = __shfl_xor_sync(0xFFFFFFFFu, lo, offset);
-        const R h = __shfl_xor_sync(0xFFFFFFFFu, hi, offset);
-        lo = l < lo ? l : lo;
-        hi = h > hi ? h : hi;
-    }
-    if ((threadIdx.x & 31u) == 0) {
-        s.warp_lo[threadIdx.x >> 5] = lo;
-        s.warp_hi[threadIdx.x >> 5] = hi;
-    }
-    __syncthreads();
-    lo = ~(R)0;
-    hi = 0;
-    for (u32 w = 0; w < WARPS; ++w) {
-        lo = s.warp_lo[w] < lo ? s.warp_lo[w] : lo;
-        hi = s.warp_hi[w] > hi ? s.warp_hi[w] : hi;
-    }
-    *lo_out = lo;
-    *hi_out = hi;
-}
-
 // The bucket path of the final selection: the `n` candidates (any order) hold the `written`
 // best keys and every tie of the k-th. Bucket b (0 = best) holds the ranks r with
 // (r - lo) >> shift == BT_BUCKETS - 1 - b, so the buckets are ordered, and an item's position
@@ -396,36 +363,27 @@ __device__ __forceinline__ void bt_rank_range(const R* ranks, u32 n, BtStreamSta
 // into the one boundary bucket, where the tie-break picks which are kept. Returns false, having
 // written nothing, when the buckets are too uneven for that count (sum of squared sizes above
 // BT_BUCKET_WORK per candidate) or the selected buckets do not fit the copy; the caller then
-// takes the exact path. Sorted and unsorted output both get the sorted positions.
+// takes the exact path. Sorted and unsorted output both get the sorted positions. On entry
+// `lo` and `hi` bound the ranks, `fill` and s.work, s.greater and s.equal are zero (the caller
+// does it in its own phases, saving barriers).
 template <class Key, class R, u32 BLOCK_THREADS, int VALUE_BYTES, u32 WARPS>
 __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, const R* ranks,
                                                  const u32* indices, u32 n, u32 written,
                                                  u64 begin, u32 dir, u64 out_base,
-                                                 BtStreamState<R, WARPS>& s, R* copy_ranks,
-                                                 u32* copy_indices, u32 copy_cap, u32* starts,
-                                                 u32* fill) {
+                                                 BtStreamState<R, WARPS>& s, R lo, R hi,
+                                                 R* copy_ranks, u32* copy_indices, u32 copy_cap,
+                                                 u32* starts, u32* fill) {
     constexpr u32 PER_THREAD = BT_BUCKETS / BLOCK_THREADS;
     constexpr u32 RANK_BITS = 8u * (u32)sizeof(R);
     const u32 tid = threadIdx.x;
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
 
-    R lo, hi;
-    bt_rank_range<R, BLOCK_THREADS>(ranks, n, s, &lo, &hi);
     const R span = hi - lo;
     const u32 span_bits = span == 0 ? 0u
         : RANK_BITS - (sizeof(R) == 8 ? (u32)__clzll((long long)span) : (u32)__clz((int)span));
     const u32 shift = span_bits > BT_BUCKET_LOG ? span_bits - BT_BUCKET_LOG : 0u;
     auto bucket = [lo, shift](R r) { return BT_BUCKETS - 1u - (u32)((r - lo) >> shift); };
 
-    for (u32 b = tid; b < BT_BUCKETS; b += BLOCK_THREADS) {
-        fill[b] = 0;
-    }
-    if (tid == 0) {
-        s.work = 0;
-        s.greater = 0;
-        s.equal = 0;
-    }
-    __syncthreads();
     for (u32 i = tid; i < n; i += BLOCK_THREADS) {
         atomicAdd(&fill[bucket(ranks[i])], 1u);
     }
@@ -587,17 +545,6 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         const bool aligned = (((unsigned long long)src) & 15ull) == 0;
         const u32 vectors = aligned ? (hi - lo) / VEC : 0u;
         const uint4* src4 = reinterpret_cast<const uint4*>(src);
-        // The warp's first batch is loaded before the sample is selected, so its latency
-        // overlaps the selection.
-        uint4 next[UNROLL];
-        auto load = [&](u32 base) {
-#pragma unroll
-            for (u32 u = 0; u < UNROLL; ++u) {
-                const u32 v = base + u * 32u + lane;
-                next[u] = v < vectors ? __ldcs(src4 + v) : make_uint4(0u, 0u, 0u, 0u);
-            }
-        };
-        load(0);
 
         // The threshold (0, every key, when the sample would not cut: k close to the size).
         // The samples among the `written` best keys are binomial with mean
@@ -668,14 +615,15 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             }
             appended += __shfl_sync(0xFFFFFFFFu, x, 31);
         };
+        // Resident warps (32 per SM) keep enough loads in flight to stream at the copy rate;
+        // prefetching the next batch in registers made ptxas spill under the 64-register cap
+        // (28 MB of local traffic at [64x131072]).
         for (u32 base = 0; base < vectors; base += BATCH) {  // warp-uniform
             uint4 v4[UNROLL];
 #pragma unroll
             for (u32 u = 0; u < UNROLL; ++u) {
-                v4[u] = next[u];
-            }
-            if (base + BATCH < vectors) {
-                load(base + BATCH);  // in flight during this batch
+                const u32 v = base + u * 32u + lane;
+                v4[u] = v < vectors ? __ldcs(src4 + v) : make_uint4(0u, 0u, 0u, 0u);
             }
             u32 flags = 0;  // bit u * VEC + e: key e of vector slot u
 #pragma unroll
@@ -758,6 +706,17 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
         const u32 count = tid < regions
             ? reinterpret_cast<const u32*>(p.stream_counts)[first_region + tid]
             : 0u;
+        // The bucket path's counters, cleared here to save it barriers.
+        for (u32 b = tid; b < BT_BUCKETS; b += BLOCK_THREADS) {
+            fill[b] = 0;
+        }
+        if (tid == 0) {
+            s.work = 0;
+            s.greater = 0;
+            s.equal = 0;
+            s.range_lo = ~(R)0;
+            s.range_hi = 0;
+        }
         const bool overflow = __syncthreads_or(count > capacity) != 0;
         u32 n = 0;
         const u32 at = bt_block_scan_u32<BLOCK_THREADS>(min(count, capacity), s.warp_totals, &n);
@@ -778,6 +737,8 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
             while (top < regions) {
                 top <<= 1;
             }
+            R lo = ~(R)0;  // the ranks' range, for the buckets
+            R hi = 0;
             for (u32 base = 0; base < n; base += LOADS * BLOCK_THREADS) {
                 R r[LOADS];
                 u32 x[LOADS];
@@ -801,13 +762,26 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
                     if (t < n) {
                         cand_ranks[t] = r[u];
                         cand_indices[t] = x[u];
+                        lo = r[u] < lo ? r[u] : lo;
+                        hi = r[u] > hi ? r[u] : hi;
                     }
                 }
             }
+#pragma unroll
+            for (u32 offset = 16; offset > 0; offset >>= 1) {
+                const R l = __shfl_xor_sync(0xFFFFFFFFu, lo, offset);
+                const R h = __shfl_xor_sync(0xFFFFFFFFu, hi, offset);
+                lo = l < lo ? l : lo;
+                hi = h > hi ? h : hi;
+            }
+            if ((tid & 31u) == 0) {
+                atomicMin(&s.range_lo, lo);
+                atomicMax(&s.range_hi, hi);
+            }
             __syncthreads();
             const bool done = bt_bucket_select<Key, R, BLOCK_THREADS, VALUE_BYTES>(
-                p, cand_ranks, cand_indices, n, written, begin, dir, out_base, s, copy_ranks,
-                copy_indices, copy_cap, starts, fill);
+                p, cand_ranks, cand_indices, n, written, begin, dir, out_base, s, s.range_lo,
+                s.range_hi, copy_ranks, copy_indices, copy_cap, starts, fill);
             if (!done) {
                 const BtSharedItems<R> items{cand_ranks, cand_indices};
                 bt_stream_exact<Key, R, BLOCK_THREADS, VALUE_BYTES>(
