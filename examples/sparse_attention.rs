@@ -5,11 +5,10 @@
 //!
 //! `cargo run --release --example sparse_attention [queries]`
 //!
-//! Segments of 131072 keys are beyond one block's shared memory: the static bounds select the
-//! tier that CUB lacks, a thread-block cluster per query (8 blocks on sm_90) that reads the
-//! scores once, keeps those at or above a sampled threshold in shared memory and selects among
-//! them with radix histograms merged through distributed shared memory, one launch and no host
-//! round trip.
+//! Segments of 131072 keys are beyond one block's shared memory, and beyond
+//! `cub::DeviceBatchedTopK`'s 16384: the static bounds select the stream tier, which reads the
+//! scores once with 8 blocks per query, keeps those at or above a sampled threshold, and
+//! selects and orders them with one block per query; two launches, no host round trip.
 
 use oxicub::{direction, k, num_segments, segment_size, AnyBackend, Env, Error, Host};
 use oxicub_algorithms::batched_topk::{self, Problem};

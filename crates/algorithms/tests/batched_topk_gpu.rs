@@ -1,6 +1,7 @@
 //! Batched top-k on the GPU against the host backend: bit for bit where the contract pins the
 //! output, exactly the contract elsewhere; every tier (warp, block, several blocks per
-//! segment, a cluster per segment) and mixed sizes in one call; every requirement combination; adversarial inputs
+//! segment, the stream tier) and mixed sizes in one call; every requirement combination;
+//! adversarial inputs
 //! (ties at the k-th key, all equal, NaN, signed zeros, empty segments, k = 0, k = size,
 //! k > size, one huge segment among tiny ones); bad per-segment values reported like the
 //! host; outputs poisoned before each run. Each test skips without a GPU (fails with
@@ -658,9 +659,9 @@ fn shapes() -> Vec<Shape> {
         s(3, 40_000, 40_000, 2048, Max),   // several blocks, packed shared-memory sort
         s(4, 9000, 9000, 700, Min),        // several blocks, packed sort with padding
         s(2, 5000, 4999, 3000, Min),       // several blocks, global sort
-        s(3, 40_001, 40_000, 100, Max),    // cluster tier, unaligned rows: scalar loads
-        s(5, 131_072, 131_072, 2048, Min), // cluster tier, the sparse-attention row
-        s(4, 2049, 2049, 2048, Max),       // cluster tier, all but one item
+        s(3, 40_001, 40_000, 100, Max),    // stream tier, unaligned rows: scalar loads
+        s(5, 131_072, 131_072, 2048, Min), // stream tier, the sparse-attention row
+        s(4, 2049, 2049, 2048, Max),       // stream tier, all but one item
         Shape {
             short: 1,
             ..s(10, 256, 256, 8, Max)
@@ -710,14 +711,15 @@ fn uniform_strided_shapes_take_the_direct_path_in_every_tier() {
     }
 }
 
-// ---- The cluster tier: a thread-block cluster per segment of 2049 ..= its cap keys with
-// min(k, size) <= 2048 (BatchedTiers::cluster_max_size); larger k or larger segments go to
-// the multi-block tier in the same call. ----
+// ---- The stream tier: segments of 2049 ..= its cap keys with min(k, size) <= 2048
+// (BatchedTiers::stream_max_size), filtered by chunks against a sampled threshold, then
+// selected by a block per segment (buckets, or the exact radix select over the candidates or
+// over every key); larger k or larger segments go to the multi-block tier in the same call. ----
 
-/// Segments for the cluster tier and its neighbours: sizes just above the block tier, chunks
-/// that split unevenly over the 8 CTAs, the sparse-attention row; k from 1 to the tier's cap,
+/// Segments for the stream tier and its neighbours: sizes just above the block tier, sizes
+/// that end inside a chunk, the sparse-attention row; k from 1 to the tier's cap,
 /// and just above it (the multi-block tier); a few small segments (warp and block tiers).
-fn cluster_case<K: RefKey>(keys_for: impl Fn(usize, u64) -> Vec<K>, seed: u64) -> Case<K> {
+fn stream_case<K: RefKey>(keys_for: impl Fn(usize, u64) -> Vec<K>, seed: u64) -> Case<K> {
     let mut rng = SplitMix64::new(seed);
     let sizes = [
         2049usize, 2051, 3000, 4099, 9000, 16_387, 40_000, 131_072, 5000, 60_000, 100, 2048, 7,
@@ -751,19 +753,19 @@ fn four_values<K: RefKey>(n: usize, seed: u64) -> Vec<K> {
 }
 
 #[test]
-fn cluster_tier_every_requirement_combination() {
+fn stream_tier_every_requirement_combination() {
     let Some(cuda) = gpu_or_skip() else { return };
-    let case = cluster_case(sample_keys::<f32>, 40);
+    let case = stream_case(sample_keys::<f32>, 40);
     for_every_env!(check_case(&cuda, &case));
-    let ties = cluster_case(four_values::<i32>, 41);
+    let ties = stream_case(four_values::<i32>, 41);
     for_every_env!(check_case(&cuda, &ties));
 }
 
 #[test]
-fn cluster_tier_every_key_type() {
+fn stream_tier_every_key_type() {
     let Some(cuda) = gpu_or_skip() else { return };
     fn each<K: RefKey>(cuda: &Cuda, seed: u64) {
-        let case = cluster_case(sample_keys::<K>, seed);
+        let case = stream_case(sample_keys::<K>, seed);
         check_case(cuda, &case, &Env::new());
         check_case(cuda, &case, &require!(tie_break::PreferLargerIndex));
         check_case(
@@ -772,7 +774,7 @@ fn cluster_tier_every_key_type() {
             &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
         );
         check_case(cuda, &case, &require!(output_ordering::Sorted));
-        let ties = cluster_case(four_values::<K>, seed + 100);
+        let ties = stream_case(four_values::<K>, seed + 100);
         check_case(cuda, &ties, &Env::new());
         check_case(
             cuda,
@@ -795,9 +797,9 @@ fn cluster_tier_every_key_type() {
 }
 
 #[test]
-fn cluster_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
+fn stream_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
     let Some(cuda) = gpu_or_skip() else { return };
-    let equal = cluster_case(|n, _| vec![7u32; n], 54);
+    let equal = stream_case(|n, _| vec![7u32; n], 54);
     for_every_env!(check_case(&cuda, &equal));
     let specials = [
         f32::NAN,
@@ -809,14 +811,14 @@ fn cluster_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
         -0.0,
         f32::NEG_INFINITY,
     ];
-    let special = cluster_case(
+    let special = stream_case(
         |n, _| specials.iter().copied().cycle().take(n).collect(),
         55,
     );
     for_every_env!(check_case(&cuda, &special));
     // Distinct keys except one value repeated around the k-th position: the boundary digit
     // resolves to a single key with more copies than slots left.
-    let tie = cluster_case(
+    let tie = stream_case(
         |n, s| {
             let mut keys: Vec<f64> = sample_keys(n, s);
             for (i, key) in keys.iter_mut().enumerate() {
@@ -829,12 +831,44 @@ fn cluster_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
         56,
     );
     for_every_env!(check_case(&cuda, &tie));
+    // Scores in [0, 1) and one NaN per 1000: the candidates' ranks span the whole range, so
+    // the buckets degenerate and the exact select over the candidates decides.
+    let outlier = stream_case(
+        |n, s| {
+            let mut keys = unit_scores(n, s, 24);
+            for key in keys.iter_mut().step_by(1000) {
+                *key = f32::NAN;
+            }
+            keys
+        },
+        61,
+    );
+    for_every_env!(check_case(&cuda, &outlier));
 }
 
-/// Segments above the cluster tier's cap for their key width go to the multi-block tier in
+/// `n` scores uniform in [0, 1) with `bits` bits of resolution (fewer bits: more ties).
+fn unit_scores(n: usize, seed: u64, bits: u32) -> Vec<f32> {
+    let mut rng = SplitMix64::new(seed);
+    (0..n)
+        .map(|_| (rng.next_u64() >> (64 - bits)) as f32 / (1u64 << bits) as f32)
+        .collect()
+}
+
+/// Scores as a sparse-attention indexer produces them, where the buckets decide: distinct
+/// (24 bits) and with a few dozen copies of each value (12 bits: ties at the k-th key).
+#[test]
+fn stream_tier_buckets_with_and_without_ties() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let distinct = stream_case(|n, s| unit_scores(n, s, 24), 62);
+    for_every_env!(check_case(&cuda, &distinct));
+    let tied = stream_case(|n, s| unit_scores(n, s, 12), 63);
+    for_every_env!(check_case(&cuda, &tied));
+}
+
+/// Segments above the stream tier's cap for their key width go to the multi-block tier in
 /// the same call: 8-byte keys above 131072 items, 4-byte keys above 262144.
 #[test]
-fn cluster_tier_routes_by_size_and_k_in_one_call() {
+fn stream_tier_routes_by_size_and_k_in_one_call() {
     let Some(cuda) = gpu_or_skip() else { return };
     let sizes = [131_072usize, 131_073, 3000, 200, 2049];
     let ks = [2048i64, 2048, 2048, 20, 100];
@@ -853,10 +887,10 @@ fn cluster_tier_routes_by_size_and_k_in_one_call() {
     );
 }
 
-/// Keys only and pairs with 4- and 8-byte values through the cluster tier, against the host:
+/// Keys only and pairs with 4- and 8-byte values through the stream tier, against the host:
 /// the values carried are the items' global positions, so each output's source is checked.
 #[test]
-fn cluster_tier_keys_and_pairs() {
+fn stream_tier_keys_and_pairs() {
     let Some(cuda) = gpu_or_skip() else { return };
     fn each<K: RefKey, V>(cuda: &Cuda, case: &Case<K>, env: &impl Environment, value: fn(u64) -> V)
     where
@@ -1011,8 +1045,8 @@ fn cluster_tier_keys_and_pairs() {
             }
         }
     }
-    let case = cluster_case(sample_keys::<f32>, 59);
-    let ties = cluster_case(four_values::<u64>, 60);
+    let case = stream_case(sample_keys::<f32>, 59);
+    let ties = stream_case(four_values::<u64>, 60);
     let to_u32 = |x: u64| x as u32;
     let to_u64 = |x: u64| x;
     each(&cuda, &case, &Env::new(), to_u32);

@@ -34,10 +34,10 @@
 //                                     per-segment histograms merged on the device (stages
 //                                     below), the selected indices collected, then sorted per
 //                                     segment.
-//   TIER 4 (cluster)                  a thread-block cluster per segment, one launch: the keys
-//                                     loaded once into the CTAs' shared memory, the radix
-//                                     select over them with histograms merged through
-//                                     distributed shared memory (batched_topk_cluster.cuh).
+//   TIER 4 (stream)                   several blocks per segment, two launches: a filter that
+//                                     streams each chunk once against a sampled threshold and
+//                                     keeps the candidates, then a block per segment that
+//                                     selects and orders them (batched_topk_stream.cuh).
 //
 // The listed layout (segments at their own device addresses, the seeds' iterator of
 // iterators) is the offsets layout over a keys base of 0: begin/end are element addresses
@@ -71,7 +71,9 @@ enum BatchedTopKStage {
     BT_STAGE_LARGE_COLLECT = 9,
     BT_STAGE_LARGE_WRITE = 10,
     BT_STAGE_LARGE_SORT_INIT = 11,
-    BT_STAGE_LARGE_SORT_STEP = 12
+    BT_STAGE_LARGE_SORT_STEP = 12,
+    // tier 4: the final selection (its filter is BT_STAGE_SELECT)
+    BT_STAGE_STREAM_FINAL = 13
 };
 
 // params.flags
@@ -94,7 +96,7 @@ constexpr u32 BT_VALUE_POINTERS = 2048u;   // listed layout: params.values holds
 constexpr u32 BT_TIER_WARP = 1u;
 constexpr u32 BT_TIER_BLOCK = 2u;
 constexpr u32 BT_TIER_LARGE = 4u;
-constexpr u32 BT_TIER_CLUSTER = 8u;
+constexpr u32 BT_TIER_STREAM = 8u;
 
 // Status words (u64).
 constexpr u32 BT_STATUS_VIOLATION = 0;  // min over invalid segments of (segment << 8 | code)
@@ -102,10 +104,11 @@ constexpr u32 BT_STATUS_VALUE = 1;      // the offending value of that segment
 constexpr u32 BT_STATUS_N_BAD = 2;      // 1 when a deferred count was outside its bounds
 constexpr u32 BT_STATUS_N_VALUE = 3;    // that count
 constexpr u32 BT_STATUS_COUNT = 4;      // the number of segments processed
-constexpr u32 BT_STATUS_BINS = 5;       // 3 words: segments appended to each bin (warp, block,
-                                        // large), possibly past the bin's capacity
-constexpr u32 BT_STATUS_TOTAL = 8;      // the sum of the valid segments' sizes
-constexpr u32 BT_STATUS_TOTAL_BAD = 9;  // 1 when that sum is outside the TotalItems guarantee
+constexpr u32 BT_STATUS_BINS = 5;        // 4 words: segments appended to each bin (warp, block,
+                                         // large, stream), possibly past the bin's capacity
+constexpr u32 BT_STATUS_TOTAL = 9;       // the sum of the valid segments' sizes
+constexpr u32 BT_STATUS_TOTAL_BAD = 10;  // 1 when that sum is outside the TotalItems guarantee
+constexpr u32 BT_LISTS = 4;              // bin lists (bt_bin_index)
 
 // Descriptor words per segment (u64).
 constexpr u32 BT_DESC_WORDS = 4;  // begin, size, written, direction | valid << 8
@@ -215,8 +218,8 @@ __device__ __forceinline__ u32 bt_bin(const BatchedTopKParams& p, u64 size, u64 
     if ((p.tiers & BT_TIER_BLOCK) && size <= p.block_max_size) {
         return BT_TIER_BLOCK;
     }
-    if ((p.tiers & BT_TIER_CLUSTER) && size <= p.cluster_max_size && written <= p.cluster_max_k) {
-        return BT_TIER_CLUSTER;
+    if ((p.tiers & BT_TIER_STREAM) && size <= p.stream_max_size && written <= p.stream_max_k) {
+        return BT_TIER_STREAM;
     }
     return BT_TIER_LARGE;
 }
@@ -310,21 +313,25 @@ __device__ __forceinline__ u64 bt_count(const BatchedTopKParams& p) {
 }
 
 // Binning by compaction: RESOLVE appends every segment that writes something to the list of
-// its bin (p.bins: the warp list, the block list, each p.bin_capacity long, then the large
-// list, p.large_capacity long), so a tier walks only its own segments and the several-blocks
-// tier's scratch is indexed by the position in its list (sized from the TotalItems
-// guarantee, not from the number of segments). A direct call has no lists: every segment is
-// in the one bin its shape selects.
-// The cluster tier has no list (3 = none): it walks every segment's descriptor, a cluster per
-// segment, so its segments take no capacity of the lists.
+// its bin (p.bins: the warp list and the block list, each p.bin_capacity long, then the large
+// list, p.large_capacity long, then the stream list, p.stream_capacity long), so a tier walks
+// only its own segments and the tiers with scratch per segment (large, stream) index it by the
+// position in their list (sized from the TotalItems guarantee, not from the number of
+// segments). A direct call has no lists: every segment is in the one bin its shape selects.
 __device__ __forceinline__ u32 bt_bin_index(u32 bin) {
     return bin == BT_TIER_WARP ? 0u
         : (bin == BT_TIER_BLOCK ? 1u : (bin == BT_TIER_LARGE ? 2u : 3u));
 }
 
-// The capacity of list `index` (bt_bin_index): the large list is sized from TotalItems.
+// The capacity of list `index` (bt_bin_index): the large and stream lists are sized from
+// TotalItems.
 __device__ __forceinline__ u64 bt_list_capacity(const BatchedTopKParams& p, u32 index) {
-    return index == 2u ? p.large_capacity : p.bin_capacity;
+    return index == 2u ? p.large_capacity : (index == 3u ? p.stream_capacity : p.bin_capacity);
+}
+
+// Where list `index` starts in p.bins.
+__device__ __forceinline__ u64 bt_list_start(const BatchedTopKParams& p, u32 index) {
+    return (u64)(index < 2u ? index : 2u) * p.bin_capacity + (index == 3u ? p.large_capacity : 0ull);
 }
 
 // The number of segments in `bin` (a tier reads it after RESOLVE, in stream order).
@@ -344,7 +351,7 @@ __device__ __forceinline__ u64 bt_bin_segment(const BatchedTopKParams& p, u32 bi
     if (p.flags & BT_DIRECT) {
         return i;
     }
-    return reinterpret_cast<const u64*>(p.bins)[bt_bin_index(bin) * p.bin_capacity + i];
+    return reinterpret_cast<const u64*>(p.bins)[bt_list_start(p, bt_bin_index(bin)) + i];
 }
 
 // ---- Tier 0: control stages ----
@@ -399,17 +406,17 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
             } else {
                 atomicAdd(&block_total, size);
             }
-            // Append to the bin's list: one atomic per warp and bin (3 = no bin).
+            // Append to the bin's list: one atomic per warp and bin (BT_LISTS = no bin).
             const u32 mine = (code == 0 && written != 0) ? bt_bin_index(bt_bin(p, size, written))
-                                                         : 3u;
+                                                         : BT_LISTS;
             const u32 active = __activemask();
 #pragma unroll
-            for (u32 b = 0; b < 3; ++b) {
+            for (u32 b = 0; b < BT_LISTS; ++b) {
                 u64* appended = &status[BT_STATUS_BINS + b];
                 const u64 at = warp_append<u64>(mine == b, active,
                                                 [appended](u64 n) { return atomicAdd(appended, n); });
                 if (mine == b && at < bt_list_capacity(p, b)) {
-                    bins[(u64)b * p.bin_capacity + at] = seg;
+                    bins[bt_list_start(p, b) + at] = seg;
                 }
             }
         }
@@ -1797,9 +1804,9 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
     }
 }
 
-// Tier 4, in batched_topk_cluster.cuh (included after this header).
-template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int CLUSTER, int K_CAP>
-__device__ __forceinline__ void bt_cluster(const BatchedTopKParams& p);
+// Tier 4, in batched_topk_stream.cuh (included after this header).
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int K_CAP>
+__device__ __forceinline__ void bt_stream(const BatchedTopKParams& p);
 
 template <class Key, u32 BLOCK_THREADS, int TIER, int VALUE_BYTES, int ITEMS, int SORT_CAP>
 __device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
@@ -1816,7 +1823,7 @@ __device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
     } else if constexpr (TIER == 3) {
         bt_large<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
     } else {
-        bt_cluster<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS, SORT_CAP>(params);
+        bt_stream<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
     }
 }
 

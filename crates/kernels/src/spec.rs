@@ -27,7 +27,7 @@ pub enum KernelFamily {
     DigitHistogram,
     /// Single-problem top-k by radix select (every stage of it).
     TopKRadixSelect,
-    /// Batched top-k: the control stages and the warp, block, multi-block and cluster tiers.
+    /// Batched top-k: the control stages and the warp, block, multi-block and stream tiers.
     BatchedTopK,
 }
 
@@ -82,12 +82,6 @@ pub enum Tier {
     BlockPerSegment,
     /// Several blocks per segment (huge segments).
     BlocksPerSegment,
-    /// A thread-block cluster of `ctas` blocks per segment (sm_90): the entry point is
-    /// compiled with that cluster shape, so a plain launch forms the clusters.
-    ClusterPerSegment {
-        /// Blocks per cluster.
-        ctas: u32,
-    },
 }
 
 /// Sort or selection direction.
@@ -322,12 +316,8 @@ impl KernelSpec {
             Some(min) => format!("{}, {min}", self.block_threads),
             None => self.block_threads.to_string(),
         };
-        let cluster = match self.tier {
-            Tier::ClusterPerSegment { ctas } => format!(" __cluster_dims__({ctas}, 1, 1)"),
-            _ => String::new(),
-        };
         source.push_str(&format!(
-            "\nextern \"C\" __global__ void __launch_bounds__({bounds}){cluster} {entry}(const oxicub::{params} params) {{\n    {instantiation}(params);\n}}\n",
+            "\nextern \"C\" __global__ void __launch_bounds__({bounds}) {entry}(const oxicub::{params} params) {{\n    {instantiation}(params);\n}}\n",
             entry = self.entry_name(),
             params = table.params_name,
             instantiation = self,

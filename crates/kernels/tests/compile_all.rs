@@ -41,7 +41,7 @@ fn every_batched_topk_spec_compiles_for_sm_90() {
 
 /// What representative calls instantiate, from their static bounds alone: MoE routing
 /// (`segment_size::Static<256>`, `k::Static<8>`) compiles the warp tier and nothing for large k
-/// or large segments; sparse attention only the cluster tier; unbounded per-segment
+/// or large segments; sparse attention only the stream tier; unbounded per-segment
 /// parameters every tier.
 #[test]
 fn batched_topk_calls_instantiate_only_what_their_bounds_allow() {

@@ -917,7 +917,7 @@ pub fn kernel_specs<Key: RadixKey, S: Param, K: Param, E: Environment>(
 ) -> Vec<oxicub_kernels::KernelSpec> {
     let sizes = StaticTiers::<S, K, E::Guarantees>::SIZES;
     let k = StaticTiers::<S, K, E::Guarantees>::K;
-    // The key width's own cap for the cluster tier (the constant is the union over widths).
+    // The key width's own cap for the stream tier (the constant is the union over widths).
     let key_bytes = std::mem::size_of::<Key>() as u32;
     let for_key = BatchedTiers::for_key_bounds(key_bytes, (sizes.min, sizes.max), (k.min, k.max));
     oxicub_kernels::families::batched_topk::specs_for(

@@ -53,11 +53,20 @@ kernel_params! {
         warp_max_size: u64,
         warp_max_k: u64,
         block_max_size: u64,
-        cluster_max_size: u64,
-        cluster_max_k: u64,
-        cluster_index_offset: u64,
-        cluster_rank_offset: u64,
-        cluster_candidates: u64,
+        stream_max_size: u64,
+        stream_max_k: u64,
+        stream_capacity: u64,
+        stream_ctas: u64,
+        stream_chunk: u64,
+        stream_candidates: u64,
+        stream_ranks: u64,
+        stream_indices: u64,
+        stream_counts: u64,
+        stream_sorted_cap: u64,
+        stream_sorted_offset: u64,
+        stream_bins_offset: u64,
+        stream_index_offset: u64,
+        stream_rank_offset: u64,
         chunks_per_segment: u64,
         chunk_items: u64,
         selected_stride: u64,
@@ -91,22 +100,24 @@ pub const WARP_MAX_K: i64 = 32;
 pub const SORT_CAP: i64 = 2048;
 /// Items per chunk of a huge segment (one block's work in the multi-block tier).
 const CHUNK_ITEMS: u64 = 16 * 1024;
-/// Blocks per cluster of the cluster tier (8: the portable cluster size).
-pub const CLUSTER_CTAS: u32 = 8;
-/// The most bytes of keys one block of the cluster tier reads per segment: the tier takes
-/// segments of up to `CLUSTER_CTAS * CLUSTER_KEY_BYTES` bytes (the keys are streamed once,
-/// only candidates are kept on chip; the cap keeps the exact fallback's rereads bounded).
-pub const CLUSTER_KEY_BYTES: i64 = 128 * 1024;
-/// The most candidates (keys at or above the sampled threshold) one block of the cluster tier
-/// keeps in shared memory; a segment whose sample misses (more in some block) takes the exact
-/// path over every key.
-const CLUSTER_CANDIDATES: u64 = 4096;
-/// The largest `min(k, size)` the cluster tier takes (its on-chip sort); larger goes to the
+/// The most bytes of keys in a segment of the stream tier: its final selection falls back to
+/// one block reading the whole segment when the sample misses, so the cap keeps that bounded.
+pub const STREAM_MAX_BYTES: i64 = 1024 * 1024;
+/// Bytes of keys one block of the stream tier's filter reads (a chunk).
+const STREAM_CHUNK_BYTES: u64 = 64 * 1024;
+/// Candidates per segment the stream tier's final selection holds in shared memory (keys of up
+/// to 4 bytes; half for 8-byte keys); a segment with more takes the exact path over every key.
+const STREAM_CANDIDATES: u64 = 8192;
+/// Buckets of the stream tier's final selection (`BT_BUCKETS` in the header).
+const STREAM_BUCKETS: u64 = 4096;
+/// The most blocks one stream-tier launch asks for (the kernels stride over the rest).
+const STREAM_MAX_GRID: u64 = 1 << 20;
+/// The largest `min(k, size)` the stream tier takes (its on-chip sort); larger goes to the
 /// multi-block tier.
-pub const CLUSTER_MAX_K: i64 = 2048;
-/// Whether the cluster tier is used (the fallback switch: without it, its segments go to the
+pub const STREAM_MAX_K: i64 = 2048;
+/// Whether the stream tier is used (the fallback switch: without it, its segments go to the
 /// multi-block tier, as before the tier existed).
-pub const CLUSTER_TIER_ENABLED: bool = true;
+pub const STREAM_TIER_ENABLED: bool = true;
 
 // Stages, flags, status and descriptor words: as in the header.
 const STAGE_INIT: u32 = 0;
@@ -122,6 +133,7 @@ const STAGE_LARGE_COLLECT: u32 = 9;
 const STAGE_LARGE_WRITE: u32 = 10;
 const STAGE_LARGE_SORT_INIT: u32 = 11;
 const STAGE_LARGE_SORT_STEP: u32 = 12;
+const STAGE_STREAM_FINAL: u32 = 13;
 const FLAG_OFFSETS: u32 = 1;
 const FLAG_SIZES_PER_SEGMENT: u32 = 2;
 const FLAG_K_PER_SEGMENT: u32 = 4;
@@ -134,7 +146,9 @@ const FLAG_SORTED: u32 = 256;
 const FLAG_GLOBAL_SORT: u32 = 512;
 const FLAG_DIRECT: u32 = 1024;
 const FLAG_VALUE_POINTERS: u32 = 2048;
-const STATUS_WORDS: usize = 10;
+const STATUS_WORDS: usize = 11;
+const STATUS_TOTAL: usize = 9;
+const STATUS_TOTAL_BAD: usize = 10;
 const DESC_WORDS: u64 = 4;
 const LARGE_WORDS: u64 = 8;
 const BINS: u64 = 256;
@@ -147,11 +161,11 @@ const BINS: u64 = 256;
 /// // MoE routing: 256 experts, k = 8: only the warp tier exists.
 /// let tiers = BatchedTiers::for_bounds((256, 256), (8, 8));
 /// assert_eq!(tiers, BatchedTiers::WARP);
-/// // Sparse attention: 131072 keys, k = 2048: only the cluster tier (for keys of any width).
-/// assert_eq!(BatchedTiers::for_bounds((131_072, 131_072), (2048, 2048)), BatchedTiers::CLUSTER);
-/// // Larger segments than a cluster holds: the multi-block tier too (for wide keys).
+/// // Sparse attention: 131072 keys, k = 2048: only the stream tier (for keys of any width).
+/// assert_eq!(BatchedTiers::for_bounds((131_072, 131_072), (2048, 2048)), BatchedTiers::STREAM);
+/// // Larger segments than the stream tier takes: the multi-block tier too (for wide keys).
 /// let tiers = BatchedTiers::for_bounds((131_072, 1 << 20), (2048, 2048));
-/// assert_eq!(tiers, BatchedTiers::CLUSTER.or(BatchedTiers::LARGE));
+/// assert_eq!(tiers, BatchedTiers::STREAM.or(BatchedTiers::LARGE));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BatchedTiers(pub u32);
@@ -165,28 +179,29 @@ impl BatchedTiers {
     pub const BLOCK: BatchedTiers = BatchedTiers(2);
     /// Several blocks per segment.
     pub const LARGE: BatchedTiers = BatchedTiers(4);
-    /// A thread-block cluster per segment (sm_90).
-    pub const CLUSTER: BatchedTiers = BatchedTiers(8);
+    /// Several blocks per segment in two launches: a filter streams each chunk once against a
+    /// sampled threshold, then a block per segment selects among the candidates.
+    pub const STREAM: BatchedTiers = BatchedTiers(8);
 
-    /// The largest segment the cluster tier takes for keys of `key_bytes` bytes.
+    /// The largest segment the stream tier takes for keys of `key_bytes` bytes.
     ///
     /// ```
     /// use oxicub_kernels::families::batched_topk::BatchedTiers;
     ///
-    /// assert_eq!(BatchedTiers::cluster_max_size(4), 262_144);
-    /// assert_eq!(BatchedTiers::cluster_max_size(8), 131_072);
+    /// assert_eq!(BatchedTiers::stream_max_size(4), 262_144);
+    /// assert_eq!(BatchedTiers::stream_max_size(8), 131_072);
     /// ```
-    pub const fn cluster_max_size(key_bytes: u32) -> i64 {
+    pub const fn stream_max_size(key_bytes: u32) -> i64 {
         let bytes = if key_bytes == 0 { 1 } else { key_bytes as i64 };
-        CLUSTER_CTAS as i64 * CLUSTER_KEY_BYTES / bytes
+        STREAM_MAX_BYTES / bytes
     }
 
     /// The tiers some segment may need, for keys of any width, when segment sizes lie in
     /// `sizes` and `k` in `k` (closed intervals): the union of [`BatchedTiers::for_key_bounds`]
     /// over the key widths. Usable in `const` context, so dispatch decides at compile time.
     pub const fn for_bounds(sizes: (i64, i64), k: (i64, i64)) -> BatchedTiers {
-        // The cluster bin grows and the multi-block bin shrinks with the cap, and the cap
-        // shrinks with the key width: 1-byte keys need the cluster tier whenever some width
+        // The stream bin grows and the multi-block bin shrinks with the cap, and the cap
+        // shrinks with the key width: 1-byte keys need the stream tier whenever some width
         // does, 8-byte keys the multi-block tier.
         let narrow = BatchedTiers::for_key_bounds(1, sizes, k);
         let wide = BatchedTiers::for_key_bounds(8, sizes, k);
@@ -199,10 +214,10 @@ impl BatchedTiers {
     /// ```
     /// use oxicub_kernels::families::batched_topk::BatchedTiers;
     ///
-    /// // Sparse attention, f32 scores: one cluster per query row.
+    /// // Sparse attention, f32 scores: the stream tier.
     /// let tiers = BatchedTiers::for_key_bounds(4, (131_072, 131_072), (2048, 2048));
-    /// assert_eq!(tiers, BatchedTiers::CLUSTER);
-    /// // k above the cluster tier's sort: the multi-block tier.
+    /// assert_eq!(tiers, BatchedTiers::STREAM);
+    /// // k above the stream tier's sort: the multi-block tier.
     /// let tiers = BatchedTiers::for_key_bounds(4, (131_072, 131_072), (4096, 4096));
     /// assert_eq!(tiers, BatchedTiers::LARGE);
     /// ```
@@ -220,24 +235,24 @@ impl BatchedTiers {
         if size_min <= SORT_CAP && outside_warp {
             bits |= 2;
         }
-        // Cluster: some size in (SORT_CAP, cap] with min(k, size) <= CLUSTER_MAX_K (no size
-        // in that range is at most CLUSTER_MAX_K, so k itself must be).
-        let cap = BatchedTiers::cluster_max_size(key_bytes);
-        let cluster_min = if size_min > SORT_CAP {
+        // Stream: some size in (SORT_CAP, cap] with min(k, size) <= STREAM_MAX_K (no size
+        // in that range is at most STREAM_MAX_K, so k itself must be).
+        let cap = BatchedTiers::stream_max_size(key_bytes);
+        let stream_min = if size_min > SORT_CAP {
             size_min
         } else {
             SORT_CAP + 1
         };
-        let cluster = CLUSTER_TIER_ENABLED
-            && cluster_min <= size_max
-            && cluster_min <= cap
-            && k_min <= CLUSTER_MAX_K;
-        if cluster {
+        let stream = STREAM_TIER_ENABLED
+            && stream_min <= size_max
+            && stream_min <= cap
+            && k_min <= STREAM_MAX_K;
+        if stream {
             bits |= 8;
         }
-        // Multi-block: some size above SORT_CAP outside the cluster bin.
-        let beyond_cluster = !CLUSTER_TIER_ENABLED || size_max > cap || k_max > CLUSTER_MAX_K;
-        if size_max > SORT_CAP && beyond_cluster {
+        // Multi-block: some size above SORT_CAP outside the stream bin.
+        let beyond_stream = !STREAM_TIER_ENABLED || size_max > cap || k_max > STREAM_MAX_K;
+        if size_max > SORT_CAP && beyond_stream {
             bits |= 4;
         }
         BatchedTiers(bits)
@@ -288,15 +303,16 @@ pub enum BatchedKernel {
     Block,
     /// Several blocks per segment.
     Large,
-    /// A thread-block cluster per segment.
-    Cluster,
+    /// Several blocks per segment, then a block per segment (the filter and the final
+    /// selection).
+    Stream,
 }
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "batched_topk",
     header: concat!(
         include_str!("../../cuda/batched_topk.cuh"),
-        include_str!("../../cuda/batched_topk_cluster.cuh")
+        include_str!("../../cuda/batched_topk_stream.cuh")
     ),
     params_name: BatchedTopKParams::CXX_NAME,
     params_declaration: BatchedTopKParams::cxx_declaration,
@@ -317,13 +333,9 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             Some(2) => sort,
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
-            // Two histograms, the warp totals, the pivot, the position counter, the selected
-            // count and the other CTAs' counts (the candidates, the sort and the index buffer
-            // are dynamic).
-            Some(4) => {
-                let ctas = spec.constant("ITEMS").unwrap_or(0).max(0) as u64;
-                2 * 4 * BINS + 4 * warps + 20 + 4 * ctas
-            }
+            // The state (a histogram, warp sums and ranges, the chunk starts, counters) and the
+            // filter's samples, ranks of up to 8 bytes (the final stage's buffers are dynamic).
+            Some(4) => 4 * BINS + 36 * warps + 8 + 4 * 17 + 4 * 12 + 8 * 2048,
             _ => 0,
         }
     },
@@ -347,10 +359,9 @@ impl KernelSpec {
             BatchedKernel::Warp { items } => (key, value_bytes, Tier::WarpPerSegment, 1, items, 0),
             BatchedKernel::Block => (key, value_bytes, Tier::BlockPerSegment, 2, 1, SORT_CAP),
             BatchedKernel::Large => (key, value_bytes, Tier::BlocksPerSegment, 3, 1, SORT_CAP),
-            BatchedKernel::Cluster => {
-                let tier = Tier::ClusterPerSegment { ctas: CLUSTER_CTAS };
-                let cap = CLUSTER_MAX_K;
-                (key, value_bytes, tier, 4, CLUSTER_CTAS, cap)
+            BatchedKernel::Stream => {
+                let tier = Tier::BlocksPerSegment;
+                (key, value_bytes, tier, 4, 1, STREAM_MAX_K)
             }
         };
         let mut consts = vec![
@@ -365,9 +376,9 @@ impl KernelSpec {
             // 6 (40) 0.0477, 8 (32) 0.064; without a bound the compiler takes 80-120.
             consts.push(("MIN_BLOCKS", WARP_MIN_BLOCKS_PER_SM));
         }
-        if matches!(kernel, BatchedKernel::Cluster) {
-            // 4 blocks per SM (at most 64 registers): [64x131072] is 512 blocks, one wave on
-            // 132 SMs only at 4 per SM (4-byte keys, sorted: 48 KiB of shared memory each).
+        if matches!(kernel, BatchedKernel::Stream) {
+            // The filter: 4 blocks per SM (at most 64 registers), so [64x131072]'s 512 chunks
+            // stream in one wave on 132 SMs.
             consts.push(("MIN_BLOCKS", 4));
         }
         KernelSpec {
@@ -423,8 +434,8 @@ pub fn specs_for(
             BatchedKernel::Large,
         ));
     }
-    if tiers.contains(BatchedTiers::CLUSTER) {
-        let kernel = BatchedKernel::Cluster;
+    if tiers.contains(BatchedTiers::STREAM) {
+        let kernel = BatchedKernel::Stream;
         specs.push(KernelSpec::batched_topk(key, value_bytes, kernel));
     }
     specs
@@ -453,7 +464,7 @@ pub fn specs() -> Vec<KernelSpec> {
             }
             specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Block));
             specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Large));
-            specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Cluster));
+            specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Stream));
         }
     }
     specs
@@ -575,7 +586,7 @@ impl BatchedStatus {
         let violation = (words[0] != u64::MAX)
             .then(|| (words[0] >> 8, (words[0] & 0xFF) as u8, words[1] as i64));
         let bad_num_segments = (words[2] != 0).then_some(words[3] as i64);
-        let bad_total_items = (words[9] != 0).then_some(words[8]);
+        let bad_total_items = (words[STATUS_TOTAL_BAD] != 0).then_some(words[STATUS_TOTAL]);
         Ok(BatchedReport {
             violation,
             bad_num_segments,
@@ -744,7 +755,7 @@ pub fn batched_topk<K: RadixKey, V>(
         }
         return Ok(BatchedStatus { words: status });
     }
-    let tiers = effective_tiers::<K>(runtime, &plan);
+    let tiers = effective_tiers::<K>(&plan);
     let large = tiers.contains(BatchedTiers::LARGE);
     // Sorted sets larger than a block sorts in shared memory are sorted in global memory.
     let global_sort = large && plan.sorted && plan.per_segment_max > SORT_CAP as u64;
@@ -772,7 +783,6 @@ pub fn batched_topk<K: RadixKey, V>(
         BatchedLayout::Listed { max_size, .. } => plan.size_bounds.1.min(max_size),
         _ => plan.size_bounds.1.min(num_keys),
     };
-    let cluster = cluster_layout::<K>(&plan, tiers, largest);
     let chunks = if large {
         largest.div_ceil(CHUNK_ITEMS).max(1)
     } else {
@@ -795,12 +805,27 @@ pub fn batched_topk<K: RadixKey, V>(
         max_segments.min(plan.total_bounds.1 / smallest)
     };
     let large_segments = if large { large_capacity } else { 0 };
+    // The stream tier's list has the same bound as the large one (its segments hold more than
+    // the tiers before it take, too); its scratch is per list position.
+    let stream_tier = tiers.contains(BatchedTiers::STREAM);
+    let stream_capacity = if stream_tier && !direct {
+        large_capacity
+    } else {
+        0
+    };
+    let stream_slots = if direct {
+        max_segments
+    } else {
+        stream_capacity
+    };
+    let stream_shape = stream_layout::<K>(&plan, tiers, largest, stream_slots);
     let bin_words = if direct {
         0
     } else {
         max_segments
             .saturating_mul(2)
             .saturating_add(large_capacity)
+            .saturating_add(stream_capacity)
     };
     let mut bins = scratch(bin_words)?;
     let mut large_state = scratch(large_segments.saturating_mul(LARGE_WORDS))?;
@@ -819,6 +844,9 @@ pub fn batched_topk<K: RadixKey, V>(
     let mut large_selected = scratch(selected_len)?;
     let ranks_len = if global_sort { selected_len } else { 0 };
     let mut large_ranks = scratch(ranks_len)?;
+    let mut stream_ranks = scratch(stream_shape.rank_words)?;
+    let mut stream_indices = scratch(stream_shape.index_words)?;
+    let mut stream_counts = scratch(stream_shape.count_words)?;
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     // Listed: the segments' element addresses are offsets from a keys base of 0.
@@ -838,6 +866,9 @@ pub fn batched_topk<K: RadixKey, V>(
     let large_selected_ptr = keep_opt(&mut guards, stream, &mut large_selected);
     let large_ranks_ptr = keep_opt(&mut guards, stream, &mut large_ranks);
     let bins_ptr = keep_opt(&mut guards, stream, &mut bins);
+    let stream_ranks_ptr = keep_opt(&mut guards, stream, &mut stream_ranks);
+    let stream_indices_ptr = keep_opt(&mut guards, stream, &mut stream_indices);
+    let stream_counts_ptr = keep_opt(&mut guards, stream, &mut stream_counts);
     let (values_ptr, out_values_ptr, values_are_index) = values.device_ptrs(stream, &mut guards);
     let index_flag = if values_are_index {
         FLAG_VALUES_ARE_INDEX
@@ -937,11 +968,20 @@ pub fn batched_topk<K: RadixKey, V>(
         warp_max_size: u64::from(plan.warp_items) * 32,
         warp_max_k: WARP_MAX_K as u64,
         block_max_size: SORT_CAP as u64,
-        cluster_max_size: cluster.max_size,
-        cluster_max_k: CLUSTER_MAX_K as u64,
-        cluster_index_offset: cluster.index_offset,
-        cluster_rank_offset: cluster.rank_offset,
-        cluster_candidates: cluster.candidates,
+        stream_max_size: stream_shape.max_size,
+        stream_max_k: STREAM_MAX_K as u64,
+        stream_capacity,
+        stream_ctas: stream_shape.ctas,
+        stream_chunk: stream_shape.chunk,
+        stream_candidates: stream_shape.candidates,
+        stream_ranks: stream_ranks_ptr,
+        stream_indices: stream_indices_ptr,
+        stream_counts: stream_counts_ptr,
+        stream_sorted_cap: stream_shape.sorted_cap,
+        stream_sorted_offset: stream_shape.sorted_offset,
+        stream_bins_offset: stream_shape.bins_offset,
+        stream_index_offset: stream_shape.index_offset,
+        stream_rank_offset: stream_shape.rank_offset,
         chunks_per_segment: chunks,
         chunk_items: CHUNK_ITEMS,
         selected_stride,
@@ -997,17 +1037,24 @@ pub fn batched_topk<K: RadixKey, V>(
                 0,
             )?;
         }
-        if tiers.contains(BatchedTiers::CLUSTER) {
-            // One cluster per segment (a grid-stride loop over segments beyond 65535).
-            let spec = KernelSpec::batched_topk(key, value_bytes, BatchedKernel::Cluster);
+        if stream_tier {
+            // The filter, a block per (list position, chunk) (grid-stride beyond the grid),
+            // then the final selection, a block per list position.
+            let spec = KernelSpec::batched_topk(key, value_bytes, BatchedKernel::Stream);
             let loaded = runtime.kernel(&spec)?;
-            let clusters = max_segments.clamp(1, 65_535) as u32;
-            let params = BatchedTopKParams {
+            let blocks = |n: u64| n.clamp(1, STREAM_MAX_GRID) as u32;
+            let filter = BatchedTopKParams {
                 stage: STAGE_SELECT,
                 ..params
             };
-            let grid = clusters * CLUSTER_CTAS;
-            runtime.launch_with_shared(stream, &loaded, grid, cluster.shared_bytes, params)?;
+            let filter_blocks = blocks(stream_slots.saturating_mul(stream_shape.ctas));
+            runtime.launch_with_shared(stream, &loaded, filter_blocks, 0, filter)?;
+            let last = BatchedTopKParams {
+                stage: STAGE_STREAM_FINAL,
+                ..params
+            };
+            let shared = stream_shape.shared_bytes;
+            runtime.launch_with_shared(stream, &loaded, blocks(stream_slots), shared, last)?;
         }
         if large {
             // Grids over the large bin's positions (the kernels stride over what they find).
@@ -1081,56 +1128,50 @@ fn direct_shape(plan: &BatchedTopKPlan<'_, '_>, num_keys: u64) -> bool {
     n > 0 && size_ok && k_ok && dir_ok && fits && small
 }
 
-/// The tiers a call runs on this device: `plan.tiers` less what the key width's bounds
-/// exclude; the cluster tier's segments go to the multi-block tier below sm_90 (no clusters).
-fn effective_tiers<K: RadixKey>(
-    runtime: &KernelRuntime,
-    plan: &BatchedTopKPlan<'_, '_>,
-) -> BatchedTiers {
+/// The tiers a call runs: `plan.tiers` less what the key width's bounds exclude.
+fn effective_tiers<K: RadixKey>(plan: &BatchedTopKPlan<'_, '_>) -> BatchedTiers {
     let clamp = |v: u64| v.min(i64::MAX as u64) as i64;
     let key_bytes = std::mem::size_of::<K>() as u32;
     let sizes = (clamp(plan.size_bounds.0), clamp(plan.size_bounds.1));
     let k = (clamp(plan.k_bounds.0), clamp(plan.k_bounds.1));
-    let mut tiers = plan
-        .tiers
-        .and(BatchedTiers::for_key_bounds(key_bytes, sizes, k));
     // The width-independent bounds may have asked for the multi-block tier only because of
-    // wider keys; the width's own bounds decide. What the plan lacks is never added, except the
-    // multi-block tier standing in for the cluster tier.
-    if tiers.contains(BatchedTiers::CLUSTER) && runtime.facts().arch < crate::Arch::SM_90 {
-        tiers = tiers.without(BatchedTiers::CLUSTER).or(BatchedTiers::LARGE);
-    }
-    tiers
+    // wider keys; the width's own bounds decide. What the plan lacks is never added.
+    plan.tiers
+        .and(BatchedTiers::for_key_bounds(key_bytes, sizes, k))
 }
 
-/// The cluster tier's launch shape: its segment cap and the dynamic shared memory per block
-/// (the candidates, aliased by the block's sort region, then the index and rank buffers of
-/// sorted output).
-struct ClusterLayout {
+/// The stream tier's shapes: chunks, candidate slots, scratch and the final stage's dynamic
+/// shared memory (the candidates, aliased by the exact path's sort region; the bucket copy;
+/// the bucket starts and fill counters; the exact path's index and rank buffers).
+#[derive(Default)]
+struct StreamLayout {
     max_size: u64,
+    ctas: u64,
+    chunk: u64,
     candidates: u64,
+    sorted_cap: u64,
+    sorted_offset: u64,
+    bins_offset: u64,
     index_offset: u64,
     rank_offset: u64,
     shared_bytes: u32,
+    rank_words: u64,
+    index_words: u64,
+    count_words: u64,
 }
 
-fn cluster_layout<K: RadixKey>(
+fn stream_layout<K: RadixKey>(
     plan: &BatchedTopKPlan<'_, '_>,
     tiers: BatchedTiers,
     largest: u64,
-) -> ClusterLayout {
-    if !tiers.contains(BatchedTiers::CLUSTER) {
-        return ClusterLayout {
-            max_size: 0,
-            candidates: 0,
-            index_offset: 0,
-            rank_offset: 0,
-            shared_bytes: 0,
-        };
+    slots: u64,
+) -> StreamLayout {
+    if !tiers.contains(BatchedTiers::STREAM) {
+        return StreamLayout::default();
     }
     let key_bytes = std::mem::size_of::<K>() as u64;
-    let max_size = BatchedTiers::cluster_max_size(key_bytes as u32) as u64;
-    // The largest segment a cluster may get (`largest`: the bound the layout allows); a
+    let max_size = BatchedTiers::stream_max_size(key_bytes as u32) as u64;
+    // The largest segment the tier may get (`largest`: the bound the layout allows); a
     // uniform size is exact.
     let largest = match plan.layout {
         BatchedLayout::Strided {
@@ -1139,37 +1180,45 @@ fn cluster_layout<K: RadixKey>(
         } => size.min(largest),
         _ => largest,
     }
-    .min(max_size);
-    let vector = 16 / key_bytes;
-    let chunk = largest.div_ceil(u64::from(CLUSTER_CTAS)).div_ceil(vector) * vector;
+    .clamp(1, max_size);
+    let chunk = STREAM_CHUNK_BYTES / key_bytes;
+    let ctas = largest.div_ceil(chunk);
     // Ranks are u32 for keys of up to 32 bits, else u64; a candidate is a rank and a u32
-    // index. A chunk never has more candidates than keys.
+    // index. The segment's candidate budget is split evenly over its chunks.
     let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
-    let candidates = chunk.min(CLUSTER_CANDIDATES);
-    let candidate_bytes = candidates * (rank_bytes + 4);
-    let selected = plan.per_segment_max.min(CLUSTER_MAX_K as u64);
-    // Sorted output: each CTA keeps its selected (index, rank) pairs in its buffers and sorts
-    // them in its candidate memory (one packed u64 each for keys of up to 32 bits, else a u64
-    // rank and a u64 index); one CTA may hold all of a segment's selected items.
-    let (sort_bytes, index_bytes, rank_buffer_bytes) = if plan.sorted {
-        let entry = if key_bytes <= 4 { 8 } else { 16 };
-        (
-            selected.next_power_of_two() * entry,
-            selected * 4,
-            selected * rank_bytes,
-        )
+    let budget = if key_bytes <= 4 {
+        STREAM_CANDIDATES
     } else {
-        (0, 0, 0)
+        STREAM_CANDIDATES / 2
     };
-    let index_offset = candidate_bytes.max(sort_bytes).div_ceil(16) * 16;
-    let rank_offset = (index_offset + index_bytes).div_ceil(16) * 16;
-    let shared = (rank_offset + rank_buffer_bytes).max(16);
-    ClusterLayout {
+    let candidates = (budget / ctas).min(chunk);
+    let total = candidates * ctas;
+    let selected = plan.per_segment_max.min(STREAM_MAX_K as u64);
+    // The bucket copy holds the buckets up to the one of the k-th item.
+    let sorted_cap = total.min(2 * selected + 1024);
+    let sort_entry = if key_bytes <= 4 { 8 } else { 16 };
+    let align = |x: u64| x.div_ceil(16) * 16;
+    let candidate_bytes = (total * (rank_bytes + 4)).max(selected.next_power_of_two() * sort_entry);
+    let sorted_offset = align(candidate_bytes);
+    let bins_offset = align(sorted_offset + sorted_cap * (rank_bytes + 4));
+    let index_offset = align(bins_offset + (2 * STREAM_BUCKETS + 1) * 4);
+    let rank_offset = align(index_offset + selected * 4);
+    let shared = rank_offset + selected * rank_bytes;
+    let words = |bytes: u64| bytes.div_ceil(8);
+    StreamLayout {
         max_size,
+        ctas,
+        chunk,
         candidates,
+        sorted_cap,
+        sorted_offset,
+        bins_offset,
         index_offset,
         rank_offset,
         shared_bytes: u32::try_from(shared).unwrap_or(u32::MAX),
+        rank_words: words(slots.saturating_mul(total).saturating_mul(rank_bytes)),
+        index_words: words(slots.saturating_mul(total).saturating_mul(4)),
+        count_words: words(slots.saturating_mul(ctas).saturating_mul(4)),
     }
 }
 

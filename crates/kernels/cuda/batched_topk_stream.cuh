@@ -1,0 +1,800 @@
+// Family batched_topk, TIER 4 (streamed): several blocks per segment for segments of a few
+// thousand keys up to a few hundred thousand with min(k, size) <= K_CAP, two launches and no
+// host round trip:
+//
+//   stage SELECT (filter)  a block per chunk of a segment (p.stream_chunk keys; the grid walks
+//                          (list position, chunk) pairs). Every block of a segment draws the
+//                          same sample of BT_STREAM_SAMPLES keys spread over the whole segment
+//                          and finds the same threshold: (the leading 16 bits of) the m-th best
+//                          sample, m chosen so that fewer than k keys reach it only with
+//                          negligible probability. One streaming pass over its chunk then
+//                          appends the keys at or above the threshold, in index order, as
+//                          (rank, index) to the chunk's candidate slots in global memory, and
+//                          the chunk's count (which may exceed the slots: an overflow).
+//   stage STREAM_FINAL     a block per segment: when no chunk overflowed and the candidates
+//                          hold at least k keys (then they hold every key of the k best and
+//                          every tie of the k-th), it loads them into shared memory and selects
+//                          and orders them by buckets (bt_bucket_select); inputs whose buckets
+//                          degenerate (heavy ties, clustered keys) take the exact MSB-first
+//                          radix select over the candidates, and segments whose sample missed
+//                          (all-equal keys, k close to the size) the same select over every key
+//                          of the segment, read from global memory (correct for any input).
+//
+// Why not a cluster per segment (this tier's earlier form, NOTES-batched.md c1-c4): a chain of
+// cluster barriers per segment left the SMs latency-bound at 8 % of the DRAM bandwidth; here
+// the filter is a plain streaming kernel with no inter-block step, and the one serial step per
+// segment (the final selection) is a few block barriers over a few thousand candidates.
+//
+// Dynamic shared memory of STREAM_FINAL (sized by the host): [candidates: stream_total ranks,
+// then as many u32 indices; the exact path's sort region aliases it] [bucket copy at
+// stream_sorted_offset: stream_sorted_cap ranks, then as many u32 indices] [bucket starts and
+// fill counters at stream_bins_offset: 2 * BT_BUCKETS + 1 u32] [index buffer at
+// stream_index_offset: u32 per selected item] [rank buffer at stream_rank_offset]. Index math
+// within a segment is 32-bit (the host caps segments at stream_max_size < 2^32).
+namespace oxicub {
+
+constexpr u32 BT_STREAM_SAMPLES = 2048;  // keys sampled per segment (by every block of it)
+constexpr u32 BT_STREAM_MAX_CTAS = 16;   // chunks per segment at most (the host's cap)
+constexpr u32 BT_BUCKETS = 4096;         // buckets of the final selection
+constexpr u32 BT_BUCKET_LOG = 12;
+// The bucket path ranks an item by comparing it with every item of its bucket: it is taken
+// when the sum of the squared bucket sizes is at most this many comparisons per candidate.
+constexpr u32 BT_BUCKET_WORK = 64;
+
+// The rank in the narrowest word that holds it: u32 for keys of up to 32 bits.
+template <int BYTES> struct BtRankWord { typedef u32 Type; };
+template <> struct BtRankWord<8> { typedef u64 Type; };
+
+template <class Key>
+__device__ __forceinline__ typename BtRankWord<sizeof(typename Key::Bits)>::Type
+bt_rank_word(typename Key::Bits raw, u32 dir) {
+    typedef typename Key::Bits Bits;
+    typedef typename BtRankWord<sizeof(Bits)>::Type R;
+    const Bits flip = dir ? (Bits)~(Bits)0 : (Bits)0;
+    return (R)(Bits)(Key::to_radix(raw) ^ flip);
+}
+
+// Key `e` of a 16-byte vector (e a compile-time constant after unrolling, so the vector stays
+// in registers).
+template <class Bits>
+__device__ __forceinline__ Bits bt_vector_key(const uint4& w, u32 e) {
+    const u32 words[4] = {w.x, w.y, w.z, w.w};
+    if constexpr (sizeof(Bits) == 8) {
+        return (Bits)((u64)words[2 * e] | ((u64)words[2 * e + 1] << 32));
+    } else if constexpr (sizeof(Bits) == 4) {
+        return (Bits)words[e];
+    } else if constexpr (sizeof(Bits) == 2) {
+        return (Bits)(words[e / 2] >> (16u * (e % 2)));
+    } else {
+        return (Bits)(words[e / 4] >> (8u * (e % 4)));
+    }
+}
+
+// Exclusive scan of a u64 over the block (four 16-bit counters packed in it add lane-wise as
+// long as no sum exceeds 16 bits); every thread of the block must call it. `*total` gets the
+// block's sum.
+template <u32 BLOCK_THREADS>
+__device__ __forceinline__ u64 bt_block_scan_u64(u64 x, u64* warp_sums, u64* total) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warp = threadIdx.x >> 5;
+    u64 inclusive = x;
+#pragma unroll
+    for (u32 offset = 1; offset < 32; offset <<= 1) {
+        const u64 y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+        inclusive += lane >= offset ? y : 0ull;
+    }
+    if (lane == 31u) {
+        warp_sums[warp] = inclusive;
+    }
+    __syncthreads();
+    u64 below = 0;
+    u64 sum = 0;
+    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
+        const u64 t = warp_sums[w];
+        below += w < warp ? t : 0ull;
+        sum += t;
+    }
+    __syncthreads();
+    *total = sum;
+    return below + inclusive - x;
+}
+
+// One block's shared state (static shared memory).
+template <class R, u32 WARPS>
+struct BtStreamState {
+    u32 histogram[BT_BINS];
+    u32 warp_totals[WARPS];
+    u64 warp_sums[WARPS];
+    R warp_lo[WARPS];
+    R warp_hi[WARPS];
+    R kth;                 // bucket path: the rank at the k-th position
+    u32 chunk_start[BT_STREAM_MAX_CTAS + 1];  // final: where each chunk's candidates go
+    u32 pivot_digit;
+    u32 pivot_left;
+    u32 pivot_count;
+    u32 position_counter;  // exact path, unsorted output: the next position of an item above
+    u32 selected;          // exact path, sorted output: the items in the buffers
+    u32 boundary;          // bucket path: the bucket of the k-th item
+    u32 work;              // bucket path: sum of the squared bucket sizes
+    u32 greater;           // bucket path: the boundary bucket's items above the k-th rank
+    u32 equal;             // bucket path: ... and at it
+    u32 flag;
+};
+
+// Where an MSB-first radix select stopped: the items with (rank & mask) > prefix are taken,
+// `remaining` of the `boundary_total` items with (rank & mask) == prefix too.
+template <class R>
+struct BtSelection {
+    R prefix;
+    R mask;
+    u32 remaining;
+    u32 boundary_total;
+};
+
+// The keys of a segment in global memory, in index order (the exact path over every key).
+template <class Key, class R>
+struct BtGlobalItems {
+    const typename Key::Bits* keys;  // the segment's first key
+    u32 dir;
+    __device__ __forceinline__ R rank(u32 j) const { return bt_rank_word<Key>(keys[j], dir); }
+    __device__ __forceinline__ u32 index(u32 j) const { return j; }
+};
+
+// Items held on chip as (rank, index) in index order: candidates or samples.
+template <class R>
+struct BtSharedItems {
+    const R* ranks;
+    const u32* indices;
+    __device__ __forceinline__ R rank(u32 j) const { return ranks[j]; }
+    __device__ __forceinline__ u32 index(u32 j) const { return indices[j]; }
+};
+
+// MSB-first radix select, 8 bits a pass, of the `want` best of the block's `n` items. Stops
+// when the pivot bin holds exactly the remaining items, or after the pass at `last_shift`.
+// s.histogram is zero on entry and on return. Counting is warp-aggregated by digit: the items
+// a select runs on share their leading digits (candidates above a threshold; f32 scores in
+// [0, 1) share their top byte for half the keys), which same-address atomics serialise.
+template <class R, u32 BITS, u32 BLOCK_THREADS, class Items, u32 WARPS>
+__device__ __forceinline__ BtSelection<R> bt_block_select(const Items& items, u32 n, u32 want,
+                                                          int last_shift,
+                                                          BtStreamState<R, WARPS>& s) {
+    static_assert(BLOCK_THREADS == BT_BINS, "one thread per bin in the pivot search");
+    const u32 tid = threadIdx.x;
+    const u32 lane = tid & 31u;
+    const u32 warp = tid >> 5;
+    BtSelection<R> sel;
+    sel.prefix = 0;
+    sel.mask = 0;
+    sel.remaining = want;
+    sel.boundary_total = n;
+    bool done = want == n;
+    for (int shift = (int)BITS - 8; !done && shift >= last_shift; shift -= 8) {
+        for (u32 base = 0; base < n; base += BLOCK_THREADS) {
+            const u32 j = base + tid;
+            const R r = j < n ? items.rank(j) : (R)0;
+            const u32 digit = j < n && (r & sel.mask) == sel.prefix
+                ? (u32)(r >> shift) & (BT_BINS - 1u)
+                : BT_BINS;
+            const u32 peers = __match_any_sync(0xFFFFFFFFu, digit);
+            if (digit < BT_BINS && lane == (u32)__ffs(peers) - 1u) {
+                atomicAdd(&s.histogram[digit], (u32)__popc(peers));
+            }
+        }
+        __syncthreads();
+        // Thread t holds digit 255 - t; an inclusive scan in thread order counts the items at
+        // or above each digit.
+        const u32 digit = BT_BINS - 1u - tid;
+        const u32 c = s.histogram[digit];
+        u32 x = c;
+#pragma unroll
+        for (u32 offset = 1; offset < 32; offset <<= 1) {
+            const u32 y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
+            x += lane >= offset ? y : 0u;
+        }
+        if (lane == 31u) {
+            s.warp_totals[warp] = x;
+        }
+        __syncthreads();
+        u32 below = 0;
+        for (u32 w = 0; w < warp; ++w) {
+            below += s.warp_totals[w];
+        }
+        const u32 at_or_above = x + below;
+        const u32 above = at_or_above - c;
+        if (above < sel.remaining && at_or_above >= sel.remaining) {
+            s.pivot_digit = digit;
+            s.pivot_left = sel.remaining - above;
+            s.pivot_count = c;
+        }
+        s.histogram[digit] = 0;  // read by this thread only, above
+        __syncthreads();
+        sel.remaining = s.pivot_left;
+        sel.boundary_total = s.pivot_count;
+        sel.prefix |= (R)s.pivot_digit << shift;
+        sel.mask |= (R)(BT_BINS - 1) << shift;
+        done = sel.boundary_total == sel.remaining || shift == 0;
+        __syncthreads();  // pivot_* and warp_totals are rewritten in the next pass
+    }
+    return sel;
+}
+
+// The exact path: selects the `written` best of the block's `n` items (in index order) and
+// writes them. Unsorted output goes straight to the output: items above the boundary at
+// positions [0, written - remaining) from a counter, the kept boundary items after them in
+// index order (exact ties at the k-th key are ranked in index order by a block scan). Sorted
+// output appends (index, rank) to the buffers, sorts them (rank desc, index asc; stable, so it
+// serves both sorted orderings) in `sort_region` (which may alias the items: they are dead by
+// then) and writes them in that order.
+template <class Key, class R, u32 BLOCK_THREADS, int VALUE_BYTES, class Items, u32 WARPS>
+__device__ __forceinline__ void bt_stream_exact(const BatchedTopKParams& p, const Items& items,
+                                                u32 n, u32 written, u64 begin, u32 dir,
+                                                u64 out_base, BtStreamState<R, WARPS>& s,
+                                                u32* index_buffer, R* rank_buffer,
+                                                u64* sort_region) {
+    typedef typename Key::Bits Bits;
+    constexpr u32 BITS = 8u * (u32)sizeof(Bits);
+    const u32 tid = threadIdx.x;
+    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
+    const bool sorted = (p.flags & BT_SORTED) != 0;
+    if (tid == 0) {
+        s.position_counter = 0;
+        s.selected = 0;
+    }
+    __syncthreads();
+    const BtSelection<R> sel = bt_block_select<R, BITS, BLOCK_THREADS>(items, n, written, 0, s);
+    u32* counter = sorted ? &s.selected : &s.position_counter;
+    auto reserve = [counter](u32 count) { return atomicAdd(counter, count); };
+    const u32 above_total = written - sel.remaining;
+    const bool ordered = sel.boundary_total != sel.remaining;
+    auto emit = [&](u32 pos, u32 j, R r) {
+        if (sorted) {
+            index_buffer[pos] = items.index(j);
+            rank_buffer[pos] = r;
+        } else {
+            bt_write_ranked<Key, VALUE_BYTES>(p, begin, (u64)items.index(j), out_base + pos, r,
+                                              dir);
+        }
+    };
+    const u32 skipped = sel.boundary_total - sel.remaining;  // boundary items not kept
+    u32 boundary_before = 0;
+    for (u32 tile = 0; tile < n; tile += BLOCK_THREADS) {
+        const u32 j = tile + tid;
+        const bool valid = j < n;
+        const R r = valid ? items.rank(j) : (R)0;
+        const R masked = r & sel.mask;
+        const bool above = valid && (ordered ? masked > sel.prefix : masked >= sel.prefix);
+        const u32 above_at = warp_append<u32>(above, 0xFFFFFFFFu, reserve);
+        if (above) {
+            emit(above_at, j, r);
+        }
+        if (ordered) {
+            const bool boundary = valid && masked == sel.prefix;
+            u32 count = 0;
+            const u32 before = block_flag_scan<BLOCK_THREADS>(boundary, s.warp_totals, &count);
+            const u32 rank = boundary_before + before;
+            const bool keep =
+                boundary && (prefer_larger ? rank >= skipped : rank < sel.remaining);
+            if (sorted) {
+                const u32 keep_at = warp_append<u32>(keep, 0xFFFFFFFFu, reserve);
+                if (keep) {
+                    emit(keep_at, j, r);
+                }
+            } else if (keep) {
+                emit(above_total + (prefer_larger ? rank - skipped : rank), j, r);
+            }
+            boundary_before += count;
+        }
+    }
+    if (!sorted) {
+        __syncthreads();  // the counters are reset by the next segment
+        return;
+    }
+    __syncthreads();  // the buffers are complete (written items)
+    const u32 m = bt_pow2_at_least(written);
+    if constexpr (sizeof(Bits) <= 4) {
+        // (rank << 32 | ~index): descending order = by key, equal keys by index. Indices are
+        // below 2^32 - 1, so a real item is never 0, the padding.
+        for (u32 i = tid; i < m; i += BLOCK_THREADS) {
+            sort_region[i] = i < written
+                ? (((u64)rank_buffer[i] << 32) | (u64)(0xFFFFFFFFu - index_buffer[i]))
+                : 0ull;
+        }
+        __syncthreads();
+        bt_block_sort_packed<BLOCK_THREADS>(sort_region, m);
+        for (u32 i = tid; i < written; i += BLOCK_THREADS) {
+            const u64 item = sort_region[i];
+            const u64 index = (u64)(0xFFFFFFFFu - (u32)item);
+            bt_write_ranked<Key, VALUE_BYTES>(p, begin, index, out_base + i, (R)(item >> 32), dir);
+        }
+    } else {
+        u64* indices = sort_region + m;
+        for (u32 i = tid; i < m; i += BLOCK_THREADS) {
+            sort_region[i] = i < written ? (u64)rank_buffer[i] : 0ull;
+            indices[i] = i < written ? (u64)index_buffer[i] : BT_PAD;
+        }
+        __syncthreads();
+        bt_block_sort<BLOCK_THREADS>(sort_region, indices, m, false);
+        for (u32 i = tid; i < written; i += BLOCK_THREADS) {
+            bt_write_ranked<Key, VALUE_BYTES>(p, begin, indices[i], out_base + i,
+                                              (R)sort_region[i], dir);
+        }
+    }
+    __syncthreads();  // the sort region and counters are reused by the next segment
+}
+
+// Block-wide minimum and maximum of the items' ranks.
+template <class R, u32 BLOCK_THREADS, u32 WARPS>
+__device__ __forceinline__ void bt_rank_range(const R* ranks, u32 n, BtStreamState<R, WARPS>& s,
+                                              R* lo_out, R* hi_out) {
+    R lo = ~(R)0;
+    R hi = 0;
+    for (u32 i = threadIdx.x; i < n; i += BLOCK_THREADS) {
+        const R r = ranks[i];
+        lo = r < lo ? r : lo;
+        hi = r > hi ? r : hi;
+    }
+#pragma unroll
+    for (u32 offset = 16; offset > 0; offset >>= 1) {
+        const R l = __shfl_xor_sync(0xFFFFFFFFu, lo, offset);
+        const R h = __shfl_xor_sync(0xFFFFFFFFu, hi, offset);
+        lo = l < lo ? l : lo;
+        hi = h > hi ? h : hi;
+    }
+    if ((threadIdx.x & 31u) == 0) {
+        s.warp_lo[threadIdx.x >> 5] = lo;
+        s.warp_hi[threadIdx.x >> 5] = hi;
+    }
+    __syncthreads();
+    lo = ~(R)0;
+    hi = 0;
+    for (u32 w = 0; w < WARPS; ++w) {
+        lo = s.warp_lo[w] < lo ? s.warp_lo[w] : lo;
+        hi = s.warp_hi[w] > hi ? s.warp_hi[w] : hi;
+    }
+    *lo_out = lo;
+    *hi_out = hi;
+}
+
+// The bucket path of the final selection: the `n` candidates (any order) hold the `written`
+// best keys and every tie of the k-th. Bucket b (0 = best) holds the ranks r with
+// (r - lo) >> shift == BT_BUCKETS - 1 - b, so the buckets are ordered, and an item's position
+// in the output (rank desc, index asc) is its bucket's start plus the number of better items
+// in its bucket, counted by comparing with each of them. Exact ties at the k-th key all fall
+// into the one boundary bucket, where the tie-break picks which are kept. Returns false, having
+// written nothing, when the buckets are too uneven for that count (sum of squared sizes above
+// BT_BUCKET_WORK per candidate) or the selected buckets do not fit the copy; the caller then
+// takes the exact path. Sorted and unsorted output both get the sorted positions.
+template <class Key, class R, u32 BLOCK_THREADS, int VALUE_BYTES, u32 WARPS>
+__device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, const R* ranks,
+                                                 const u32* indices, u32 n, u32 written,
+                                                 u64 begin, u32 dir, u64 out_base,
+                                                 BtStreamState<R, WARPS>& s, R* copy_ranks,
+                                                 u32* copy_indices, u32 copy_cap, u32* starts,
+                                                 u32* fill) {
+    constexpr u32 PER_THREAD = BT_BUCKETS / BLOCK_THREADS;
+    constexpr u32 RANK_BITS = 8u * (u32)sizeof(R);
+    const u32 tid = threadIdx.x;
+    const u32 lane = tid & 31u;
+    const u32 warp = tid >> 5;
+    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
+
+    R lo, hi;
+    bt_rank_range<R, BLOCK_THREADS>(ranks, n, s, &lo, &hi);
+    const R span = hi - lo;
+    const u32 span_bits = span == 0 ? 0u
+        : RANK_BITS - (sizeof(R) == 8 ? (u32)__clzll((long long)span) : (u32)__clz((int)span));
+    const u32 shift = span_bits > BT_BUCKET_LOG ? span_bits - BT_BUCKET_LOG : 0u;
+    auto bucket = [lo, shift](R r) { return BT_BUCKETS - 1u - (u32)((r - lo) >> shift); };
+
+    for (u32 b = tid; b < BT_BUCKETS; b += BLOCK_THREADS) {
+        fill[b] = 0;
+    }
+    if (tid == 0) {
+        s.work = 0;
+        s.greater = 0;
+        s.equal = 0;
+    }
+    __syncthreads();
+    for (u32 i = tid; i < n; i += BLOCK_THREADS) {
+        atomicAdd(&fill[bucket(ranks[i])], 1u);
+    }
+    __syncthreads();
+    // Starts: thread t owns buckets [t * PER_THREAD, (t + 1) * PER_THREAD); a block scan of
+    // the threads' sums. The counters are cleared for the scatter as they are read.
+    u32 local[PER_THREAD];
+    u32 sum = 0;
+    u32 squares = 0;
+#pragma unroll
+    for (u32 i = 0; i < PER_THREAD; ++i) {
+        local[i] = fill[tid * PER_THREAD + i];
+        fill[tid * PER_THREAD + i] = 0;
+        sum += local[i];
+        squares += local[i] * local[i];
+    }
+    u32 x = sum;
+#pragma unroll
+    for (u32 offset = 1; offset < 32; offset <<= 1) {
+        const u32 y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
+        x += lane >= offset ? y : 0u;
+    }
+    if (lane == 31u) {
+        s.warp_totals[warp] = x;
+    }
+    atomicAdd(&s.work, squares);
+    __syncthreads();
+    u32 start = x - sum;
+    for (u32 w = 0; w < warp; ++w) {
+        start += s.warp_totals[w];
+    }
+#pragma unroll
+    for (u32 i = 0; i < PER_THREAD; ++i) {
+        const u32 b = tid * PER_THREAD + i;
+        starts[b] = start;
+        if (start <= written - 1u && written - 1u < start + local[i]) {
+            s.boundary = b;
+        }
+        start += local[i];
+    }
+    if (tid == BLOCK_THREADS - 1u) {
+        starts[BT_BUCKETS] = start;  // n
+    }
+    __syncthreads();
+    const u32 boundary = s.boundary;
+    const u32 boundary_start = starts[boundary];
+    const u32 selected_end = starts[boundary + 1u];
+    if (s.work > BT_BUCKET_WORK * n || selected_end > copy_cap) {
+        return false;  // block-uniform: every thread read the same words after the barrier
+    }
+    // Scatter the items of the buckets up to the boundary into bucket order.
+    for (u32 i = tid; i < n; i += BLOCK_THREADS) {
+        const R r = ranks[i];
+        const u32 b = bucket(r);
+        if (b <= boundary) {
+            const u32 at = starts[b] + atomicAdd(&fill[b], 1u);
+            copy_ranks[at] = r;
+            copy_indices[at] = indices[i];
+        }
+    }
+    __syncthreads();
+    // An item's position: its bucket's start plus the better items of its bucket.
+    auto position = [&](u32 j, R r, u32 index) {
+        const u32 b = bucket(r);
+        const u32 first = starts[b];
+        const u32 last = starts[b + 1u];
+        u32 better = 0;
+        for (u32 t = first; t < last; ++t) {
+            const R rt = copy_ranks[t];
+            better += (rt > r || (rt == r && copy_indices[t] < index)) ? 1u : 0u;
+        }
+        return first + better;
+    };
+    // Items above the boundary bucket are all kept; the boundary bucket's item at position
+    // k - 1 gives the k-th rank.
+    for (u32 j = tid; j < selected_end; j += BLOCK_THREADS) {
+        const R r = copy_ranks[j];
+        const u32 index = copy_indices[j];
+        const u32 pos = position(j, r, index);
+        if (j < boundary_start) {
+            bt_write_ranked<Key, VALUE_BYTES>(p, begin, (u64)index, out_base + pos, r, dir);
+        } else if (pos == written - 1u) {
+            s.kth = r;
+        }
+    }
+    __syncthreads();
+    const R kth = s.kth;
+    for (u32 j = boundary_start + tid; j < selected_end; j += BLOCK_THREADS) {
+        const R r = copy_ranks[j];
+        if (r > kth) {
+            atomicAdd(&s.greater, 1u);
+        } else if (r == kth) {
+            atomicAdd(&s.equal, 1u);
+        }
+    }
+    __syncthreads();
+    // The ties at the k-th rank take positions [tie_start, tie_start + ties) in index order;
+    // `keep` of them are kept, the first or the last by index as the tie-break says.
+    const u32 tie_start = boundary_start + s.greater;
+    const u32 ties = s.equal;
+    const u32 keep = written - tie_start;
+    for (u32 j = boundary_start + tid; j < selected_end; j += BLOCK_THREADS) {
+        const R r = copy_ranks[j];
+        if (r < kth) {
+            continue;
+        }
+        const u32 index = copy_indices[j];
+        const u32 pos = position(j, r, index);
+        if (r > kth) {
+            bt_write_ranked<Key, VALUE_BYTES>(p, begin, (u64)index, out_base + pos, r, dir);
+            continue;
+        }
+        const u32 tie = pos - tie_start;
+        if (prefer_larger ? tie >= ties - keep : tie < keep) {
+            const u32 out = prefer_larger ? tie_start + tie - (ties - keep) : pos;
+            bt_write_ranked<Key, VALUE_BYTES>(p, begin, (u64)index, out_base + out, r, dir);
+        }
+    }
+    __syncthreads();  // the state is reused by the next segment
+    return true;
+}
+
+// Stage SELECT: the filter, a block per (list position, chunk).
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, class R, u32 WARPS>
+__device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
+                                                 BtStreamState<R, WARPS>& s, R* samples) {
+    typedef typename Key::Bits Bits;
+    constexpr u32 BITS = 8u * (u32)sizeof(Bits);
+    constexpr u32 VEC = 16u / (u32)sizeof(Bits);  // keys per 16-byte vector
+    constexpr u32 UNROLL = 4;  // vectors in flight per thread (four 16-bit counts in a u64)
+    // The sample select stops after 16 bits: its threshold only has to be at or below the
+    // m-th best sample, and 16 bits of an f32 leave ~0.4 % of [0.5, 1) per step.
+    constexpr int SAMPLE_LAST_SHIFT = BITS > 16u ? (int)BITS - 16 : 0;
+    static_assert(VEC <= 16u && BLOCK_THREADS * VEC < 65536u, "16-bit counts per vector slot");
+    const u32 tid = threadIdx.x;
+    const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+    const u64 ctas = p.stream_ctas;
+    const u32 chunk = (u32)p.stream_chunk;
+    const u32 capacity = (u32)p.stream_candidates;
+    const u64 work = bt_bin_count(p, BT_TIER_STREAM) * ctas;
+    for (u32 b = tid; b < BT_BINS; b += BLOCK_THREADS) {
+        s.histogram[b] = 0;
+    }
+    __syncthreads();
+    for (u64 w = blockIdx.x; w < work; w += gridDim.x) {
+        const u64 slot = w / ctas;
+        const u32 c = (u32)(w - slot * ctas);
+        u32* count_out = reinterpret_cast<u32*>(p.stream_counts) + w;
+        const u64 seg = bt_bin_segment(p, BT_TIER_STREAM, slot);
+        u64 begin, size64, written64;
+        u32 dir;
+        if (!bt_descriptor(p, seg, BT_TIER_STREAM, &begin, &size64, &written64, &dir)) {
+            continue;  // block-uniform; the final stage skips the segment too
+        }
+        const u32 size = (u32)size64;  // <= stream_max_size < 2^32
+        const u32 written = (u32)written64;
+        const u32 lo = c * chunk;
+        if (lo >= size) {
+            continue;  // the final stage reads the counts of ceil(size / chunk) chunks
+        }
+        const u32 mine = min(chunk, size - lo);
+        const Bits* segment = keys + begin;
+        const Bits* src = segment + lo;
+
+        // The threshold (0, every key, when the sample would not cut: k close to the size).
+        // The samples among the `written` best keys are binomial with mean
+        // e = samples * written / size; m = e + 6 sqrt(e) + 4 lies beyond its tail.
+        R threshold = 0;
+        const u32 count = min(BT_STREAM_SAMPLES, size);
+        const float expected = (float)count * (float)written / (float)size;
+        const float m = ceilf(expected + 6.0f * sqrtf(expected) + 4.0f);
+        // The chunk's first vectors are loaded before the sample is selected, so their latency
+        // overlaps it.
+        const bool aligned = (((unsigned long long)src) & 15ull) == 0;
+        const u32 vectors = aligned ? mine / VEC : 0u;
+        const uint4* src4 = reinterpret_cast<const uint4*>(src);
+        uint4 next[UNROLL];
+        auto load = [&](u32 base) {
+#pragma unroll
+            for (u32 u = 0; u < UNROLL; ++u) {
+                const u32 v = base + u * BLOCK_THREADS + tid;
+                next[u] = v < vectors ? __ldcs(src4 + v) : make_uint4(0u, 0u, 0u, 0u);
+            }
+        };
+        load(0);
+        if (written != size && m < (float)count) {
+            constexpr u32 PER_THREAD = BT_STREAM_SAMPLES / BLOCK_THREADS;
+            Bits raw[PER_THREAD];
+#pragma unroll
+            for (u32 u = 0; u < PER_THREAD; ++u) {
+                const u32 i = u * BLOCK_THREADS + tid;
+                raw[u] = i < count ? segment[(u32)((u64)i * size / count)] : (Bits)0;
+            }
+#pragma unroll
+            for (u32 u = 0; u < PER_THREAD; ++u) {
+                const u32 i = u * BLOCK_THREADS + tid;
+                if (i < count) {
+                    samples[i] = bt_rank_word<Key>(raw[u], dir);
+                }
+            }
+            __syncthreads();
+            const BtSharedItems<R> sample_items{samples, nullptr};
+            const BtSelection<R> sel = bt_block_select<R, BITS, BLOCK_THREADS>(
+                sample_items, count, (u32)m, SAMPLE_LAST_SHIFT, s);
+            threshold = sel.prefix;
+        }
+
+        // One pass over the chunk (16-byte loads, UNROLL in flight per thread when the chunk
+        // is aligned): keys at or above the threshold are appended in index order (positions
+        // from a block scan of per-thread counts, four vector slots packed in one u64).
+        R* out_ranks = reinterpret_cast<R*>(p.stream_ranks) + w * capacity;
+        u32* out_indices = reinterpret_cast<u32*>(p.stream_indices) + w * capacity;
+        u32 appended = 0;  // block-uniform
+        for (u32 base = 0; base < vectors; base += UNROLL * BLOCK_THREADS) {
+            uint4 v4[UNROLL];
+#pragma unroll
+            for (u32 u = 0; u < UNROLL; ++u) {
+                v4[u] = next[u];
+            }
+            if (base + UNROLL * BLOCK_THREADS < vectors) {
+                load(base + UNROLL * BLOCK_THREADS);  // in flight during this iteration
+            }
+            u32 flags[UNROLL];
+            u64 counts = 0;
+#pragma unroll
+            for (u32 u = 0; u < UNROLL; ++u) {
+                flags[u] = 0;
+                if (base + u * BLOCK_THREADS + tid < vectors) {
+#pragma unroll
+                    for (u32 e = 0; e < VEC; ++e) {
+                        const R r = bt_rank_word<Key>(bt_vector_key<Bits>(v4[u], e), dir);
+                        flags[u] |= r >= threshold ? 1u << e : 0u;
+                    }
+                }
+                counts |= (u64)__popc(flags[u]) << (16u * u);
+            }
+            u64 total = 0;
+            const u64 before = bt_block_scan_u64<BLOCK_THREADS>(counts, s.warp_sums, &total);
+            u32 slot_base = appended;
+#pragma unroll
+            for (u32 u = 0; u < UNROLL; ++u) {
+                u32 pos = slot_base + ((u32)(before >> (16u * u)) & 0xFFFFu);
+                const u32 v = base + u * BLOCK_THREADS + tid;
+#pragma unroll
+                for (u32 e = 0; e < VEC; ++e) {
+                    if (flags[u] & (1u << e)) {
+                        if (pos < capacity) {
+                            out_ranks[pos] =
+                                bt_rank_word<Key>(bt_vector_key<Bits>(v4[u], e), dir);
+                            out_indices[pos] = lo + v * VEC + e;
+                        }
+                        ++pos;
+                    }
+                }
+                slot_base += (u32)(total >> (16u * u)) & 0xFFFFu;
+            }
+            appended = slot_base;
+        }
+        for (u32 base = vectors * VEC; base < mine; base += BLOCK_THREADS) {
+            const u32 j = base + tid;
+            const R r = j < mine ? bt_rank_word<Key>(src[j], dir) : (R)0;
+            const bool take = j < mine && r >= threshold;
+            u32 total = 0;
+            const u32 before = block_flag_scan<BLOCK_THREADS>(take, s.warp_totals, &total);
+            if (take && appended + before < capacity) {
+                out_ranks[appended + before] = r;
+                out_indices[appended + before] = lo + j;
+            }
+            appended += total;
+        }
+        if (tid == 0) {
+            *count_out = appended;  // more than `capacity`: an overflow
+        }
+        __syncthreads();  // the samples and the scan's words are reused by the next chunk
+    }
+}
+
+// Stage STREAM_FINAL: a block per list position.
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, class R, u32 WARPS>
+__device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
+                                                BtStreamState<R, WARPS>& s) {
+    typedef typename Key::Bits Bits;
+    constexpr u32 LOADS = 8;  // candidate loads in flight per thread
+    extern __shared__ __align__(16) unsigned char bt_dynamic[];
+    const u32 tid = threadIdx.x;
+    const u32 ctas = (u32)p.stream_ctas;
+    const u32 chunk = (u32)p.stream_chunk;
+    const u32 capacity = (u32)p.stream_candidates;
+    const u32 total_cap = ctas * capacity;
+    R* cand_ranks = reinterpret_cast<R*>(bt_dynamic);
+    u32* cand_indices = reinterpret_cast<u32*>(bt_dynamic + (u64)total_cap * sizeof(R));
+    const u32 copy_cap = (u32)p.stream_sorted_cap;
+    R* copy_ranks = reinterpret_cast<R*>(bt_dynamic + p.stream_sorted_offset);
+    u32* copy_indices =
+        reinterpret_cast<u32*>(bt_dynamic + p.stream_sorted_offset + (u64)copy_cap * sizeof(R));
+    u32* starts = reinterpret_cast<u32*>(bt_dynamic + p.stream_bins_offset);
+    u32* fill = starts + BT_BUCKETS + 1u;
+    u32* index_buffer = reinterpret_cast<u32*>(bt_dynamic + p.stream_index_offset);
+    R* rank_buffer = reinterpret_cast<R*>(bt_dynamic + p.stream_rank_offset);
+    u64* sort_region = reinterpret_cast<u64*>(bt_dynamic);
+    const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+    const u64 slots = bt_bin_count(p, BT_TIER_STREAM);
+    for (u32 b = tid; b < BT_BINS; b += BLOCK_THREADS) {
+        s.histogram[b] = 0;
+    }
+    __syncthreads();
+    for (u64 slot = blockIdx.x; slot < slots; slot += gridDim.x) {
+        const u64 seg = bt_bin_segment(p, BT_TIER_STREAM, slot);
+        u64 begin, size64, written64;
+        u32 dir;
+        if (!bt_descriptor(p, seg, BT_TIER_STREAM, &begin, &size64, &written64, &dir)) {
+            continue;  // block-uniform
+        }
+        const u32 size = (u32)size64;
+        const u32 written = (u32)written64;
+        const u32 used = (size + chunk - 1u) / chunk;  // <= ctas
+        const u32* counts = reinterpret_cast<const u32*>(p.stream_counts) + slot * ctas;
+        // The chunks' counts, read in parallel, then their prefix.
+        if (tid < used) {
+            s.chunk_start[tid + 1u] = counts[tid];
+        }
+        __syncthreads();
+        if (tid == 0) {
+            u32 at = 0;
+            u32 overflow = 0;
+            for (u32 c = 0; c < used; ++c) {
+                const u32 n = s.chunk_start[c + 1u];
+                s.chunk_start[c] = at;
+                overflow |= n > capacity ? 1u : 0u;
+                at += n > capacity ? capacity : n;
+            }
+            s.chunk_start[used] = at;
+            s.flag = overflow;
+        }
+        __syncthreads();
+        const u32 n = s.chunk_start[used];
+        const bool complete = s.flag == 0 && n >= written;
+        const u64 out_base = seg * p.out_stride;
+        if (complete) {
+            // Candidate t of the segment is item t - chunk_start[c] of chunk c: the chunks in
+            // order, so the candidates stay in index order.
+            const R* in_ranks = reinterpret_cast<const R*>(p.stream_ranks) + slot * total_cap;
+            const u32* in_indices =
+                reinterpret_cast<const u32*>(p.stream_indices) + slot * total_cap;
+            for (u32 base = 0; base < n; base += LOADS * BLOCK_THREADS) {
+                R r[LOADS];
+                u32 x[LOADS];
+#pragma unroll
+                for (u32 u = 0; u < LOADS; ++u) {
+                    const u32 t = base + u * BLOCK_THREADS + tid;
+                    if (t < n) {
+                        u32 c = 0;
+                        while (s.chunk_start[c + 1u] <= t) {
+                            ++c;
+                        }
+                        const u32 from = c * capacity + (t - s.chunk_start[c]);
+                        r[u] = in_ranks[from];
+                        x[u] = in_indices[from];
+                    }
+                }
+#pragma unroll
+                for (u32 u = 0; u < LOADS; ++u) {
+                    const u32 t = base + u * BLOCK_THREADS + tid;
+                    if (t < n) {
+                        cand_ranks[t] = r[u];
+                        cand_indices[t] = x[u];
+                    }
+                }
+            }
+            __syncthreads();
+            const bool done = bt_bucket_select<Key, R, BLOCK_THREADS, VALUE_BYTES>(
+                p, cand_ranks, cand_indices, n, written, begin, dir, out_base, s, copy_ranks,
+                copy_indices, copy_cap, starts, fill);
+            if (!done) {
+                const BtSharedItems<R> items{cand_ranks, cand_indices};
+                bt_stream_exact<Key, R, BLOCK_THREADS, VALUE_BYTES>(
+                    p, items, n, written, begin, dir, out_base, s, index_buffer, rank_buffer,
+                    sort_region);
+            }
+        } else {
+            const BtGlobalItems<Key, R> items{keys + begin, dir};
+            bt_stream_exact<Key, R, BLOCK_THREADS, VALUE_BYTES>(
+                p, items, size, written, begin, dir, out_base, s, index_buffer, rank_buffer,
+                sort_region);
+        }
+        __syncthreads();
+    }
+}
+
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int K_CAP>
+__device__ __forceinline__ void bt_stream(const BatchedTopKParams& p) {
+    typedef typename BtRankWord<sizeof(typename Key::Bits)>::Type R;
+    constexpr u32 WARPS = BLOCK_THREADS / 32;
+    __shared__ BtStreamState<R, WARPS> s;
+    if (p.stage == BT_STAGE_STREAM_FINAL) {
+        bt_stream_final<Key, BLOCK_THREADS, VALUE_BYTES>(p, s);
+    } else {
+        __shared__ R samples[BT_STREAM_SAMPLES];
+        bt_stream_filter<Key, BLOCK_THREADS, VALUE_BYTES>(p, s, samples);
+    }
+}
+
+}  // namespace oxicub
