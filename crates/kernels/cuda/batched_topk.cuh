@@ -71,9 +71,7 @@ enum BatchedTopKStage {
     BT_STAGE_LARGE_COLLECT = 9,
     BT_STAGE_LARGE_WRITE = 10,
     BT_STAGE_LARGE_SORT_INIT = 11,
-    BT_STAGE_LARGE_SORT_STEP = 12,
-    // tier 4: the final selection (its filter is BT_STAGE_SELECT)
-    BT_STAGE_STREAM_FINAL = 13
+    BT_STAGE_LARGE_SORT_STEP = 12
 };
 
 // params.flags
@@ -1805,7 +1803,7 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
 }
 
 // Tier 4, in batched_topk_stream.cuh (included after this header).
-template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int K_CAP>
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int K_CAP, int PART>
 __device__ __forceinline__ void bt_stream(const BatchedTopKParams& p);
 
 template <class Key, u32 BLOCK_THREADS, int TIER, int VALUE_BYTES, int ITEMS, int SORT_CAP>
@@ -1823,7 +1821,7 @@ __device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
     } else if constexpr (TIER == 3) {
         bt_large<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
     } else {
-        bt_stream<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
+        bt_stream<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP, ITEMS>(params);
     }
 }
 

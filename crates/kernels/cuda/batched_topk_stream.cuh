@@ -2,7 +2,7 @@
 // thousand keys up to a few hundred thousand with min(k, size) <= K_CAP, two launches and no
 // host round trip:
 //
-//   stage SELECT (filter)  a block per chunk of a segment (p.stream_chunk keys; the grid walks
+//   PART 1 (filter)        a block per chunk of a segment (p.stream_chunk keys; the grid walks
 //                          (list position, chunk) pairs). Every block of a segment draws the
 //                          same sample of BT_STREAM_SAMPLES keys spread over the whole segment
 //                          and finds the same threshold: (the leading 16 bits of) the m-th best
@@ -11,7 +11,7 @@
 //                          appends the keys at or above the threshold, in index order, as
 //                          (rank, index) to the chunk's candidate slots in global memory, and
 //                          the chunk's count (which may exceed the slots: an overflow).
-//   stage STREAM_FINAL     a block per segment: when no chunk overflowed and the candidates
+//   PART 2 (final)         a block per segment: when no chunk overflowed and the candidates
 //                          hold at least k keys (then they hold every key of the k best and
 //                          every tie of the k-th), it loads them into shared memory and selects
 //                          and orders them by buckets (bt_bucket_select); inputs whose buckets
@@ -25,7 +25,7 @@
 // the filter is a plain streaming kernel with no inter-block step, and the one serial step per
 // segment (the final selection) is a few block barriers over a few thousand candidates.
 //
-// Dynamic shared memory of STREAM_FINAL (sized by the host): [candidates: stream_total ranks,
+// Dynamic shared memory of the final selection (sized by the host): [candidates: stream_total ranks,
 // then as many u32 indices; the exact path's sort region aliases it] [bucket copy at
 // stream_sorted_offset: stream_sorted_cap ranks, then as many u32 indices] [bucket starts and
 // fill counters at stream_bins_offset: 2 * BT_BUCKETS + 1 u32] [index buffer at
@@ -35,6 +35,8 @@ namespace oxicub {
 
 constexpr u32 BT_STREAM_SAMPLES = 2048;  // keys sampled per segment (by every block of it)
 constexpr u32 BT_STREAM_MAX_CTAS = 16;   // chunks per segment at most (the host's cap)
+constexpr u32 BT_STREAM_FILTER_THREADS = 256;  // the filter's block
+constexpr u32 BT_STREAM_FILTER_WARPS = BT_STREAM_FILTER_THREADS / 32;  // regions per chunk
 constexpr u32 BT_BUCKETS = 4096;         // buckets of the final selection
 constexpr u32 BT_BUCKET_LOG = 12;
 // The bucket path ranks an item by comparing it with every item of its bucket: it is taken
@@ -99,6 +101,34 @@ __device__ __forceinline__ u64 bt_block_scan_u64(u64 x, u64* warp_sums, u64* tot
     return below + inclusive - x;
 }
 
+// Exclusive scan of a u32 over the block; every thread of the block must call it. `*total`
+// gets the block's sum.
+template <u32 BLOCK_THREADS>
+__device__ __forceinline__ u32 bt_block_scan_u32(u32 x, u32* warp_totals, u32* total) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warp = threadIdx.x >> 5;
+    u32 inclusive = x;
+#pragma unroll
+    for (u32 offset = 1; offset < 32; offset <<= 1) {
+        const u32 y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+        inclusive += lane >= offset ? y : 0u;
+    }
+    if (lane == 31u) {
+        warp_totals[warp] = inclusive;
+    }
+    __syncthreads();
+    u32 below = 0;
+    u32 sum = 0;
+    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
+        const u32 t = warp_totals[w];
+        below += w < warp ? t : 0u;
+        sum += t;
+    }
+    __syncthreads();
+    *total = sum;
+    return below + inclusive - x;
+}
+
 // One block's shared state (static shared memory).
 template <class R, u32 WARPS>
 struct BtStreamState {
@@ -108,7 +138,7 @@ struct BtStreamState {
     R warp_lo[WARPS];
     R warp_hi[WARPS];
     R kth;                 // bucket path: the rank at the k-th position
-    u32 chunk_start[BT_STREAM_MAX_CTAS + 1];  // final: where each chunk's candidates go
+    u32 region_start[BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS + 1];  // final: per region
     u32 pivot_digit;
     u32 pivot_left;
     u32 pivot_count;
@@ -158,7 +188,7 @@ template <class R, u32 BITS, u32 BLOCK_THREADS, class Items, u32 WARPS>
 __device__ __forceinline__ BtSelection<R> bt_block_select(const Items& items, u32 n, u32 want,
                                                           int last_shift,
                                                           BtStreamState<R, WARPS>& s) {
-    static_assert(BLOCK_THREADS == BT_BINS, "one thread per bin in the pivot search");
+    static_assert(BLOCK_THREADS >= BT_BINS, "one thread per bin in the pivot search");
     const u32 tid = threadIdx.x;
     const u32 lane = tid & 31u;
     const u32 warp = tid >> 5;
@@ -181,32 +211,35 @@ __device__ __forceinline__ BtSelection<R> bt_block_select(const Items& items, u3
             }
         }
         __syncthreads();
-        // Thread t holds digit 255 - t; an inclusive scan in thread order counts the items at
-        // or above each digit.
-        const u32 digit = BT_BINS - 1u - tid;
-        const u32 c = s.histogram[digit];
+        // Thread t < 256 holds digit 255 - t; an inclusive scan in thread order counts the
+        // items at or above each digit.
+        const bool scans = tid < BT_BINS;
+        const u32 digit = BT_BINS - 1u - (scans ? tid : 0u);
+        const u32 c = scans ? s.histogram[digit] : 0u;
         u32 x = c;
 #pragma unroll
         for (u32 offset = 1; offset < 32; offset <<= 1) {
             const u32 y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
             x += lane >= offset ? y : 0u;
         }
-        if (lane == 31u) {
+        if (scans && lane == 31u) {
             s.warp_totals[warp] = x;
         }
         __syncthreads();
-        u32 below = 0;
-        for (u32 w = 0; w < warp; ++w) {
-            below += s.warp_totals[w];
+        if (scans) {
+            u32 below = 0;
+            for (u32 w = 0; w < warp; ++w) {
+                below += s.warp_totals[w];
+            }
+            const u32 at_or_above = x + below;
+            const u32 above = at_or_above - c;
+            if (above < sel.remaining && at_or_above >= sel.remaining) {
+                s.pivot_digit = digit;
+                s.pivot_left = sel.remaining - above;
+                s.pivot_count = c;
+            }
+            s.histogram[digit] = 0;  // read by this thread only, above
         }
-        const u32 at_or_above = x + below;
-        const u32 above = at_or_above - c;
-        if (above < sel.remaining && at_or_above >= sel.remaining) {
-            s.pivot_digit = digit;
-            s.pivot_left = sel.remaining - above;
-            s.pivot_count = c;
-        }
-        s.histogram[digit] = 0;  // read by this thread only, above
         __syncthreads();
         sel.remaining = s.pivot_left;
         sel.boundary_total = s.pivot_count;
@@ -374,8 +407,6 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
     constexpr u32 PER_THREAD = BT_BUCKETS / BLOCK_THREADS;
     constexpr u32 RANK_BITS = 8u * (u32)sizeof(R);
     const u32 tid = threadIdx.x;
-    const u32 lane = tid & 31u;
-    const u32 warp = tid >> 5;
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
 
     R lo, hi;
@@ -411,21 +442,9 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
         sum += local[i];
         squares += local[i] * local[i];
     }
-    u32 x = sum;
-#pragma unroll
-    for (u32 offset = 1; offset < 32; offset <<= 1) {
-        const u32 y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
-        x += lane >= offset ? y : 0u;
-    }
-    if (lane == 31u) {
-        s.warp_totals[warp] = x;
-    }
     atomicAdd(&s.work, squares);
-    __syncthreads();
-    u32 start = x - sum;
-    for (u32 w = 0; w < warp; ++w) {
-        start += s.warp_totals[w];
-    }
+    u32 all = 0;
+    u32 start = bt_block_scan_u32<BLOCK_THREADS>(sum, s.warp_totals, &all);
 #pragma unroll
     for (u32 i = 0; i < PER_THREAD; ++i) {
         const u32 b = tid * PER_THREAD + i;
@@ -517,23 +536,30 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
     return true;
 }
 
-// Stage SELECT: the filter, a block per (list position, chunk).
+// The filter (PART 1), a block per (list position, chunk). Each warp of the block streams
+// its own contiguous part of the chunk in index order and appends its candidates to its own
+// slots: no block barrier while the keys stream by, and the candidates of a segment, read in
+// (chunk, warp) order, are in index order.
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, class R, u32 WARPS>
 __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                                                  BtStreamState<R, WARPS>& s, R* samples) {
     typedef typename Key::Bits Bits;
     constexpr u32 BITS = 8u * (u32)sizeof(Bits);
     constexpr u32 VEC = 16u / (u32)sizeof(Bits);  // keys per 16-byte vector
-    constexpr u32 UNROLL = 4;  // vectors in flight per thread (four 16-bit counts in a u64)
+    constexpr u32 UNROLL = VEC <= 8u ? 4u : 2u;   // vectors in flight per lane (<= 32 keys)
+    constexpr u32 BATCH = UNROLL * 32u;           // vectors per warp batch
     // The sample select stops after 16 bits: its threshold only has to be at or below the
     // m-th best sample, and 16 bits of an f32 leave ~0.4 % of [0.5, 1) per step.
     constexpr int SAMPLE_LAST_SHIFT = BITS > 16u ? (int)BITS - 16 : 0;
-    static_assert(VEC <= 16u && BLOCK_THREADS * VEC < 65536u, "16-bit counts per vector slot");
+    static_assert(UNROLL * VEC <= 32u, "one hit bit per key of a lane's batch");
     const u32 tid = threadIdx.x;
+    const u32 lane = tid & 31u;
+    const u32 warp = tid >> 5;
     const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
     const u64 ctas = p.stream_ctas;
     const u32 chunk = (u32)p.stream_chunk;
-    const u32 capacity = (u32)p.stream_candidates;
+    const u32 part = chunk / WARPS;  // a warp's keys: a multiple of VEC (the host's chunks)
+    const u32 capacity = (u32)p.stream_candidates;  // per warp
     const u64 work = bt_bin_count(p, BT_TIER_STREAM) * ctas;
     for (u32 b = tid; b < BT_BINS; b += BLOCK_THREADS) {
         s.histogram[b] = 0;
@@ -542,7 +568,6 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
     for (u64 w = blockIdx.x; w < work; w += gridDim.x) {
         const u64 slot = w / ctas;
         const u32 c = (u32)(w - slot * ctas);
-        u32* count_out = reinterpret_cast<u32*>(p.stream_counts) + w;
         const u64 seg = bt_bin_segment(p, BT_TIER_STREAM, slot);
         u64 begin, size64, written64;
         u32 dir;
@@ -551,13 +576,28 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         }
         const u32 size = (u32)size64;  // <= stream_max_size < 2^32
         const u32 written = (u32)written64;
-        const u32 lo = c * chunk;
-        if (lo >= size) {
+        if (c * chunk >= size) {
             continue;  // the final stage reads the counts of ceil(size / chunk) chunks
         }
-        const u32 mine = min(chunk, size - lo);
         const Bits* segment = keys + begin;
+        // This warp's keys [lo, hi) of the segment.
+        const u32 lo = min(size, c * chunk + warp * part);
+        const u32 hi = min(size, c * chunk + (warp + 1u) * part);
         const Bits* src = segment + lo;
+        const bool aligned = (((unsigned long long)src) & 15ull) == 0;
+        const u32 vectors = aligned ? (hi - lo) / VEC : 0u;
+        const uint4* src4 = reinterpret_cast<const uint4*>(src);
+        // The warp's first batch is loaded before the sample is selected, so its latency
+        // overlaps the selection.
+        uint4 next[UNROLL];
+        auto load = [&](u32 base) {
+#pragma unroll
+            for (u32 u = 0; u < UNROLL; ++u) {
+                const u32 v = base + u * 32u + lane;
+                next[u] = v < vectors ? __ldcs(src4 + v) : make_uint4(0u, 0u, 0u, 0u);
+            }
+        };
+        load(0);
 
         // The threshold (0, every key, when the sample would not cut: k close to the size).
         // The samples among the `written` best keys are binomial with mean
@@ -566,27 +606,17 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         const u32 count = min(BT_STREAM_SAMPLES, size);
         const float expected = (float)count * (float)written / (float)size;
         const float m = ceilf(expected + 6.0f * sqrtf(expected) + 4.0f);
-        // The chunk's first vectors are loaded before the sample is selected, so their latency
-        // overlaps it.
-        const bool aligned = (((unsigned long long)src) & 15ull) == 0;
-        const u32 vectors = aligned ? mine / VEC : 0u;
-        const uint4* src4 = reinterpret_cast<const uint4*>(src);
-        uint4 next[UNROLL];
-        auto load = [&](u32 base) {
-#pragma unroll
-            for (u32 u = 0; u < UNROLL; ++u) {
-                const u32 v = base + u * BLOCK_THREADS + tid;
-                next[u] = v < vectors ? __ldcs(src4 + v) : make_uint4(0u, 0u, 0u, 0u);
-            }
-        };
-        load(0);
         if (written != size && m < (float)count) {
             constexpr u32 PER_THREAD = BT_STREAM_SAMPLES / BLOCK_THREADS;
             Bits raw[PER_THREAD];
 #pragma unroll
             for (u32 u = 0; u < PER_THREAD; ++u) {
                 const u32 i = u * BLOCK_THREADS + tid;
-                raw[u] = i < count ? segment[(u32)((u64)i * size / count)] : (Bits)0;
+                // i * size / count (a shift when the sample is full: size >= its length).
+                const u64 at = count == BT_STREAM_SAMPLES
+                    ? ((u64)i * size) >> 11
+                    : (u64)i * size / count;
+                raw[u] = i < count ? segment[(u32)at] : (Bits)0;
             }
 #pragma unroll
             for (u32 u = 0; u < PER_THREAD; ++u) {
@@ -601,89 +631,101 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                 sample_items, count, (u32)m, SAMPLE_LAST_SHIFT, s);
             threshold = sel.prefix;
         }
+        // Keys at or above the threshold, as raw intervals (bt_rank_word is piecewise
+        // monotone in the raw bits): two subtractions and compares per key.
+        Bits span_lo[2];
+        Bits span_width[2];
+        radix_hit_intervals<Key>((Bits)threshold, dir ? (Bits)~(Bits)0 : (Bits)0, span_lo,
+                                span_width);
+        auto hit = [&](Bits raw) {
+            return ((Bits)(raw - span_lo[0]) <= span_width[0]) |
+                   ((Bits)(raw - span_lo[1]) <= span_width[1]);
+        };
 
-        // One pass over the chunk (16-byte loads, UNROLL in flight per thread when the chunk
-        // is aligned): keys at or above the threshold are appended in index order (positions
-        // from a block scan of per-thread counts, four vector slots packed in one u64).
-        R* out_ranks = reinterpret_cast<R*>(p.stream_ranks) + w * capacity;
-        u32* out_indices = reinterpret_cast<u32*>(p.stream_indices) + w * capacity;
-        u32 appended = 0;  // block-uniform
-        for (u32 base = 0; base < vectors; base += UNROLL * BLOCK_THREADS) {
+        // Appends in index order: per vector slot u of the batch, a warp scan of the lanes'
+        // hit counts (lane order is index order within a slot).
+        const u64 region = w * WARPS + warp;
+        R* out_ranks = reinterpret_cast<R*>(p.stream_ranks) + region * capacity;
+        u32* out_indices = reinterpret_cast<u32*>(p.stream_indices) + region * capacity;
+        u32 appended = 0;  // warp-uniform
+        auto append = [&](u32 flags, u32 first, auto key_at) {
+            const u32 n = __popc(flags);
+            u32 x = n;
+#pragma unroll
+            for (u32 offset = 1; offset < 32; offset <<= 1) {
+                const u32 y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
+                x += lane >= offset ? y : 0u;
+            }
+            u32 pos = appended + x - n;
+            while (flags != 0) {
+                const u32 e = (u32)__ffs(flags) - 1u;
+                flags &= flags - 1u;
+                if (pos < capacity) {
+                    out_ranks[pos] = bt_rank_word<Key>(key_at(e), dir);
+                    out_indices[pos] = first + e;
+                }
+                ++pos;
+            }
+            appended += __shfl_sync(0xFFFFFFFFu, x, 31);
+        };
+        for (u32 base = 0; base < vectors; base += BATCH) {  // warp-uniform
             uint4 v4[UNROLL];
 #pragma unroll
             for (u32 u = 0; u < UNROLL; ++u) {
                 v4[u] = next[u];
             }
-            if (base + UNROLL * BLOCK_THREADS < vectors) {
-                load(base + UNROLL * BLOCK_THREADS);  // in flight during this iteration
+            if (base + BATCH < vectors) {
+                load(base + BATCH);  // in flight during this batch
             }
-            u32 flags[UNROLL];
-            u64 counts = 0;
+            u32 flags = 0;  // bit u * VEC + e: key e of vector slot u
 #pragma unroll
             for (u32 u = 0; u < UNROLL; ++u) {
-                flags[u] = 0;
-                if (base + u * BLOCK_THREADS + tid < vectors) {
-#pragma unroll
-                    for (u32 e = 0; e < VEC; ++e) {
-                        const R r = bt_rank_word<Key>(bt_vector_key<Bits>(v4[u], e), dir);
-                        flags[u] |= r >= threshold ? 1u << e : 0u;
-                    }
-                }
-                counts |= (u64)__popc(flags[u]) << (16u * u);
-            }
-            u64 total = 0;
-            const u64 before = bt_block_scan_u64<BLOCK_THREADS>(counts, s.warp_sums, &total);
-            u32 slot_base = appended;
-#pragma unroll
-            for (u32 u = 0; u < UNROLL; ++u) {
-                u32 pos = slot_base + ((u32)(before >> (16u * u)) & 0xFFFFu);
-                const u32 v = base + u * BLOCK_THREADS + tid;
+                const bool valid = base + u * 32u + lane < vectors;
 #pragma unroll
                 for (u32 e = 0; e < VEC; ++e) {
-                    if (flags[u] & (1u << e)) {
-                        if (pos < capacity) {
-                            out_ranks[pos] =
-                                bt_rank_word<Key>(bt_vector_key<Bits>(v4[u], e), dir);
-                            out_indices[pos] = lo + v * VEC + e;
-                        }
-                        ++pos;
-                    }
+                    flags |= (valid && hit(bt_vector_key<Bits>(v4[u], e)) ? 1u : 0u)
+                        << (u * VEC + e);
                 }
-                slot_base += (u32)(total >> (16u * u)) & 0xFFFFu;
             }
-            appended = slot_base;
-        }
-        for (u32 base = vectors * VEC; base < mine; base += BLOCK_THREADS) {
-            const u32 j = base + tid;
-            const R r = j < mine ? bt_rank_word<Key>(src[j], dir) : (R)0;
-            const bool take = j < mine && r >= threshold;
-            u32 total = 0;
-            const u32 before = block_flag_scan<BLOCK_THREADS>(take, s.warp_totals, &total);
-            if (take && appended + before < capacity) {
-                out_ranks[appended + before] = r;
-                out_indices[appended + before] = lo + j;
+            if (!__any_sync(0xFFFFFFFFu, flags != 0)) {
+                continue;
             }
-            appended += total;
+#pragma unroll
+            for (u32 u = 0; u < UNROLL; ++u) {
+                const u32 mine = (flags >> (u * VEC)) & ((1u << VEC) - 1u);
+                const u32 first = lo + (base + u * 32u + lane) * VEC;
+                append(mine, first, [&](u32 e) { return bt_vector_key<Bits>(v4[u], e); });
+            }
         }
-        if (tid == 0) {
-            *count_out = appended;  // more than `capacity`: an overflow
+        // The keys past the vectors (an unaligned part, or a tail of fewer than VEC keys).
+        for (u32 base = lo + vectors * VEC; base < hi; base += 32u) {  // warp-uniform
+            const u32 j = base + lane;
+            const Bits raw = j < hi ? segment[j] : (Bits)0;
+            const u32 flags = j < hi && hit(raw) ? 1u : 0u;
+            append(flags, j, [raw](u32) { return raw; });
         }
-        __syncthreads();  // the samples and the scan's words are reused by the next chunk
+        if (lane == 0) {
+            reinterpret_cast<u32*>(p.stream_counts)[region] = appended;  // > capacity: overflow
+        }
+        __syncthreads();  // the samples are reused by the next chunk
     }
 }
 
-// Stage STREAM_FINAL: a block per list position.
+// The final selection (PART 2): a block per list position, 1024 threads (the selection is a
+// chain of block barriers over a few thousand items: the wider the block, the shorter).
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, class R, u32 WARPS>
 __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
                                                 BtStreamState<R, WARPS>& s) {
     typedef typename Key::Bits Bits;
     constexpr u32 LOADS = 8;  // candidate loads in flight per thread
+    static_assert(BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS <= BLOCK_THREADS,
+                  "a thread per candidate region");
     extern __shared__ __align__(16) unsigned char bt_dynamic[];
     const u32 tid = threadIdx.x;
     const u32 ctas = (u32)p.stream_ctas;
     const u32 chunk = (u32)p.stream_chunk;
-    const u32 capacity = (u32)p.stream_candidates;
-    const u32 total_cap = ctas * capacity;
+    const u32 capacity = (u32)p.stream_candidates;  // per region (a filter warp's)
+    const u32 total_cap = (u32)p.stream_total;      // on chip
     R* cand_ranks = reinterpret_cast<R*>(bt_dynamic);
     u32* cand_indices = reinterpret_cast<u32*>(bt_dynamic + (u64)total_cap * sizeof(R));
     const u32 copy_cap = (u32)p.stream_sorted_cap;
@@ -710,35 +752,32 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
         }
         const u32 size = (u32)size64;
         const u32 written = (u32)written64;
-        const u32 used = (size + chunk - 1u) / chunk;  // <= ctas
-        const u32* counts = reinterpret_cast<const u32*>(p.stream_counts) + slot * ctas;
-        // The chunks' counts, read in parallel, then their prefix.
-        if (tid < used) {
-            s.chunk_start[tid + 1u] = counts[tid];
+        // The regions of the chunks the filter ran, in (chunk, warp) order = index order.
+        const u32 regions = (size + chunk - 1u) / chunk * BT_STREAM_FILTER_WARPS;
+        const u64 first_region = slot * ctas * BT_STREAM_FILTER_WARPS;
+        const u32 count = tid < regions
+            ? reinterpret_cast<const u32*>(p.stream_counts)[first_region + tid]
+            : 0u;
+        const bool overflow = __syncthreads_or(count > capacity) != 0;
+        u32 n = 0;
+        const u32 at = bt_block_scan_u32<BLOCK_THREADS>(min(count, capacity), s.warp_totals, &n);
+        if (tid <= regions) {
+            s.region_start[tid] = at;  // thread `regions` writes n
         }
         __syncthreads();
-        if (tid == 0) {
-            u32 at = 0;
-            u32 overflow = 0;
-            for (u32 c = 0; c < used; ++c) {
-                const u32 n = s.chunk_start[c + 1u];
-                s.chunk_start[c] = at;
-                overflow |= n > capacity ? 1u : 0u;
-                at += n > capacity ? capacity : n;
-            }
-            s.chunk_start[used] = at;
-            s.flag = overflow;
-        }
-        __syncthreads();
-        const u32 n = s.chunk_start[used];
-        const bool complete = s.flag == 0 && n >= written;
+        const bool complete = !overflow && n >= written && n <= total_cap;
         const u64 out_base = seg * p.out_stride;
         if (complete) {
-            // Candidate t of the segment is item t - chunk_start[c] of chunk c: the chunks in
-            // order, so the candidates stay in index order.
-            const R* in_ranks = reinterpret_cast<const R*>(p.stream_ranks) + slot * total_cap;
-            const u32* in_indices =
-                reinterpret_cast<const u32*>(p.stream_indices) + slot * total_cap;
+            // Candidate t of the segment: item t - region_start[r] of region r, found by a
+            // binary search over the region starts.
+            const R* in_ranks = reinterpret_cast<const R*>(p.stream_ranks) +
+                first_region * capacity;
+            const u32* in_indices = reinterpret_cast<const u32*>(p.stream_indices) +
+                first_region * capacity;
+            u32 top = 1;
+            while (top < regions) {
+                top <<= 1;
+            }
             for (u32 base = 0; base < n; base += LOADS * BLOCK_THREADS) {
                 R r[LOADS];
                 u32 x[LOADS];
@@ -746,11 +785,12 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
                 for (u32 u = 0; u < LOADS; ++u) {
                     const u32 t = base + u * BLOCK_THREADS + tid;
                     if (t < n) {
-                        u32 c = 0;
-                        while (s.chunk_start[c + 1u] <= t) {
-                            ++c;
+                        u32 region = 0;  // the last region starting at or before t
+                        for (u32 step = top >> 1; step > 0; step >>= 1) {
+                            const u32 probe = region + step;
+                            region = probe < regions && s.region_start[probe] <= t ? probe : region;
                         }
-                        const u32 from = c * capacity + (t - s.chunk_start[c]);
+                        const u32 from = region * capacity + (t - s.region_start[region]);
                         r[u] = in_ranks[from];
                         x[u] = in_indices[from];
                     }
@@ -784,16 +824,18 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
     }
 }
 
-template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int K_CAP>
+// PART 1: the filter (BT_STREAM_FILTER_THREADS threads); PART 2: the final selection.
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int K_CAP, int PART>
 __device__ __forceinline__ void bt_stream(const BatchedTopKParams& p) {
     typedef typename BtRankWord<sizeof(typename Key::Bits)>::Type R;
     constexpr u32 WARPS = BLOCK_THREADS / 32;
     __shared__ BtStreamState<R, WARPS> s;
-    if (p.stage == BT_STAGE_STREAM_FINAL) {
-        bt_stream_final<Key, BLOCK_THREADS, VALUE_BYTES>(p, s);
-    } else {
+    if constexpr (PART == 1) {
+        static_assert(BLOCK_THREADS == BT_STREAM_FILTER_THREADS, "the filter's regions");
         __shared__ R samples[BT_STREAM_SAMPLES];
         bt_stream_filter<Key, BLOCK_THREADS, VALUE_BYTES>(p, s, samples);
+    } else {
+        bt_stream_final<Key, BLOCK_THREADS, VALUE_BYTES>(p, s);
     }
 }
 

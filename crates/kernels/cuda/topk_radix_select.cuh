@@ -219,62 +219,6 @@ __device__ __forceinline__ u64 topk_mix(u64 x) {
     return x ^ (x >> 31);
 }
 
-// The raw keys whose rank (to_radix(raw) ^ flip) is at least T, as two intervals of raw bit
-// patterns, each tested as (Bits)(raw - lo) <= width (modular, so an interval may wrap; the two
-// may be equal). The rank is piecewise monotone in the raw bits (floats: non-negative values
-// increasing, negative ones decreasing, NaNs all ranked as all-ones), so the set is exact: two
-// subtractions and compares per key instead of the transform (~10 integer instructions), which
-// matters in PREFILTER, limited by the integer pipe.
-template <class Key>
-__device__ __forceinline__ void topk_hit_intervals(typename Key::Bits t, typename Key::Bits flip,
-                                                   typename Key::Bits (&lo)[2],
-                                                   typename Key::Bits (&width)[2]) {
-    typedef typename Key::Bits Bits;
-    constexpr Bits S = Key::SIGN;
-    constexpr Bits ONES = Key::ALL_ONES;
-    constexpr Bits INF = Key::INF;
-    const bool max = flip == 0;
-    if (Key::KEY_KIND != KIND_FLOAT) {
-        // Rank = raw (^ sign): the ranks [t, ONES] (max) or [0, ~t] (min) are one raw interval.
-        const Bits sign = Key::KEY_KIND == KIND_SIGNED ? S : (Bits)0;
-        lo[0] = (Bits)((max ? t : (Bits)0) ^ sign);
-        width[0] = max ? (Bits)(ONES - t) : (Bits)~t;
-        lo[1] = lo[0];
-        width[1] = width[0];
-        return;
-    }
-    const Bits neg_nan = (Bits)((S | INF) + 1);  // the negative NaNs: [neg_nan, ONES]
-    if (max) {
-        if (t >= S) {
-            // Non-negative keys from t ^ S up, and every positive NaN.
-            lo[0] = (Bits)(t ^ S) < (Bits)(INF + 1) ? (Bits)(t ^ S) : (Bits)(INF + 1);
-            width[0] = (Bits)((Bits)(S - 1) - lo[0]);
-        } else {
-            // Every non-negative key and positive NaN, and the negative keys down to ~t.
-            lo[0] = 0;
-            width[0] = (Bits)~t < (Bits)(S | INF) ? (Bits)~t : (Bits)(S | INF);
-        }
-        lo[1] = neg_nan;
-        width[1] = (Bits)(ONES - neg_nan);
-        return;
-    }
-    // min: rank = ~code >= t, i.e. code <= ~t; NaNs (code all-ones) only when t == 0.
-    if (t == 0) {
-        lo[0] = lo[1] = 0;
-        width[0] = width[1] = ONES;
-    } else if ((Bits)~t >= S) {
-        // Non-negative keys up to (~t) ^ S, and every negative key (no NaN).
-        lo[0] = 0;
-        width[0] = (Bits)((Bits)~t ^ S) < INF ? (Bits)((Bits)~t ^ S) : INF;
-        lo[1] = S;
-        width[1] = INF;
-    } else {
-        // Negative keys from t (the code ~t) down to -inf.
-        lo[0] = lo[1] = t;
-        width[0] = width[1] = (Bits)((Bits)(S | INF) - t);
-    }
-}
-
 // PREFILTER, compiled alone (PART 1) so that its registers, not the other stages', set how many
 // blocks stay resident while it streams the input.
 template <class Key, u32 BLOCK_THREADS>
@@ -334,7 +278,7 @@ __device__ __forceinline__ void topk_prefilter(const TopKRadixSelectParams& para
     // (ncu showed the stage bound by integer instructions). A warp with no hit skips the append.
     Bits lo[2];
     Bits width[2];
-    topk_hit_intervals<Key>(threshold, flip, lo, width);
+    radix_hit_intervals<Key>(threshold, flip, lo, width);
     auto test_append = [&](const Lanes(&batch)[UNROLL], u64 base, bool full) {
         if (full) {
             // Whole batches: first only whether any key of the warp's batch hits (about one in

@@ -59,6 +59,7 @@ kernel_params! {
         stream_ctas: u64,
         stream_chunk: u64,
         stream_candidates: u64,
+        stream_total: u64,
         stream_ranks: u64,
         stream_indices: u64,
         stream_counts: u64,
@@ -110,6 +111,10 @@ const STREAM_CHUNK_BYTES: u64 = 64 * 1024;
 const STREAM_CANDIDATES: u64 = 8192;
 /// Buckets of the stream tier's final selection (`BT_BUCKETS` in the header).
 const STREAM_BUCKETS: u64 = 4096;
+/// Threads per block of the stream tier's final selection (`BLOCK_THREADS` for its filter).
+const STREAM_FINAL_THREADS: u32 = 1024;
+/// Warps per block of the stream tier's filter: each has its own candidate slots.
+const STREAM_FILTER_WARPS: u64 = BLOCK_THREADS as u64 / 32;
 /// The most blocks one stream-tier launch asks for (the kernels stride over the rest).
 const STREAM_MAX_GRID: u64 = 1 << 20;
 /// The largest `min(k, size)` the stream tier takes (its on-chip sort); larger goes to the
@@ -133,7 +138,6 @@ const STAGE_LARGE_COLLECT: u32 = 9;
 const STAGE_LARGE_WRITE: u32 = 10;
 const STAGE_LARGE_SORT_INIT: u32 = 11;
 const STAGE_LARGE_SORT_STEP: u32 = 12;
-const STAGE_STREAM_FINAL: u32 = 13;
 const FLAG_OFFSETS: u32 = 1;
 const FLAG_SIZES_PER_SEGMENT: u32 = 2;
 const FLAG_K_PER_SEGMENT: u32 = 4;
@@ -303,9 +307,10 @@ pub enum BatchedKernel {
     Block,
     /// Several blocks per segment.
     Large,
-    /// Several blocks per segment, then a block per segment (the filter and the final
-    /// selection).
-    Stream,
+    /// The stream tier's filter: a block per chunk of a segment.
+    StreamFilter,
+    /// The stream tier's final selection: a block of 1024 threads per segment.
+    StreamFinal,
 }
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
@@ -333,9 +338,16 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             Some(2) => sort,
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
-            // The state (a histogram, warp sums and ranges, the chunk starts, counters) and the
+            // The state (a histogram, warp sums and ranges, the region starts, counters) and the
             // filter's samples, ranks of up to 8 bytes (the final stage's buffers are dynamic).
-            Some(4) => 4 * BINS + 36 * warps + 8 + 4 * 17 + 4 * 12 + 8 * 2048,
+            Some(4) => {
+                let samples = if spec.constant("ITEMS") == Some(1) {
+                    8 * 2048
+                } else {
+                    0
+                };
+                4 * BINS + 28 * warps + 16 + 4 * 129 + 4 * 12 + samples
+            }
             _ => 0,
         }
     },
@@ -359,9 +371,11 @@ impl KernelSpec {
             BatchedKernel::Warp { items } => (key, value_bytes, Tier::WarpPerSegment, 1, items, 0),
             BatchedKernel::Block => (key, value_bytes, Tier::BlockPerSegment, 2, 1, SORT_CAP),
             BatchedKernel::Large => (key, value_bytes, Tier::BlocksPerSegment, 3, 1, SORT_CAP),
-            BatchedKernel::Stream => {
-                let tier = Tier::BlocksPerSegment;
-                (key, value_bytes, tier, 4, 1, STREAM_MAX_K)
+            BatchedKernel::StreamFilter => {
+                (key, value_bytes, Tier::BlocksPerSegment, 4, 1, STREAM_MAX_K)
+            }
+            BatchedKernel::StreamFinal => {
+                (key, value_bytes, Tier::BlockPerSegment, 4, 2, STREAM_MAX_K)
             }
         };
         let mut consts = vec![
@@ -376,18 +390,23 @@ impl KernelSpec {
             // 6 (40) 0.0477, 8 (32) 0.064; without a bound the compiler takes 80-120.
             consts.push(("MIN_BLOCKS", WARP_MIN_BLOCKS_PER_SM));
         }
-        if matches!(kernel, BatchedKernel::Stream) {
+        if matches!(kernel, BatchedKernel::StreamFilter) {
             // The filter: 4 blocks per SM (at most 64 registers), so [64x131072]'s 512 chunks
             // stream in one wave on 132 SMs.
             consts.push(("MIN_BLOCKS", 4));
         }
+        let block_threads = if matches!(kernel, BatchedKernel::StreamFinal) {
+            STREAM_FINAL_THREADS
+        } else {
+            BLOCK_THREADS
+        };
         KernelSpec {
             family: KernelFamily::BatchedTopK,
             key,
             value: (value_bytes != 0).then_some(ValueType::Opaque { bytes: value_bytes }),
             direction: None,
             tier,
-            block_threads: BLOCK_THREADS,
+            block_threads,
             consts,
         }
     }
@@ -435,8 +454,9 @@ pub fn specs_for(
         ));
     }
     if tiers.contains(BatchedTiers::STREAM) {
-        let kernel = BatchedKernel::Stream;
-        specs.push(KernelSpec::batched_topk(key, value_bytes, kernel));
+        for kernel in [BatchedKernel::StreamFilter, BatchedKernel::StreamFinal] {
+            specs.push(KernelSpec::batched_topk(key, value_bytes, kernel));
+        }
     }
     specs
 }
@@ -445,7 +465,7 @@ pub fn specs_for(
 /// tier (and each warp width).
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::batched_topk::specs().len(), 1 + 12 * 3 * 7);
+/// assert_eq!(oxicub_kernels::families::batched_topk::specs().len(), 1 + 12 * 3 * 8);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = vec![KernelSpec::batched_topk(
@@ -464,7 +484,16 @@ pub fn specs() -> Vec<KernelSpec> {
             }
             specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Block));
             specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Large));
-            specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Stream));
+            specs.push(KernelSpec::batched_topk(
+                key,
+                bytes,
+                BatchedKernel::StreamFilter,
+            ));
+            specs.push(KernelSpec::batched_topk(
+                key,
+                bytes,
+                BatchedKernel::StreamFinal,
+            ));
         }
     }
     specs
@@ -974,6 +1003,7 @@ pub fn batched_topk<K: RadixKey, V>(
         stream_ctas: stream_shape.ctas,
         stream_chunk: stream_shape.chunk,
         stream_candidates: stream_shape.candidates,
+        stream_total: stream_shape.total,
         stream_ranks: stream_ranks_ptr,
         stream_indices: stream_indices_ptr,
         stream_counts: stream_counts_ptr,
@@ -1040,21 +1070,19 @@ pub fn batched_topk<K: RadixKey, V>(
         if stream_tier {
             // The filter, a block per (list position, chunk) (grid-stride beyond the grid),
             // then the final selection, a block per list position.
-            let spec = KernelSpec::batched_topk(key, value_bytes, BatchedKernel::Stream);
-            let loaded = runtime.kernel(&spec)?;
             let blocks = |n: u64| n.clamp(1, STREAM_MAX_GRID) as u32;
+            let spec = KernelSpec::batched_topk(key, value_bytes, BatchedKernel::StreamFilter);
+            let loaded = runtime.kernel(&spec)?;
             let filter = BatchedTopKParams {
                 stage: STAGE_SELECT,
                 ..params
             };
             let filter_blocks = blocks(stream_slots.saturating_mul(stream_shape.ctas));
             runtime.launch_with_shared(stream, &loaded, filter_blocks, 0, filter)?;
-            let last = BatchedTopKParams {
-                stage: STAGE_STREAM_FINAL,
-                ..params
-            };
+            let spec = KernelSpec::batched_topk(key, value_bytes, BatchedKernel::StreamFinal);
+            let loaded = runtime.kernel(&spec)?;
             let shared = stream_shape.shared_bytes;
-            runtime.launch_with_shared(stream, &loaded, blocks(stream_slots), shared, last)?;
+            runtime.launch_with_shared(stream, &loaded, blocks(stream_slots), shared, filter)?;
         }
         if large {
             // Grids over the large bin's positions (the kernels stride over what they find).
@@ -1149,6 +1177,7 @@ struct StreamLayout {
     ctas: u64,
     chunk: u64,
     candidates: u64,
+    total: u64,
     sorted_cap: u64,
     sorted_offset: u64,
     bins_offset: u64,
@@ -1184,15 +1213,20 @@ fn stream_layout<K: RadixKey>(
     let chunk = STREAM_CHUNK_BYTES / key_bytes;
     let ctas = largest.div_ceil(chunk);
     // Ranks are u32 for keys of up to 32 bits, else u64; a candidate is a rank and a u32
-    // index. The segment's candidate budget is split evenly over its chunks.
+    // index. The segment's candidate budget is split evenly over its regions (a filter warp's
+    // part of a chunk).
     let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
     let budget = if key_bytes <= 4 {
         STREAM_CANDIDATES
     } else {
         STREAM_CANDIDATES / 2
     };
-    let candidates = (budget / ctas).min(chunk);
-    let total = candidates * ctas;
+    let regions = ctas * STREAM_FILTER_WARPS;
+    // A region's slots in global memory: twice its even share, so that no region overflows
+    // in practice (each holds e.g. ~90 of ~5600 candidates, sd ~9, at [64x131072] k=2048);
+    // the final selection holds `total` in shared memory.
+    let candidates = (2 * budget / regions).min(chunk / STREAM_FILTER_WARPS);
+    let total = budget.min(candidates * regions);
     let selected = plan.per_segment_max.min(STREAM_MAX_K as u64);
     // The bucket copy holds the buckets up to the one of the k-th item.
     let sorted_cap = total.min(2 * selected + 1024);
@@ -1205,20 +1239,26 @@ fn stream_layout<K: RadixKey>(
     let rank_offset = align(index_offset + selected * 4);
     let shared = rank_offset + selected * rank_bytes;
     let words = |bytes: u64| bytes.div_ceil(8);
+    let slots_per_segment = candidates * regions;
     StreamLayout {
         max_size,
         ctas,
         chunk,
         candidates,
+        total,
         sorted_cap,
         sorted_offset,
         bins_offset,
         index_offset,
         rank_offset,
         shared_bytes: u32::try_from(shared).unwrap_or(u32::MAX),
-        rank_words: words(slots.saturating_mul(total).saturating_mul(rank_bytes)),
-        index_words: words(slots.saturating_mul(total).saturating_mul(4)),
-        count_words: words(slots.saturating_mul(ctas).saturating_mul(4)),
+        rank_words: words(
+            slots
+                .saturating_mul(slots_per_segment)
+                .saturating_mul(rank_bytes),
+        ),
+        index_words: words(slots.saturating_mul(slots_per_segment).saturating_mul(4)),
+        count_words: words(slots.saturating_mul(regions).saturating_mul(4)),
     }
 }
 
