@@ -1363,4 +1363,23 @@ fn many_full_rows_take_the_two_segments_per_warp_path() {
             &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
         );
     }
+    // Keys in [0, 1) (no NaN: every selected key is written from its rank), and the other
+    // 4-byte key types: random bits, and integers in a narrow range (ties at the k-th key in
+    // most rows: the slow path).
+    let mut rng = SplitMix64::new(52);
+    let unit: Vec<f32> = (0..65_536 * 256)
+        .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)
+        .collect();
+    check_strided(&cuda, &unit, shape(8, SelectDirection::Max), &Env::new());
+    let ints: Vec<i32> = sample_keys(65_536 * 256, 53);
+    check_strided(
+        &cuda,
+        &ints,
+        shape(5, SelectDirection::Min),
+        &require!(tie_break::PreferLargerIndex),
+    );
+    let narrow: Vec<u32> = (0..65_536 * 256)
+        .map(|_| (rng.next_u64() % 300) as u32)
+        .collect();
+    check_strided(&cuda, &narrow, shape(8, SelectDirection::Max), &Env::new());
 }

@@ -15,16 +15,19 @@
 //                                     Keys of up to 32 bits: a threshold (the k-th largest lane
 //                                     maximum: a warp bitonic sort of the 32 lane maxima, or
 //                                     rounds of redux max for k <= 4), the few items at or above
-//                                     it appended to 32 shared-memory slots per warp and ranked
-//                                     by counting; the direct path loads a warp's next segment
-//                                     before ranking the current one. Direct calls with full
-//                                     segments of 128 or 256 4-byte keys and k <= 16: a segment
-//                                     per half warp (2 * ITEMS keys per lane, 16 slots per
-//                                     half), every collective step done for both segments at
-//                                     once. Segments with more than 32 (16) such items (ties)
-//                                     or a threshold of rank 0: k rounds of redux max, else (and
-//                                     wider keys) k rounds of a warp arg-max over (rank,
-//                                     tie-break index).
+//                                     it appended to 32 shared-memory slots per warp (at
+//                                     places from a shuffle scan of the lanes' counts) and
+//                                     ranked by counting; the direct path loads a warp's next
+//                                     segment before ranking the current one. Direct calls with
+//                                     full segments of 128 or 256 4-byte keys and k <= 16: a
+//                                     segment per half warp (2 * ITEMS keys per lane, loaded in
+//                                     runs of 4 so each load is coalesced, 16 slots per half),
+//                                     every collective step done for both segments at once,
+//                                     the direction a compile-time constant, selected keys
+//                                     written from their ranks. Segments with more than 32 (16)
+//                                     such items (ties) or a threshold of rank 0: k rounds of
+//                                     redux max, else (and wider keys) k rounds of a warp
+//                                     arg-max over (rank, tie-break index).
 //   TIER 2 (block)                    one block per segment: the segment's (rank, index) pairs
 //                                     bitonic-sorted in shared memory (SORT_CAP entries).
 //   TIER 3 (blocks)                   several blocks per segment: MSB-first radix select with
@@ -498,13 +501,28 @@ __device__ __forceinline__ void bt_warp_load(const typename Key::Bits* src, u32 
     }
 }
 
+// Half-warp lane `hl`'s keys of a full segment of 64 * RUNS 4-byte keys at `src` (16-byte
+// aligned): run v (0 .. RUNS - 1) is items 64v + 4hl .. 64v + 4hl + 3, one 16-byte load. Each
+// load of the 16 lanes reads 256 consecutive bytes (a lane reading 16 consecutive items needs
+// four loads of 16 bytes 64 apart: twice the sectors and four times the cache lines per load
+// instruction through L1, the kernel's busiest unit).
+template <int RUNS>
+__device__ __forceinline__ void bt_half_load(const u32* src, u32 hl, u32 (&raw)[4 * RUNS]) {
+#pragma unroll
+    for (int v = 0; v < RUNS; ++v) {
+        const uint4 w = reinterpret_cast<const uint4*>(src)[16 * v + hl];
+        raw[4 * v + 0] = w.x;
+        raw[4 * v + 1] = w.y;
+        raw[4 * v + 2] = w.z;
+        raw[4 * v + 3] = w.w;
+    }
+}
+
 // The warp tier's shared memory, one place for every instantiation of its functions: per warp
-// (at most 8 per block) 32 candidate entries and two append counters (0 between segments):
-// [2 * warp] for a warp's segment, [2 * warp + h] for half h's when each half of the warp
-// takes a segment (bt_warp32_pair; half h then uses entries 16h .. 16h + 15).
+// (at most 8 per block) 32 candidate entries (when each half of the warp takes a segment,
+// bt_warp32_pair, half h uses entries 16h .. 16h + 15).
 struct BtWarpScratch {
     u64 candidates[8][32];
-    u32 counter[16];
 };
 __device__ __forceinline__ BtWarpScratch& bt_warp_scratch() {
     __shared__ __align__(16) BtWarpScratch scratch;
@@ -512,20 +530,61 @@ __device__ __forceinline__ BtWarpScratch& bt_warp_scratch() {
 }
 
 // Stores (order ^ T, rank) as one u64 at shared address `*at` and advances it by 8 when
-// rank >= threshold: predicated, not a branch per item (T a constant: the compiler would otherwise
-// hoist every item's order out of the segment loop, into registers it has not got).
+// rank > above (= threshold - 1): predicated, not a branch per item (T a constant: the
+// compiler would otherwise hoist every item's order out of the segment loop, into registers it
+// has not got). The compare is written as rank > above, not as the count's rank >= threshold:
+// the compiler would otherwise keep the count's predicates as bits of a register (two
+// instructions an item) to reuse them here.
 template <u32 T>
-__device__ __forceinline__ void bt_append_if(u32* at, u32 rank, u32 threshold, u32 order) {
+__device__ __forceinline__ void bt_append_if(u32* at, u32 rank, u32 above, u32 order) {
     asm volatile(
         "{\n\t.reg .pred p;\n\t.reg .b32 o;\n\t"
-        "setp.ge.u32 p, %1, %2;\n\t"
+        "setp.gt.u32 p, %1, %2;\n\t"
         "xor.b32 o, %3, %4;\n\t"
         "@p st.shared.v2.u32 [%0], {o, %1};\n\t"
         "@p add.u32 %0, %0, 8;\n\t"
         "}"
         : "+r"(*at)
-        : "r"(rank), "r"(threshold), "r"(order), "n"(T)
+        : "r"(rank), "r"(above), "r"(order), "n"(T)
         : "memory");
+}
+
+// bt_append_if for items T .. N - 1 of a lane. Item t's index is base + offset(t), where
+// offset(t) = t (VSTRIDE 0: a lane's items are consecutive) or (t / 4) * VSTRIDE + t % 4 (a
+// lane's items are runs of 4, VSTRIDE apart: bt_half_load), and base has no bit in common
+// with any offset; its order is then (base + offset) ^ flip = (base ^ flip) ^ offset (flip 0
+// when the larger index wins a tie, else all ones). base ^ flip is formed as base * step + flip
+// (step 1 or -1, bt_order_base): as an xor with the uniform flip, the compiler reassociates it
+// with each item's constant and copies the flip into a register per item (two instructions an
+// item instead of one).
+template <u32 T, int N, u32 VSTRIDE>
+__device__ __forceinline__ void bt_append_items(u32* at, const u32 (&rank)[N], u32 above,
+                                                u32 order) {
+    constexpr u32 OFFSET = VSTRIDE == 0 ? T : (T / 4) * VSTRIDE + T % 4;
+    bt_append_if<OFFSET>(at, rank[T], above, order);
+    if constexpr ((int)T + 1 < N) {
+        bt_append_items<T + 1, N, VSTRIDE>(at, rank, above, order);
+    }
+}
+
+// The exclusive prefix sum of `v` over each group of WIDTH lanes (16 or 32; `lane` the lane
+// in the warp): log2(WIDTH) shuffles. Where each lane's candidates go: a shared-memory atomic
+// on one counter is serialised over the lanes (16 or 32 passes through the shared-memory
+// pipeline, the kernel's busiest unit).
+template <u32 WIDTH>
+__device__ __forceinline__ u32 bt_exclusive_scan(u32 v, u32 lane) {
+    u32 inclusive = v;
+#pragma unroll
+    for (u32 d = 1; d < WIDTH; d <<= 1) {
+        const u32 other = __shfl_up_sync(0xFFFFFFFFu, inclusive, d, WIDTH);
+        inclusive += (lane & (WIDTH - 1)) >= d ? other : 0u;
+    }
+    return inclusive - v;
+}
+
+// (base ^ flip) for bt_append_items, flip = prefer_larger ? 0 : ~0.
+__device__ __forceinline__ u32 bt_order_base(u32 base, bool prefer_larger) {
+    return base * (prefer_larger ? 1u : ~0u) + (prefer_larger ? 0u : ~0u);
 }
 
 // `v` of every lane sorted descending within each group of WIDTH lanes (16 or 32): lane i of
@@ -556,6 +615,19 @@ __device__ __forceinline__ u32 bt_count_above(u32 pos, u64 x, u64 own) {
         : "+r"(pos)
         : "l"(x), "l"(own));
     return pos;
+}
+
+// count + 1 when rank >= threshold, else count: a predicated add whose predicate lives only
+// here (the compiler otherwise keeps every item's compare in a register of packed bits, two
+// instructions an item, to reuse it in the appends, which compare again anyway).
+__device__ __forceinline__ u32 bt_count_at_least(u32 count, u32 rank, u32 threshold) {
+    asm("{\n\t.reg .pred p;\n\t"
+        "setp.ge.u32 p, %1, %2;\n\t"
+        "@p add.u32 %0, %0, 1;\n\t"
+        "}"
+        : "+r"(count)
+        : "r"(rank), "r"(threshold));
+    return count;
 }
 
 __device__ __forceinline__ u32 bt_warp_max(u32 x) {
@@ -734,37 +806,20 @@ __device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u6
     u32 mine = 0;
 #pragma unroll
     for (int t = 0; t < ITEMS; ++t) {
-        mine += rank[t] >= threshold ? 1u : 0u;  // absent items rank 0
+        mine = bt_count_at_least(mine, rank[t], threshold);  // absent items rank 0
     }
     const u32 total = bt_warp_sum(mine);
     if (total > 32u) {
         return false;  // warp-uniform
     }
-    // Each lane appends its candidates at a place taken from the warp's counter: in no fixed
-    // order, which the ranking below does not need (it compares values, all distinct).
+    // Each lane appends its candidates after those of the lanes below it.
     BtWarpScratch& scratch = bt_warp_scratch();
     const u32 warp = (threadIdx.x >> 5) & 7u;
     u64* candidates = scratch.candidates[warp];
-    const u32 first = atomicAdd(&scratch.counter[2u * warp], mine);
+    const u32 first = bt_exclusive_scan<32>(mine, lane);
     u32 at = (u32)__cvta_generic_to_shared(candidates + first);
     const u32 order_flip = prefer_larger ? 0u : ~0u;
-    // Item t's order is (base + t) ^ order_flip = (base ^ order_flip) ^ t (base is a multiple
-    // of ITEMS, a power of two).
-    const u32 order_base = base ^ order_flip;
-    bt_append_if<0>(&at, rank[0], threshold, order_base);
-    if constexpr (ITEMS > 1) {
-        bt_append_if<1>(&at, rank[1], threshold, order_base);
-    }
-    if constexpr (ITEMS > 2) {
-        bt_append_if<2>(&at, rank[2], threshold, order_base);
-        bt_append_if<3>(&at, rank[3], threshold, order_base);
-    }
-    if constexpr (ITEMS > 4) {
-        bt_append_if<4>(&at, rank[4], threshold, order_base);
-        bt_append_if<5>(&at, rank[5], threshold, order_base);
-        bt_append_if<6>(&at, rank[6], threshold, order_base);
-        bt_append_if<7>(&at, rank[7], threshold, order_base);
-    }
+    bt_append_items<0, ITEMS, 0>(&at, rank, threshold - 1u, bt_order_base(base, prefer_larger));
     // The ranking below reads 4 entries at a time: zeros up to a multiple of 4 rank below
     // every candidate (whose rank is at least threshold > 0).
     const u32 padded = (total + 3u) & ~3u;
@@ -772,9 +827,6 @@ __device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u6
         candidates[lane] = 0;
     }
     __syncwarp();
-    if (lane == 0) {
-        scratch.counter[2u * warp] = 0;  // every lane's atomicAdd has returned
-    }
     const u64 own = candidates[lane];
     u32 pos = 0;
 #pragma unroll 1
@@ -817,12 +869,14 @@ __device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u6
 // instructions, and 16 candidate entries per half. A half with `valid` false has no segment
 // (its lanes write nothing). `after_ranks()` is called once the ranks are no longer needed
 // (the caller loads its next pair's keys there: ranks and keys are then never live at once).
-// Returns the halves declined (bit h: threshold of rank 0 or more than 16 items at or above
-// it), having written nothing for them: bt_warp32_slow's.
+// Selected keys are written from their ranks (bt_write_ranked, direction `dir`), not read
+// again. Returns the halves declined (bit h: threshold of rank 0 or more than 16 items at or
+// above it), having written nothing for them: bt_warp32_slow's.
 template <class Key, int VALUE_BYTES, int H, class AfterRanks>
 __device__ __forceinline__ u32 bt_warp32_pair(const BatchedTopKParams& p, u32 seg, u32 stride,
                                               u32 written, bool valid, u32 m,
-                                              const u32 (&rank)[H], AfterRanks after_ranks) {
+                                              const u32 (&rank)[H], u32 dir,
+                                              AfterRanks after_ranks) {
     const u32 FULL = 0xFFFFFFFFu;
     const u32 lane = threadIdx.x & 31u;
     const u32 half = lane >> 4;
@@ -835,7 +889,7 @@ __device__ __forceinline__ u32 bt_warp32_pair(const BatchedTopKParams& p, u32 se
     u32 mine = 0;
 #pragma unroll
     for (int t = 0; t < H; ++t) {
-        mine += rank[t] >= threshold ? 1u : 0u;
+        mine = bt_count_at_least(mine, rank[t], threshold);
     }
     // Both halves' counts by one sum: half 1's in the upper 16 bits (each at most 256).
     const u32 sums = bt_warp_sum(mine << (16u * half));
@@ -855,31 +909,14 @@ __device__ __forceinline__ u32 bt_warp32_pair(const BatchedTopKParams& p, u32 se
     BtWarpScratch& scratch = bt_warp_scratch();
     const u32 warp = (threadIdx.x >> 5) & 7u;
     u64* candidates = scratch.candidates[warp] + 16u * half;
-    u32* counter = &scratch.counter[2u * warp + half];
     const u32 order_flip = prefer_larger ? 0u : ~0u;
+    // Each lane appends its candidates after those of the lanes below it in its half.
+    const u32 first = bt_exclusive_scan<16>(mine, lane);
     if (ok) {
-        const u32 first = atomicAdd(counter, mine);
         u32 at = (u32)__cvta_generic_to_shared(candidates + first);
-        // Item t's order is (hl * H + t) ^ order_flip = (hl * H ^ order_flip) ^ t.
-        const u32 order_base = (hl * (u32)H) ^ order_flip;
-        bt_append_if<0>(&at, rank[0], threshold, order_base);
-        bt_append_if<1>(&at, rank[1], threshold, order_base);
-        bt_append_if<2>(&at, rank[2], threshold, order_base);
-        bt_append_if<3>(&at, rank[3], threshold, order_base);
-        bt_append_if<4>(&at, rank[4], threshold, order_base);
-        bt_append_if<5>(&at, rank[5], threshold, order_base);
-        bt_append_if<6>(&at, rank[6], threshold, order_base);
-        bt_append_if<7>(&at, rank[7], threshold, order_base);
-        if constexpr (H > 8) {
-            bt_append_if<8>(&at, rank[8], threshold, order_base);
-            bt_append_if<9>(&at, rank[9], threshold, order_base);
-            bt_append_if<10>(&at, rank[10], threshold, order_base);
-            bt_append_if<11>(&at, rank[11], threshold, order_base);
-            bt_append_if<12>(&at, rank[12], threshold, order_base);
-            bt_append_if<13>(&at, rank[13], threshold, order_base);
-            bt_append_if<14>(&at, rank[14], threshold, order_base);
-            bt_append_if<15>(&at, rank[15], threshold, order_base);
-        }
+        // Lane hl's items are 4v .. 4v + 3 of run v = 0 .. H/4 - 1: indices 64v + 4hl + j.
+        bt_append_items<0, H, 64>(&at, rank, threshold - 1u,
+                                  bt_order_base(hl * 4u, prefer_larger));
     }
     after_ranks();
     // Zeros past a half's candidates (up to `padded`, read 4 at a time) rank below every
@@ -888,9 +925,6 @@ __device__ __forceinline__ u32 bt_warp32_pair(const BatchedTopKParams& p, u32 se
         candidates[hl] = 0;
     }
     __syncwarp();
-    if (ok && hl == 0) {
-        *counter = 0;  // every lane's atomicAdd has returned
-    }
     const u64 own = candidates[hl];
     u32 pos = 0;
 #pragma unroll 1
@@ -922,8 +956,8 @@ __device__ __forceinline__ u32 bt_warp32_pair(const BatchedTopKParams& p, u32 se
         }
     }
     if (pos < written) {
-        bt_write<Key, VALUE_BYTES>(p, (u64)seg * stride, (u64)own_index,
-                                   (u64)seg * p.out_stride + out_slot);
+        bt_write_ranked<Key, VALUE_BYTES>(p, (u64)seg * stride, (u64)own_index,
+                                          (u64)seg * p.out_stride + out_slot, own_rank, dir);
     }
     __syncwarp();  // the entries are reused by the warp's next pair
     return declined;
@@ -1081,13 +1115,14 @@ __device__ __forceinline__ void bt_warp_direct(const BatchedTopKParams& p, u32 s
     }
 }
 
-// The direct path for full segments of 32 * ITEMS 4-byte keys (ITEMS 4 or 8, vector loads),
-// `written` <= 16: a pair of segments per warp (2P and 2P + 1, one per half, bt_warp32_pair).
+// The direct path for full segments of 32 * ITEMS 4-byte keys (ITEMS 4 or 8, vector loads in
+// runs of 4 keys: bt_half_load), `written` <= 16, direction DIR: a pair of segments per warp
+// (2P and 2P + 1, one per half, bt_warp32_pair).
 // The next pair's keys are loaded once the current pair's candidates are appended (raw keys
 // and ranks never live at once), so they are in flight during the ranking and the writes.
 // The halves declined are marked in a mask and done after each run of 16 pairs, a warp per
 // segment (bt_warp32_slow).
-template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int ITEMS>
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int ITEMS, u32 DIR>
 __device__ __forceinline__ void bt_warp_direct_pairs(const BatchedTopKParams& p, u32 size,
                                                      u32 written) {
     constexpr int H = 2 * ITEMS;
@@ -1099,7 +1134,7 @@ __device__ __forceinline__ void bt_warp_direct_pairs(const BatchedTopKParams& p,
     const u32 count = (u32)p.num_segments;
     const u32 pairs = (count >> 1) + (count & 1u);
     const u32 stride = (u32)p.stride;
-    const u32 dir = p.direction_value;
+    const u32 dir = DIR;
     const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
     for (u32 run = blockIdx.x * (BLOCK_THREADS / 32) + (threadIdx.x >> 5); run < pairs;
          run += 16 * warps) {
@@ -1109,15 +1144,9 @@ __device__ __forceinline__ void bt_warp_direct_pairs(const BatchedTopKParams& p,
         u32 pair = run;
         u32 seg = 2 * pair + half;
         u32 raw[H];
-        // The last pair of an odd count has no second segment: its half loads nothing.
-        if (seg < count) {
-            bt_warp_load<Key, H, true>(keys + (u64)seg * stride, size, hl, raw);
-        } else {
-#pragma unroll
-            for (int t = 0; t < H; ++t) {
-                raw[t] = 0;
-            }
-        }
+        // The last pair of an odd count has no second segment: its half loads the last
+        // segment again (valid memory, no branch around the loads) and writes nothing.
+        bt_half_load<H / 4>(keys + (u64)min(seg, count - 1) * stride, hl, raw);
         while (true) {
             u32 rank[H];
             const u32 m = bt_rank32_lane<Key, H, true>(raw, 0, size, dir, rank);
@@ -1126,18 +1155,11 @@ __device__ __forceinline__ void bt_warp_direct_pairs(const BatchedTopKParams& p,
             const u32 next_seg = 2 * next + half;
             const auto load_next = [&]() {
                 if (more) {
-                    if (next_seg < count) {
-                        bt_warp_load<Key, H, true>(keys + (u64)next_seg * stride, size, hl, raw);
-                    } else {
-#pragma unroll
-                        for (int t = 0; t < H; ++t) {
-                            raw[t] = 0;
-                        }
-                    }
+                    bt_half_load<H / 4>(keys + (u64)min(next_seg, count - 1) * stride, hl, raw);
                 }
             };
-            declined |= bt_warp32_pair<Key, VALUE_BYTES, H>(p, seg, stride, written, seg < count,
-                                                            m, rank, load_next)
+            declined |= bt_warp32_pair<Key, VALUE_BYTES, H>(
+                            p, seg, stride, written, seg < count, m, rank, dir, load_next)
                         << shift;
             shift += 2;
             if (!more) {
@@ -1163,10 +1185,6 @@ __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
     const u64 total_warps = (u64)gridDim.x * warps_per_block;
     const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
     if constexpr (sizeof(Bits) <= 4) {
-        if (lane < 2u) {
-            bt_warp_scratch().counter[2u * ((threadIdx.x >> 5) & 7u) + lane] = 0;
-        }
-        __syncwarp();
         const u64 warps = total_warps;
         if ((p.flags & BT_DIRECT) && p.stride <= 0xFFFFFFFFull && warps <= 0xFFFFFFull &&
             p.num_segments <= 0xFFFFFFFFull - 32 * warps) {
@@ -1180,13 +1198,20 @@ __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
             const u64 stride_bytes = p.stride * sizeof(Bits);
             if (bt_warp_vector<Key, ITEMS>(keys, size) &&
                 (stride_bytes & (ITEMS == 2 ? 7u : 15u)) == 0) {
-                if constexpr (ITEMS % 4 == 0) {
+                if constexpr (ITEMS % 4 == 0 && sizeof(Bits) == 4) {
                     // Two segments per warp pay off when every warp gets several pairs; with
                     // fewer ([16384x256]: ~2 per warp) the exposed load latency of each pair
                     // costs more than the halved instructions save (0.0140 -> 0.0150 ms).
                     if (written <= 16 && p.num_segments >= 8 * warps) {
-                        bt_warp_direct_pairs<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS>(
-                            p, (u32)size, (u32)written);
+                        // The direction as a constant: the rank is then one shift and one
+                        // three-input logic operation per key (a runtime flip takes a third).
+                        if (p.direction_value != 0) {
+                            bt_warp_direct_pairs<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS, 1>(
+                                p, (u32)size, (u32)written);
+                        } else {
+                            bt_warp_direct_pairs<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS, 0>(
+                                p, (u32)size, (u32)written);
+                        }
                         return;
                     }
                 }

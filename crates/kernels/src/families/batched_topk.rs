@@ -333,8 +333,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         let sort = 16 * spec.constant("SORT_CAP").unwrap_or(0).max(0) as u64;
         let warps = u64::from(spec.block_threads) / 32;
         match spec.constant("TIER") {
-            // The warp tier's candidates (32 u64 per warp) and append counters (2 a warp), 8 warps.
-            Some(1) => 8 * 32 * 8 + 16 * 4,
+            // The warp tier's candidates (32 u64 per warp), 8 warps.
+            Some(1) => 8 * 32 * 8,
             Some(2) => sort,
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
