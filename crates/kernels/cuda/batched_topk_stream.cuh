@@ -590,35 +590,34 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         };
 
         // Appends in index order: per vector slot u of the batch, a warp scan of the lanes'
-        // hit counts (lane order is index order within a slot).
+        // hit counts (lane order is index order within a slot). The keys of a lane are walked
+        // by compile-time index: a runtime index into a vector's words puts it in local memory.
         const u64 region = w * WARPS + warp;
         R* out_ranks = reinterpret_cast<R*>(p.stream_ranks) + region * capacity;
         u32* out_indices = reinterpret_cast<u32*>(p.stream_indices) + region * capacity;
         u32 appended = 0;  // warp-uniform
-        auto append = [&](u32 flags, u32 first, auto key_at) {
-            const u32 n = __popc(flags);
+        // This lane's first position for `n` hits; advances `appended` by the warp's hits.
+        auto reserve = [&](u32 n) {
             u32 x = n;
 #pragma unroll
             for (u32 offset = 1; offset < 32; offset <<= 1) {
                 const u32 y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
                 x += lane >= offset ? y : 0u;
             }
-            u32 pos = appended + x - n;
-            while (flags != 0) {
-                const u32 e = (u32)__ffs(flags) - 1u;
-                flags &= flags - 1u;
-                if (pos < capacity) {
-                    out_ranks[pos] = bt_rank_word<Key>(key_at(e), dir);
-                    out_indices[pos] = first + e;
-                }
-                ++pos;
-            }
+            const u32 first = appended + x - n;
             appended += __shfl_sync(0xFFFFFFFFu, x, 31);
+            return first;
         };
-        // Resident warps (32 per SM) keep enough loads in flight to stream at the copy rate;
-        // prefetching the next batch in registers made ptxas spill under the 64-register cap
-        // (28 MB of local traffic at [64x131072]).
+        auto put = [&](u32 pos, Bits raw, u32 index) {
+            if (pos < capacity) {
+                out_ranks[pos] = bt_rank_word<Key>(raw, dir);
+                out_indices[pos] = index;
+            }
+        };
         for (u32 base = 0; base < vectors; base += BATCH) {  // warp-uniform
+            // Resident warps (32 per SM) keep enough loads in flight to stream at the copy
+            // rate; prefetching the next batch in registers made ptxas spill under the
+            // 64-register cap (28 MB of local traffic at [64x131072]).
             uint4 v4[UNROLL];
 #pragma unroll
             for (u32 u = 0; u < UNROLL; ++u) {
@@ -641,16 +640,25 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
 #pragma unroll
             for (u32 u = 0; u < UNROLL; ++u) {
                 const u32 mine = (flags >> (u * VEC)) & ((1u << VEC) - 1u);
+                u32 pos = reserve(__popc(mine));
                 const u32 first = lo + (base + u * 32u + lane) * VEC;
-                append(mine, first, [&](u32 e) { return bt_vector_key<Bits>(v4[u], e); });
+#pragma unroll
+                for (u32 e = 0; e < VEC; ++e) {
+                    if (mine & (1u << e)) {
+                        put(pos++, bt_vector_key<Bits>(v4[u], e), first + e);
+                    }
+                }
             }
         }
         // The keys past the vectors (an unaligned part, or a tail of fewer than VEC keys).
         for (u32 base = lo + vectors * VEC; base < hi; base += 32u) {  // warp-uniform
             const u32 j = base + lane;
             const Bits raw = j < hi ? segment[j] : (Bits)0;
-            const u32 flags = j < hi && hit(raw) ? 1u : 0u;
-            append(flags, j, [raw](u32) { return raw; });
+            const bool take = j < hi && hit(raw);
+            const u32 pos = reserve(take ? 1u : 0u);
+            if (take) {
+                put(pos, raw, j);
+            }
         }
         if (lane == 0) {
             reinterpret_cast<u32*>(p.stream_counts)[region] = appended;  // > capacity: overflow
