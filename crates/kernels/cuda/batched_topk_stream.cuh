@@ -72,69 +72,11 @@ __device__ __forceinline__ Bits bt_vector_key(const uint4& w, u32 e) {
     }
 }
 
-// Exclusive scan of a u64 over the block (four 16-bit counters packed in it add lane-wise as
-// long as no sum exceeds 16 bits); every thread of the block must call it. `*total` gets the
-// block's sum.
-template <u32 BLOCK_THREADS>
-__device__ __forceinline__ u64 bt_block_scan_u64(u64 x, u64* warp_sums, u64* total) {
-    const u32 lane = threadIdx.x & 31u;
-    const u32 warp = threadIdx.x >> 5;
-    u64 inclusive = x;
-#pragma unroll
-    for (u32 offset = 1; offset < 32; offset <<= 1) {
-        const u64 y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-        inclusive += lane >= offset ? y : 0ull;
-    }
-    if (lane == 31u) {
-        warp_sums[warp] = inclusive;
-    }
-    __syncthreads();
-    u64 below = 0;
-    u64 sum = 0;
-    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
-        const u64 t = warp_sums[w];
-        below += w < warp ? t : 0ull;
-        sum += t;
-    }
-    __syncthreads();
-    *total = sum;
-    return below + inclusive - x;
-}
-
-// Exclusive scan of a u32 over the block; every thread of the block must call it. `*total`
-// gets the block's sum.
-template <u32 BLOCK_THREADS>
-__device__ __forceinline__ u32 bt_block_scan_u32(u32 x, u32* warp_totals, u32* total) {
-    const u32 lane = threadIdx.x & 31u;
-    const u32 warp = threadIdx.x >> 5;
-    u32 inclusive = x;
-#pragma unroll
-    for (u32 offset = 1; offset < 32; offset <<= 1) {
-        const u32 y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-        inclusive += lane >= offset ? y : 0u;
-    }
-    if (lane == 31u) {
-        warp_totals[warp] = inclusive;
-    }
-    __syncthreads();
-    u32 below = 0;
-    u32 sum = 0;
-    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
-        const u32 t = warp_totals[w];
-        below += w < warp ? t : 0u;
-        sum += t;
-    }
-    __syncthreads();
-    *total = sum;
-    return below + inclusive - x;
-}
-
 // One block's shared state (static shared memory).
 template <class R, u32 WARPS>
 struct BtStreamState {
     u32 histogram[BT_BINS];
     u32 warp_totals[WARPS];
-    u64 warp_sums[WARPS];
     R kth;                 // bucket path: the rank at the k-th position
     R range_lo;            // final: the candidates' lowest rank
     R range_hi;            // ... and highest
@@ -402,7 +344,7 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
     }
     atomicAdd(&s.work, squares);
     u32 all = 0;
-    u32 start = bt_block_scan_u32<BLOCK_THREADS>(sum, s.warp_totals, &all);
+    u32 start = block_exclusive_sum<BLOCK_THREADS>(sum, s.warp_totals, &all);
 #pragma unroll
     for (u32 i = 0; i < PER_THREAD; ++i) {
         const u32 b = tid * PER_THREAD + i;
@@ -727,7 +669,7 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
         }
         const bool overflow = __syncthreads_or(count > capacity) != 0;
         u32 n = 0;
-        const u32 at = bt_block_scan_u32<BLOCK_THREADS>(min(count, capacity), s.warp_totals, &n);
+        const u32 at = block_exclusive_sum<BLOCK_THREADS>(min(count, capacity), s.warp_totals, &n);
         if (tid <= regions) {
             s.region_start[tid] = at;  // thread `regions` writes n
         }

@@ -49,6 +49,35 @@ __device__ __forceinline__ u64 warp_append(bool flag, u64* counter) {
     return warp_append<u64>(flag, 0xFFFFFFFFu, [counter](u64 n) { return atomicAdd(counter, n); });
 }
 
+// Exclusive sum of `x` over the block (u32 or u64; several narrow counters packed in one word
+// add lane-wise as long as no sum overflows its field); every thread of the block must call it.
+// `warp_totals` is shared memory of BLOCK_THREADS / 32 words; `*total` gets the block's sum.
+template <u32 BLOCK_THREADS, class T>
+__device__ __forceinline__ T block_exclusive_sum(T x, T* warp_totals, T* total) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warp = threadIdx.x >> 5;
+    T inclusive = x;
+#pragma unroll
+    for (u32 offset = 1; offset < 32; offset <<= 1) {
+        const T y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+        inclusive += lane >= offset ? y : (T)0;
+    }
+    if (lane == 31u) {
+        warp_totals[warp] = inclusive;
+    }
+    __syncthreads();
+    T below = 0;
+    T sum = 0;
+    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
+        const T t = warp_totals[w];
+        below += w < warp ? t : (T)0;
+        sum += t;
+    }
+    __syncthreads();
+    *total = sum;
+    return below + inclusive - x;
+}
+
 // Exclusive scan of 0/1 flags over the block; every thread of the block must call it.
 // `warp_totals` is shared memory of BLOCK_THREADS / 32 words; `*total` gets the block's count.
 template <u32 BLOCK_THREADS>

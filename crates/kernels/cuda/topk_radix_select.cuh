@@ -171,32 +171,6 @@ __device__ __forceinline__ void topk_pivot(const TopKRadixSelectParams& params, 
     }
 }
 
-// Exclusive sum of v over the block; *total gets the sum. Every thread must call it.
-template <u32 BLOCK_THREADS>
-__device__ __forceinline__ u32 topk_block_exclusive_sum(u32 v, u32* warp_totals, u32* total) {
-    const u32 lane = threadIdx.x & 31u;
-    const u32 warp = threadIdx.x >> 5;
-    u32 inclusive = v;
-    for (u32 d = 1; d < 32; d <<= 1) {
-        const u32 up = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
-        inclusive += lane >= d ? up : 0u;
-    }
-    if (lane == 31) {
-        warp_totals[warp] = inclusive;
-    }
-    __syncthreads();
-    u32 offset = 0;
-    u32 sum = 0;
-    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
-        const u32 t = warp_totals[w];
-        offset += (w < warp) ? t : 0u;
-        sum += t;
-    }
-    __syncthreads();
-    *total = sum;
-    return offset + inclusive - v;
-}
-
 // The largest `value` of the flagged lanes of a converged warp, folded into *slot.
 __device__ __forceinline__ void topk_warp_max(bool flag, u64 value, u64* slot) {
     if (!__any_sync(0xFFFFFFFFu, flag)) {
@@ -494,7 +468,7 @@ __device__ __forceinline__ void topk_sample(const TopKRadixSelectParams& params)
         // the top first reaches `remaining`.
         const u32 count = threadIdx.x < TOPK_BINS ? bins[TOPK_BINS - 1 - threadIdx.x] : 0u;
         u32 total = 0;
-        const u32 above = topk_block_exclusive_sum<BLOCK_THREADS>(count, warp_totals, &total);
+        const u32 above = block_exclusive_sum<BLOCK_THREADS>(count, warp_totals, &total);
         if (threadIdx.x < TOPK_BINS && above < remaining && above + count >= remaining) {
             pivot_digit = TOPK_BINS - 1 - threadIdx.x;
             pivot_left = remaining - above;
@@ -770,7 +744,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
                 sum += c[p];
             }
             u32 total = 0;
-            u32 running = topk_block_exclusive_sum<BLOCK_THREADS>(sum, warp_totals, &total);
+            u32 running = block_exclusive_sum<BLOCK_THREADS>(sum, warp_totals, &total);
 #pragma unroll
             for (u32 p = 0; p < PER; ++p) {
                 bucket_start[threadIdx.x * PER + p] = running;
