@@ -223,6 +223,25 @@ fn check_case<K: RefKey, E: Environment>(cuda: &Cuda, case: &Case<K>, env: &E) {
     }
 }
 
+/// Runs `$each::<K>(cuda, seed)` for every key type, seeds `$seed`, `$seed + 1`, ...
+macro_rules! every_key_type {
+    ($each:ident, $cuda:expr, $seed:expr) => {{
+        let seed: u64 = $seed;
+        $each::<u8>($cuda, seed);
+        $each::<u16>($cuda, seed + 1);
+        $each::<u32>($cuda, seed + 2);
+        $each::<u64>($cuda, seed + 3);
+        $each::<i8>($cuda, seed + 4);
+        $each::<i16>($cuda, seed + 5);
+        $each::<i32>($cuda, seed + 6);
+        $each::<i64>($cuda, seed + 7);
+        $each::<half::f16>($cuda, seed + 8);
+        $each::<half::bf16>($cuda, seed + 9);
+        $each::<f32>($cuda, seed + 10);
+        $each::<f64>($cuda, seed + 11);
+    }};
+}
+
 fn dirs(rng: &mut SplitMix64, n: usize) -> Vec<u8> {
     (0..n).map(|_| (rng.next_u64() % 2) as u8).collect()
 }
@@ -277,18 +296,7 @@ fn every_key_type_in_every_tier() {
             &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
         );
     }
-    each::<u8>(&cuda, 3);
-    each::<u16>(&cuda, 4);
-    each::<u32>(&cuda, 5);
-    each::<u64>(&cuda, 6);
-    each::<i8>(&cuda, 7);
-    each::<i16>(&cuda, 8);
-    each::<i32>(&cuda, 9);
-    each::<i64>(&cuda, 10);
-    each::<half::f16>(&cuda, 11);
-    each::<half::bf16>(&cuda, 12);
-    each::<f32>(&cuda, 13);
-    each::<f64>(&cuda, 14);
+    every_key_type!(each, &cuda, 3);
 }
 
 #[test]
@@ -782,18 +790,7 @@ fn stream_tier_every_key_type() {
             &require!(tie_break::PreferLargerIndex, output_ordering::Unsorted),
         );
     }
-    each::<u8>(&cuda, 42);
-    each::<u16>(&cuda, 43);
-    each::<u32>(&cuda, 44);
-    each::<u64>(&cuda, 45);
-    each::<i8>(&cuda, 46);
-    each::<i16>(&cuda, 47);
-    each::<i32>(&cuda, 48);
-    each::<i64>(&cuda, 49);
-    each::<half::f16>(&cuda, 50);
-    each::<half::bf16>(&cuda, 51);
-    each::<f32>(&cuda, 52);
-    each::<f64>(&cuda, 53);
+    every_key_type!(each, &cuda, 42);
 }
 
 #[test]

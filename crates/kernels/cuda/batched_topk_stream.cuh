@@ -90,7 +90,6 @@ struct BtStreamState {
     u32 work;              // bucket path: sum of the squared bucket sizes
     u32 greater;           // bucket path: the boundary bucket's items above the k-th rank
     u32 equal;             // bucket path: ... and at it
-    u32 flag;
 };
 
 // Where an MSB-first radix select stopped: the items with (rank & mask) > prefix are taken,

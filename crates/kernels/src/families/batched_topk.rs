@@ -346,7 +346,7 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
                 } else {
                     0
                 };
-                4 * BINS + 4 * warps + 24 + 4 * 129 + 4 * 12 + samples
+                4 * BINS + 4 * warps + 24 + 4 * 129 + 4 * 9 + samples
             }
             _ => 0,
         }
