@@ -142,7 +142,6 @@ template <class R, u32 WARPS>
 struct BtStreamState {
     u32 histogram[BT_BINS];
     u32 warp_totals[WARPS];
-    R kth;                 // bucket path: the rank at the k-th position
     R range_lo;            // final: the candidates' lowest rank
     R range_hi;            // ... and highest
     u32 region_start[BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS + 1];  // final: per region
@@ -154,8 +153,6 @@ struct BtStreamState {
     u32 selected;          // exact path, sorted output: the items in the buffers
     u32 boundary;          // bucket path: the bucket of the k-th item
     u32 work;              // bucket path: sum of the squared bucket sizes
-    u32 greater;           // bucket path: the boundary bucket's items above the k-th rank
-    u32 equal;             // bucket path: ... and at it
 };
 
 // Where an MSB-first radix select stopped: the items with (rank & mask) > prefix are taken,
@@ -388,8 +385,7 @@ struct BtBuckets {
 // having written nothing, when the buckets are too uneven for that count (sum of squared sizes
 // above BT_BUCKET_WORK per candidate) or the selected buckets do not fit the copy; the caller
 // then takes the exact path. Sorted and unsorted output both get the sorted positions. On entry
-// s.work, s.greater and s.equal are zero (the caller does it in its own phases, saving
-// barriers).
+// s.work is zero (the caller clears it in its own phases, saving a barrier).
 template <class Key, class R, u32 BLOCK_THREADS, int VALUE_BYTES, u32 WARPS>
 __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, const R* ranks,
                                                  const u32* indices, u32 n, u32 written,
@@ -447,62 +443,43 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
         }
     }
     __syncthreads();
-    // An item's position: its bucket's start plus the better items of its bucket.
-    auto position = [&](u32 j, R r, u32 index) {
-        const u32 b = bucket(r);
-        const u32 first = starts[b];
-        const u32 last = starts[b + 1u];
-        u32 better = 0;
-        for (u32 t = first; t < last; ++t) {
-            const R rt = copy_ranks[t];
-            better += (rt > r || (rt == r && copy_indices[t] < index)) ? 1u : 0u;
-        }
-        return first + better;
-    };
-    // Items above the boundary bucket are all kept; the boundary bucket's item at position
-    // k - 1 gives the k-th rank.
+    // Each item compares itself with the items of its bucket: `above` have a better rank,
+    // `equal` the same (itself included), `first_of_equal` of those a smaller index. Its
+    // position is the bucket's start + above + first_of_equal; its rank's items take positions
+    // [group, group + equal), group = start + above. Items before the boundary bucket are all
+    // kept. In the boundary bucket, the group holding position k - 1 is the k-th rank's ties,
+    // `keep` of which are kept (the first or the last by index, as the tie-break says); groups
+    // before it are kept, groups after it dropped. So no item needs the k-th rank itself.
     for (u32 j = tid; j < selected_end; j += BLOCK_THREADS) {
         const R r = copy_ranks[j];
         const u32 index = copy_indices[j];
-        const u32 pos = position(j, r, index);
-        if (j < boundary_start) {
-            bt_write_ranked<Key, VALUE_BYTES>(p, begin, (u64)index, out_base + pos, r, dir);
-        } else if (pos == written - 1u) {
-            s.kth = r;
+        const u32 b = bucket(r);
+        const u32 first = starts[b];
+        const u32 last = starts[b + 1u];
+        u32 above = 0;
+        u32 equal = 0;
+        u32 first_of_equal = 0;
+        for (u32 t = first; t < last; ++t) {
+            const R rt = copy_ranks[t];
+            above += rt > r ? 1u : 0u;
+            equal += rt == r ? 1u : 0u;
+            first_of_equal += rt == r && copy_indices[t] < index ? 1u : 0u;
         }
-    }
-    __syncthreads();
-    const R kth = s.kth;
-    for (u32 j = boundary_start + tid; j < selected_end; j += BLOCK_THREADS) {
-        const R r = copy_ranks[j];
-        if (r > kth) {
-            atomicAdd(&s.greater, 1u);
-        } else if (r == kth) {
-            atomicAdd(&s.equal, 1u);
+        const u32 group = first + above;
+        const u32 pos = group + first_of_equal;
+        u32 out = pos;
+        if (j >= boundary_start && group + equal > written) {
+            if (group >= written) {
+                continue;  // below the k-th rank
+            }
+            // The k-th rank's ties: `keep` of `equal` are kept.
+            const u32 keep = written - group;
+            if (prefer_larger ? first_of_equal < equal - keep : first_of_equal >= keep) {
+                continue;
+            }
+            out = prefer_larger ? pos - (equal - keep) : pos;
         }
-    }
-    __syncthreads();
-    // The ties at the k-th rank take positions [tie_start, tie_start + ties) in index order;
-    // `keep` of them are kept, the first or the last by index as the tie-break says.
-    const u32 tie_start = boundary_start + s.greater;
-    const u32 ties = s.equal;
-    const u32 keep = written - tie_start;
-    for (u32 j = boundary_start + tid; j < selected_end; j += BLOCK_THREADS) {
-        const R r = copy_ranks[j];
-        if (r < kth) {
-            continue;
-        }
-        const u32 index = copy_indices[j];
-        const u32 pos = position(j, r, index);
-        if (r > kth) {
-            bt_write_ranked<Key, VALUE_BYTES>(p, begin, (u64)index, out_base + pos, r, dir);
-            continue;
-        }
-        const u32 tie = pos - tie_start;
-        if (prefer_larger ? tie >= ties - keep : tie < keep) {
-            const u32 out = prefer_larger ? tie_start + tie - (ties - keep) : pos;
-            bt_write_ranked<Key, VALUE_BYTES>(p, begin, (u64)index, out_base + out, r, dir);
-        }
+        bt_write_ranked<Key, VALUE_BYTES>(p, begin, (u64)index, out_base + out, r, dir);
     }
     __syncthreads();  // the state is reused by the next segment
     return true;
@@ -670,17 +647,6 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                 raw[u] = i < count ? segment[(u32)at] : (Bits)0;
             }
         }
-#if __CUDA_ARCH__ >= 900
-        // The warp's part streams into L2 while the block selects its sample (issued after the
-        // sample's loads, which would otherwise queue behind it): the streaming loop below
-        // then reads L2, and DRAM is busy from the start.
-        if (lane == 0 && vectors != 0u) {
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
-                         :
-                         : "l"(src4), "r"(vectors * 16u)
-                         : "memory");
-        }
-#endif
         if (sampled) {
             R rank[PER_THREAD];
             u32 valid = 0;
@@ -864,8 +830,6 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
         }
         if (tid == 0) {
             s.work = 0;
-            s.greater = 0;
-            s.equal = 0;
             s.range_lo = ~(R)0;
             s.range_hi = 0;
         }

@@ -342,15 +342,17 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             Some(2) => sort,
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
-            // The state (a histogram, warp sums and ranges, the region starts, counters) and the
-            // filter's samples, ranks of up to 8 bytes (the final stage's buffers are dynamic).
+            // The state (a histogram, warp sums, three ranks of up to 8 bytes, the region starts
+            // of up to 16 chunks, 7 counters) and the filter's sample bins (4096 for 8-byte
+            // ranks); the final stage's buffers are dynamic.
             Some(4) => {
-                let samples = if spec.constant("ITEMS") == Some(1) {
-                    8 * 2048
+                let sample_bins = if spec.constant("ITEMS") == Some(1) {
+                    4 * 4096
                 } else {
                     0
                 };
-                4 * BINS + 4 * warps + 24 + 4 * 129 + 4 * 9 + samples
+                let region_starts = 4 * (16 * STREAM_FILTER_WARPS + 1);
+                4 * BINS + 4 * warps + 24 + region_starts + 4 * 7 + sample_bins
             }
             _ => 0,
         }
