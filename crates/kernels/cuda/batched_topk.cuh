@@ -1221,7 +1221,9 @@ __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
                 if constexpr (ITEMS % 4 == 0 && sizeof(Bits) == 4) {
                     // Two segments per warp pay off when every warp gets several pairs; with
                     // fewer ([16384x256]: ~2 per warp) the exposed load latency of each pair
-                    // costs more than the halved instructions save (0.0140 -> 0.0150 ms).
+                    // cost v7 more than the halved instructions saved (0.0140 -> 0.0150 ms);
+                    // v9, which loads the next pair a whole pair ahead, is no faster there than
+                    // a warp per segment (0.0135 both, from 2 x warps rows).
                     if (written <= 16 && p.num_segments >= 8 * warps) {
                         // The direction as a constant: the rank is then one shift and one
                         // three-input logic operation per key (a runtime flip takes a third).
