@@ -35,7 +35,7 @@ namespace oxicub {
 
 constexpr u32 BT_STREAM_SAMPLES = 2048;  // keys sampled per segment (by every block of it)
 constexpr u32 BT_STREAM_MAX_CTAS = 16;   // chunks per segment at most (the host's cap)
-constexpr u32 BT_STREAM_FILTER_THREADS = 256;  // the filter's block
+constexpr u32 BT_STREAM_FILTER_THREADS = 512;  // the filter's block
 constexpr u32 BT_STREAM_FILTER_WARPS = BT_STREAM_FILTER_THREADS / 32;  // regions per chunk
 constexpr u32 BT_BUCKETS = 4096;         // buckets of the final selection
 constexpr u32 BT_BUCKET_LOG = 12;
@@ -72,6 +72,71 @@ __device__ __forceinline__ Bits bt_vector_key(const uint4& w, u32 e) {
     }
 }
 
+// a if `upper` is 0, else b. In asm: written as C++, the compiler recognises a select tree
+// over an array as an indexed array and puts the array in local memory after all.
+__device__ __forceinline__ u32 bt_select(u32 upper, u32 a, u32 b) {
+    u32 out;
+    asm("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\tselp.b32 %0, %2, %1, p;\n\t}"
+        : "=r"(out)
+        : "r"(a), "r"(b), "r"(upper));
+    return out;
+}
+
+// Word `i` (runtime) of w[FIRST, FIRST + COUNT) by a select tree of COUNT - 1 selects, no
+// local memory (a runtime index into a register array would put the array there).
+template <u32 FIRST, u32 COUNT, u32 N>
+__device__ __forceinline__ u32 bt_pick_word(const u32 (&w)[N], u32 i) {
+    static_assert((COUNT & (COUNT - 1u)) == 0u && FIRST % COUNT == 0u, "aligned powers of two");
+    if constexpr (COUNT == 1u) {
+        return w[FIRST];
+    } else {
+        constexpr u32 HALF = COUNT / 2u;
+        return bt_select(i & HALF, bt_pick_word<FIRST, HALF>(w, i),
+                         bt_pick_word<FIRST + HALF, HALF>(w, i));
+    }
+}
+
+template <u32 N>
+__device__ __forceinline__ u32 bt_select_word(const u32 (&w)[N], u32 i) {
+    return bt_pick_word<0, N>(w, i);
+}
+
+// Key `b` (runtime, key order: vector slot b / VEC, key b % VEC) of a lane's batch of UNROLL
+// 16-byte vectors.
+template <class Bits, u32 UNROLL>
+__device__ __forceinline__ Bits bt_batch_key(const uint4 (&v4)[UNROLL], u32 b) {
+    constexpr u32 WORDS = UNROLL * 4u;
+    u32 w[WORDS];
+#pragma unroll
+    for (u32 u = 0; u < UNROLL; ++u) {
+        w[4u * u] = v4[u].x;
+        w[4u * u + 1u] = v4[u].y;
+        w[4u * u + 2u] = v4[u].z;
+        w[4u * u + 3u] = v4[u].w;
+    }
+    if constexpr (sizeof(Bits) == 8) {
+        return (Bits)((u64)bt_select_word(w, 2u * b) | ((u64)bt_select_word(w, 2u * b + 1u) << 32));
+    } else {
+        constexpr u32 PER_WORD = 4u / (u32)sizeof(Bits);
+        const u32 word = bt_select_word(w, b / PER_WORD);
+        return (Bits)(word >> (8u * (u32)sizeof(Bits) * (b % PER_WORD)));
+    }
+}
+
+// Field `u` (FIELD bits) of a packed word.
+template <u32 FIELD, class P>
+__device__ __forceinline__ u32 bt_field(P packed, u32 u) {
+    return (u32)(packed >> (FIELD * u)) & ((1u << FIELD) - 1u);
+}
+
+// The packed per-slot hit counts of a lane: a u32, or a u64 when the fields need it.
+template <bool WIDE> struct BtPackedCounts { typedef u32 Type; };
+template <> struct BtPackedCounts<true> { typedef u64 Type; };
+
+// Per region of the filter, three u64 words: the candidates it found (more than its slots: an
+// overflow), the lowest and the highest rank among those it kept (the final's bucket range).
+constexpr u32 BT_STREAM_RECORD_WORDS = 3;
+
 // One block's shared state (static shared memory).
 template <class R, u32 WARPS>
 struct BtStreamState {
@@ -81,6 +146,7 @@ struct BtStreamState {
     R range_lo;            // final: the candidates' lowest rank
     R range_hi;            // ... and highest
     u32 region_start[BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS + 1];  // final: per region
+    R sample_best;         // filter: the best sample
     u32 pivot_digit;
     u32 pivot_left;
     u32 pivot_count;
@@ -296,39 +362,46 @@ __device__ __forceinline__ void bt_stream_exact(const BatchedTopKParams& p, cons
     __syncthreads();  // the sort region and counters are reused by the next segment
 }
 
+// The buckets of the final selection over the ranks [lo, hi]: bucket b (0 = best) holds the
+// ranks r with (r - lo) >> shift == BT_BUCKETS - 1 - b, so the buckets are ordered.
+template <class R>
+struct BtBuckets {
+    R lo;
+    u32 shift;
+    __device__ __forceinline__ BtBuckets(R low, R high) : lo(low) {
+        constexpr u32 RANK_BITS = 8u * (u32)sizeof(R);
+        const R span = high - low;
+        const u32 span_bits = span == 0 ? 0u
+            : RANK_BITS - (sizeof(R) == 8 ? (u32)__clzll((long long)span) : (u32)__clz((int)span));
+        shift = span_bits > BT_BUCKET_LOG ? span_bits - BT_BUCKET_LOG : 0u;
+    }
+    __device__ __forceinline__ u32 operator()(R r) const {
+        return BT_BUCKETS - 1u - (u32)((r - lo) >> shift);
+    }
+};
+
 // The bucket path of the final selection: the `n` candidates (any order) hold the `written`
-// best keys and every tie of the k-th. Bucket b (0 = best) holds the ranks r with
-// (r - lo) >> shift == BT_BUCKETS - 1 - b, so the buckets are ordered, and an item's position
-// in the output (rank desc, index asc) is its bucket's start plus the number of better items
-// in its bucket, counted by comparing with each of them. Exact ties at the k-th key all fall
-// into the one boundary bucket, where the tie-break picks which are kept. Returns false, having
-// written nothing, when the buckets are too uneven for that count (sum of squared sizes above
-// BT_BUCKET_WORK per candidate) or the selected buckets do not fit the copy; the caller then
-// takes the exact path. Sorted and unsorted output both get the sorted positions. On entry
-// `lo` and `hi` bound the ranks, `fill` and s.work, s.greater and s.equal are zero (the caller
-// does it in its own phases, saving barriers).
+// best keys and every tie of the k-th, and `fill` holds their count per bucket. An item's
+// position in the output (rank desc, index asc) is its bucket's start plus the number of better
+// items in its bucket, counted by comparing with each of them. Exact ties at the k-th key all
+// fall into the one boundary bucket, where the tie-break picks which are kept. Returns false,
+// having written nothing, when the buckets are too uneven for that count (sum of squared sizes
+// above BT_BUCKET_WORK per candidate) or the selected buckets do not fit the copy; the caller
+// then takes the exact path. Sorted and unsorted output both get the sorted positions. On entry
+// s.work, s.greater and s.equal are zero (the caller does it in its own phases, saving
+// barriers).
 template <class Key, class R, u32 BLOCK_THREADS, int VALUE_BYTES, u32 WARPS>
 __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, const R* ranks,
                                                  const u32* indices, u32 n, u32 written,
                                                  u64 begin, u32 dir, u64 out_base,
-                                                 BtStreamState<R, WARPS>& s, R lo, R hi,
-                                                 R* copy_ranks, u32* copy_indices, u32 copy_cap,
-                                                 u32* starts, u32* fill) {
+                                                 BtStreamState<R, WARPS>& s,
+                                                 const BtBuckets<R>& bucket, R* copy_ranks,
+                                                 u32* copy_indices, u32 copy_cap, u32* starts,
+                                                 u32* fill) {
     constexpr u32 PER_THREAD = BT_BUCKETS / BLOCK_THREADS;
-    constexpr u32 RANK_BITS = 8u * (u32)sizeof(R);
     const u32 tid = threadIdx.x;
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
 
-    const R span = hi - lo;
-    const u32 span_bits = span == 0 ? 0u
-        : RANK_BITS - (sizeof(R) == 8 ? (u32)__clzll((long long)span) : (u32)__clz((int)span));
-    const u32 shift = span_bits > BT_BUCKET_LOG ? span_bits - BT_BUCKET_LOG : 0u;
-    auto bucket = [lo, shift](R r) { return BT_BUCKETS - 1u - (u32)((r - lo) >> shift); };
-
-    for (u32 i = tid; i < n; i += BLOCK_THREADS) {
-        atomicAdd(&fill[bucket(ranks[i])], 1u);
-    }
-    __syncthreads();
     // Starts: thread t owns buckets [t * PER_THREAD, (t + 1) * PER_THREAD); a block scan of
     // the threads' sums. The counters are cleared for the scatter as they are read.
     u32 local[PER_THREAD];
@@ -435,21 +508,107 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
     return true;
 }
 
+// The sample's threshold bins: a sample at distance d = best - rank below the best sample goes
+// to bin (e - 5) * 64 + the 6 bits of d below its leading bit e (e >= 6; below 64, bin d):
+// every bin spans at most 1/64 of its distances, and the bins are in distance order.
+template <class R>
+struct BtSampleBins {
+    static constexpr u32 RANK_BITS = 8u * (u32)sizeof(R);
+    static constexpr u32 COUNT = (RANK_BITS - 5u) * 64u;
+    static constexpr u32 ALLOCATED = RANK_BITS == 32u ? 2048u : 4096u;  // a multiple of 256
+    static_assert(COUNT <= ALLOCATED, "the bins fit");
+
+    static __device__ __forceinline__ u32 leading_bit(R d) {
+        return d == 0 ? 0u
+            : RANK_BITS - 1u -
+                (sizeof(R) == 8 ? (u32)__clzll((long long)d) : (u32)__clz((int)d));
+    }
+    static __device__ __forceinline__ u32 of(R d) {
+        const u32 e = max(leading_bit(d), 5u);
+        return (e - 5u) * 64u + ((u32)(d >> (max(e, 6u) - 6u)) & 63u);
+    }
+    // The largest distance of bin b.
+    static __device__ __forceinline__ R largest(u32 b) {
+        const u32 e = b / 64u + 5u;
+        if (e == 5u) {
+            return (R)b;
+        }
+        const u32 shift = e - 6u;
+        return ((R)(64u + b % 64u) << shift) + (((R)1 << shift) - 1u);
+    }
+};
+
+// A rank at or below the m-th best of the block's samples (PER_THREAD ranks per thread, valid
+// where `valid` says; m at most their count), in one counting pass instead of a radix select's
+// two: the best sample (a block max), then a histogram of the distances below it
+// (BtSampleBins: 1/64 relative precision, so the threshold admits at most ~1.6 % more of the
+// distance than the exact m-th sample), then the bin where the count reaches m. `bins` (shared,
+// BtSampleBins<R>::ALLOCATED words) and s.sample_best are zero on entry and on return.
+template <class R, u32 BLOCK_THREADS, u32 PER_THREAD, u32 WARPS>
+__device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u32 valid, u32 m,
+                                                 BtStreamState<R, WARPS>& s, u32* bins) {
+    typedef BtSampleBins<R> Bins;
+    constexpr u32 PER_BIN_THREAD = Bins::ALLOCATED / BLOCK_THREADS;
+    const u32 tid = threadIdx.x;
+    R best = 0;
+#pragma unroll
+    for (u32 u = 0; u < PER_THREAD; ++u) {
+        best = (valid >> u) & 1u && rank[u] > best ? rank[u] : best;
+    }
+#pragma unroll
+    for (u32 offset = 16; offset > 0; offset >>= 1) {
+        const R other = __shfl_xor_sync(0xFFFFFFFFu, best, offset);
+        best = other > best ? other : best;
+    }
+    if ((tid & 31u) == 0) {
+        atomicMax(&s.sample_best, best);
+    }
+    __syncthreads();
+    best = s.sample_best;
+#pragma unroll
+    for (u32 u = 0; u < PER_THREAD; ++u) {
+        if ((valid >> u) & 1u) {
+            atomicAdd(&bins[Bins::of(best - rank[u])], 1u);
+        }
+    }
+    __syncthreads();
+    // Thread t owns bins [t * PER_BIN_THREAD, (t + 1) * PER_BIN_THREAD), in distance order.
+    u32 local[PER_BIN_THREAD];
+    u32 sum = 0;
+#pragma unroll
+    for (u32 i = 0; i < PER_BIN_THREAD; ++i) {
+        local[i] = bins[tid * PER_BIN_THREAD + i];
+        bins[tid * PER_BIN_THREAD + i] = 0;  // read by this thread only
+        sum += local[i];
+    }
+    if (tid == 0) {
+        s.sample_best = 0;  // every thread read it before the barrier above
+    }
+    u32 total = 0;
+    u32 before = block_exclusive_sum<BLOCK_THREADS>(sum, s.warp_totals, &total);
+#pragma unroll
+    for (u32 i = 0; i < PER_BIN_THREAD; ++i) {
+        if (before < m && before + local[i] >= m) {
+            s.pivot_digit = tid * PER_BIN_THREAD + i;
+        }
+        before += local[i];
+    }
+    __syncthreads();
+    const R largest = Bins::largest(s.pivot_digit);
+    return largest < best ? best - largest : (R)0;
+}
+
 // The filter (PART 1), a block per (list position, chunk). Each warp of the block streams
 // its own contiguous part of the chunk in index order and appends its candidates to its own
 // slots: no block barrier while the keys stream by, and the candidates of a segment, read in
 // (chunk, warp) order, are in index order.
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, class R, u32 WARPS>
 __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
-                                                 BtStreamState<R, WARPS>& s, R* samples) {
+                                                 BtStreamState<R, WARPS>& s, u32* sample_bins) {
     typedef typename Key::Bits Bits;
-    constexpr u32 BITS = 8u * (u32)sizeof(Bits);
     constexpr u32 VEC = 16u / (u32)sizeof(Bits);  // keys per 16-byte vector
     constexpr u32 UNROLL = VEC <= 8u ? 4u : 2u;   // vectors in flight per lane (<= 32 keys)
     constexpr u32 BATCH = UNROLL * 32u;           // vectors per warp batch
-    // The sample select stops after 16 bits: its threshold only has to be at or below the
-    // m-th best sample, and 16 bits of an f32 leave ~0.4 % of [0.5, 1) per step.
-    constexpr int SAMPLE_LAST_SHIFT = BITS > 16u ? (int)BITS - 16 : 0;
     static_assert(UNROLL * VEC <= 32u, "one hit bit per key of a lane's batch");
     const u32 tid = threadIdx.x;
     const u32 lane = tid & 31u;
@@ -460,8 +619,11 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
     const u32 part = chunk / WARPS;  // a warp's keys: a multiple of VEC (the host's chunks)
     const u32 capacity = (u32)p.stream_candidates;  // per warp
     const u64 work = bt_bin_count(p, BT_TIER_STREAM) * ctas;
-    for (u32 b = tid; b < BT_BINS; b += BLOCK_THREADS) {
-        s.histogram[b] = 0;
+    for (u32 b = tid; b < BtSampleBins<R>::ALLOCATED; b += BLOCK_THREADS) {
+        sample_bins[b] = 0;
+    }
+    if (tid == 0) {
+        s.sample_best = 0;
     }
     __syncthreads();
     for (u64 w = blockIdx.x; w < work; w += gridDim.x) {
@@ -494,71 +656,71 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         const u32 count = min(BT_STREAM_SAMPLES, size);
         const float expected = (float)count * (float)written / (float)size;
         const float m = ceilf(expected + 6.0f * sqrtf(expected) + 4.0f);
-        if (written != size && m < (float)count) {
-            constexpr u32 PER_THREAD = BT_STREAM_SAMPLES / BLOCK_THREADS;
-            Bits raw[PER_THREAD];
+        const bool sampled = written != size && m < (float)count;
+        constexpr u32 PER_THREAD = BT_STREAM_SAMPLES / BLOCK_THREADS;
+        Bits raw[PER_THREAD];
+        if (sampled) {
 #pragma unroll
             for (u32 u = 0; u < PER_THREAD; ++u) {
                 const u32 i = u * BLOCK_THREADS + tid;
                 // i * size / count (a shift when the sample is full: size >= its length).
                 const u64 at = count == BT_STREAM_SAMPLES
-                    ? ((u64)i * size) >> 11
+                    ? ((u64)i * size) / BT_STREAM_SAMPLES
                     : (u64)i * size / count;
                 raw[u] = i < count ? segment[(u32)at] : (Bits)0;
             }
+        }
+#if __CUDA_ARCH__ >= 900
+        // The warp's part streams into L2 while the block selects its sample (issued after the
+        // sample's loads, which would otherwise queue behind it): the streaming loop below
+        // then reads L2, and DRAM is busy from the start.
+        if (lane == 0 && vectors != 0u) {
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
+                         :
+                         : "l"(src4), "r"(vectors * 16u)
+                         : "memory");
+        }
+#endif
+        if (sampled) {
+            R rank[PER_THREAD];
+            u32 valid = 0;
 #pragma unroll
             for (u32 u = 0; u < PER_THREAD; ++u) {
-                const u32 i = u * BLOCK_THREADS + tid;
-                if (i < count) {
-                    samples[i] = bt_rank_word<Key>(raw[u], dir);
-                }
+                rank[u] = bt_rank_word<Key>(raw[u], dir);
+                valid |= (u * BLOCK_THREADS + tid < count ? 1u : 0u) << u;
             }
-            __syncthreads();
-            const BtSharedItems<R> sample_items{samples, nullptr};
-            const BtSelection<R> sel = bt_block_select<R, BITS, BLOCK_THREADS>(
-                sample_items, count, (u32)m, SAMPLE_LAST_SHIFT, s);
-            threshold = sel.prefix;
+            threshold = bt_sample_threshold<R, BLOCK_THREADS>(rank, valid, (u32)m, s, sample_bins);
         }
-        // Keys at or above the threshold, as raw intervals (bt_rank_word is piecewise
-        // monotone in the raw bits): two subtractions and compares per key.
-        Bits span_lo[2];
-        Bits span_width[2];
-        radix_hit_intervals<Key>((Bits)threshold, dir ? (Bits)~(Bits)0 : (Bits)0, span_lo,
-                                span_width);
-        auto hit = [&](Bits raw) {
-            return ((Bits)(raw - span_lo[0]) <= span_width[0]) |
-                   ((Bits)(raw - span_lo[1]) <= span_width[1]);
-        };
+        // Keys at or above the threshold (a superset for f32 and f64: RadixHitTest).
+        const RadixHitTest<Key> hit((Bits)threshold, dir ? (Bits)~(Bits)0 : (Bits)0);
 
-        // Appends in index order: per vector slot u of the batch, a warp scan of the lanes'
-        // hit counts (lane order is index order within a slot). The keys of a lane are walked
-        // by compile-time index: a runtime index into a vector's words puts it in local memory.
         const u64 region = w * WARPS + warp;
         R* out_ranks = reinterpret_cast<R*>(p.stream_ranks) + region * capacity;
         u32* out_indices = reinterpret_cast<u32*>(p.stream_indices) + region * capacity;
         u32 appended = 0;  // warp-uniform
-        // This lane's first position for `n` hits; advances `appended` by the warp's hits.
-        auto reserve = [&](u32 n) {
-            u32 x = n;
-#pragma unroll
-            for (u32 offset = 1; offset < 32; offset <<= 1) {
-                const u32 y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
-                x += lane >= offset ? y : 0u;
-            }
-            const u32 first = appended + x - n;
-            appended += __shfl_sync(0xFFFFFFFFu, x, 31);
-            return first;
-        };
+        R low = ~(R)0;     // the lowest and highest rank of this lane's candidates
+        R high = 0;
         auto put = [&](u32 pos, Bits raw, u32 index) {
+            const R r = bt_rank_word<Key>(raw, dir);
+            low = r < low ? r : low;
+            high = r > high ? r : high;
             if (pos < capacity) {
-                out_ranks[pos] = bt_rank_word<Key>(raw, dir);
+                out_ranks[pos] = r;
                 out_indices[pos] = index;
             }
         };
+        // Appends in index order. Key e of lane l's vector slot u is key (base + 32 u + l) VEC
+        // + e of the part, so the order is slot, lane, key: one warp scan per batch of the
+        // lanes' hit counts per slot (packed in FIELD-bit fields, which no sum overflows),
+        // then each lane walks its own hits (about 3 % of the keys), finding each key by a
+        // select tree. The keys of a lane are held by compile-time index: a runtime index
+        // into a vector's words puts it in local memory.
+        constexpr u32 SLOT_MASK = (1u << VEC) - 1u;
+        constexpr u32 FIELD = VEC * 32u < 256u ? 8u : 16u;
+        typedef typename BtPackedCounts<(UNROLL * FIELD > 32u)>::Type P;
         for (u32 base = 0; base < vectors; base += BATCH) {  // warp-uniform
-            // Resident warps (32 per SM) keep enough loads in flight to stream at the copy
-            // rate; prefetching the next batch in registers made ptxas spill under the
-            // 64-register cap (28 MB of local traffic at [64x131072]).
+            // Resident warps (32 per SM) keep enough loads in flight; prefetching the next
+            // batch in registers made ptxas spill under the 64-register cap.
             uint4 v4[UNROLL];
 #pragma unroll
             for (u32 u = 0; u < UNROLL; ++u) {
@@ -578,17 +740,38 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             if (!__any_sync(0xFFFFFFFFu, flags != 0)) {
                 continue;
             }
+            P counts = 0;
 #pragma unroll
             for (u32 u = 0; u < UNROLL; ++u) {
-                const u32 mine = (flags >> (u * VEC)) & ((1u << VEC) - 1u);
-                u32 pos = reserve(__popc(mine));
-                const u32 first = lo + (base + u * 32u + lane) * VEC;
+                counts |= (P)__popc((flags >> (u * VEC)) & SLOT_MASK) << (FIELD * u);
+            }
+            P inclusive = counts;
 #pragma unroll
-                for (u32 e = 0; e < VEC; ++e) {
-                    if (mine & (1u << e)) {
-                        put(pos++, bt_vector_key<Bits>(v4[u], e), first + e);
-                    }
-                }
+            for (u32 offset = 1; offset < 32; offset <<= 1) {
+                const P y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+                inclusive += lane >= offset ? y : (P)0;
+            }
+            const P total = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
+            const P before = inclusive - counts;  // the lanes below, per slot
+            // A hit's position: start[its slot] + this lane's hits below it (in any slot).
+            u32 start[UNROLL];
+            u32 at = appended;
+            u32 own_below = 0;
+#pragma unroll
+            for (u32 u = 0; u < UNROLL; ++u) {
+                start[u] = at + bt_field<FIELD>(before, u) - own_below;
+                at += bt_field<FIELD>(total, u);
+                own_below += bt_field<FIELD>(counts, u);
+            }
+            appended = at;
+            const u32 first = lo + (base + lane) * VEC;  // key 0 of slot 0
+            u32 rest = flags;
+            while (rest != 0u) {
+                const u32 b = (u32)__ffs(rest) - 1u;
+                rest &= rest - 1u;
+                const u32 u = b / VEC;
+                const u32 pos = bt_select_word(start, u) + (u32)__popc(flags & ((1u << b) - 1u));
+                put(pos, bt_batch_key<Bits, UNROLL>(v4, b), first + u * 32u * VEC + b % VEC);
             }
         }
         // The keys past the vectors (an unaligned part, or a tail of fewer than VEC keys).
@@ -596,15 +779,25 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             const u32 j = base + lane;
             const Bits raw = j < hi ? segment[j] : (Bits)0;
             const bool take = j < hi && hit(raw);
-            const u32 pos = reserve(take ? 1u : 0u);
+            const u32 ballot = __ballot_sync(0xFFFFFFFFu, take);
             if (take) {
-                put(pos, raw, j);
+                put(appended + (u32)__popc(ballot & ((1u << lane) - 1u)), raw, j);
             }
+            appended += (u32)__popc(ballot);
+        }
+#pragma unroll
+        for (u32 offset = 16; offset > 0; offset >>= 1) {
+            const R l = __shfl_xor_sync(0xFFFFFFFFu, low, offset);
+            const R h = __shfl_xor_sync(0xFFFFFFFFu, high, offset);
+            low = l < low ? l : low;
+            high = h > high ? h : high;
         }
         if (lane == 0) {
-            reinterpret_cast<u32*>(p.stream_counts)[region] = appended;  // > capacity: overflow
+            u64* record = reinterpret_cast<u64*>(p.stream_counts) + region * BT_STREAM_RECORD_WORDS;
+            record[0] = appended;  // > capacity: an overflow
+            record[1] = (u64)low;
+            record[2] = (u64)high;
         }
-        __syncthreads();  // the samples are reused by the next chunk
     }
 }
 
@@ -614,11 +807,13 @@ template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, class R, u32 WARPS>
 __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
                                                 BtStreamState<R, WARPS>& s) {
     typedef typename Key::Bits Bits;
-    constexpr u32 LOADS = 8;  // candidate loads in flight per thread
+    constexpr u32 LOADS = 4;  // candidate loads in flight per lane
     static_assert(BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS <= BLOCK_THREADS,
                   "a thread per candidate region");
     extern __shared__ __align__(16) unsigned char bt_dynamic[];
     const u32 tid = threadIdx.x;
+    const u32 lane = tid & 31u;
+    const u32 warp = tid >> 5;
     const u32 ctas = (u32)p.stream_ctas;
     const u32 chunk = (u32)p.stream_chunk;
     const u32 capacity = (u32)p.stream_candidates;  // per region (a filter warp's)
@@ -652,9 +847,17 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
         // The regions of the chunks the filter ran, in (chunk, warp) order = index order.
         const u32 regions = (size + chunk - 1u) / chunk * BT_STREAM_FILTER_WARPS;
         const u64 first_region = slot * ctas * BT_STREAM_FILTER_WARPS;
-        const u32 count = tid < regions
-            ? reinterpret_cast<const u32*>(p.stream_counts)[first_region + tid]
-            : 0u;
+        // Thread r < regions reads region r's record: its count and its ranks' range.
+        u32 count = 0;
+        R low = ~(R)0;
+        R high = 0;
+        if (tid < regions) {
+            const u64* record = reinterpret_cast<const u64*>(p.stream_counts) +
+                (first_region + tid) * BT_STREAM_RECORD_WORDS;
+            count = (u32)record[0];
+            low = (R)record[1];
+            high = (R)record[2];
+        }
         // The bucket path's counters, cleared here to save it barriers.
         for (u32 b = tid; b < BT_BUCKETS; b += BLOCK_THREADS) {
             fill[b] = 0;
@@ -667,6 +870,17 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
             s.range_hi = 0;
         }
         const bool overflow = __syncthreads_or(count > capacity) != 0;
+#pragma unroll
+        for (u32 offset = 16; offset > 0; offset >>= 1) {
+            const R l = __shfl_xor_sync(0xFFFFFFFFu, low, offset);
+            const R h = __shfl_xor_sync(0xFFFFFFFFu, high, offset);
+            low = l < low ? l : low;
+            high = h > high ? h : high;
+        }
+        if (lane == 0 && warp * 32u < regions) {
+            atomicMin(&s.range_lo, low);
+            atomicMax(&s.range_hi, high);
+        }
         u32 n = 0;
         const u32 at = block_exclusive_sum<BLOCK_THREADS>(min(count, capacity), s.warp_totals, &n);
         if (tid <= regions) {
@@ -676,61 +890,44 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
         const bool complete = !overflow && n >= written && n <= total_cap;
         const u64 out_base = seg * p.out_stride;
         if (complete) {
-            // Candidate t of the segment: item t - region_start[r] of region r, found by a
-            // binary search over the region starts.
+            // Warp w copies regions w, w + WARPS, ... to their places (region order = index
+            // order) and counts each candidate in its bucket.
+            const BtBuckets<R> bucket(s.range_lo, s.range_hi);
             const R* in_ranks = reinterpret_cast<const R*>(p.stream_ranks) +
                 first_region * capacity;
             const u32* in_indices = reinterpret_cast<const u32*>(p.stream_indices) +
                 first_region * capacity;
-            u32 top = 1;
-            while (top < regions) {
-                top <<= 1;
-            }
-            R lo = ~(R)0;  // the ranks' range, for the buckets
-            R hi = 0;
-            for (u32 base = 0; base < n; base += LOADS * BLOCK_THREADS) {
-                R r[LOADS];
-                u32 x[LOADS];
+            for (u32 r = warp; r < regions; r += WARPS) {
+                const u32 to = s.region_start[r];
+                const u32 c = s.region_start[r + 1u] - to;
+                const R* from_ranks = in_ranks + (u64)r * capacity;
+                const u32* from_indices = in_indices + (u64)r * capacity;
+                for (u32 base = 0; base < c; base += LOADS * 32u) {
+                    R rk[LOADS];
+                    u32 x[LOADS];
 #pragma unroll
-                for (u32 u = 0; u < LOADS; ++u) {
-                    const u32 t = base + u * BLOCK_THREADS + tid;
-                    if (t < n) {
-                        u32 region = 0;  // the last region starting at or before t
-                        for (u32 step = top >> 1; step > 0; step >>= 1) {
-                            const u32 probe = region + step;
-                            region = probe < regions && s.region_start[probe] <= t ? probe : region;
+                    for (u32 u = 0; u < LOADS; ++u) {
+                        const u32 j = base + u * 32u + lane;
+                        if (j < c) {
+                            rk[u] = from_ranks[j];
+                            x[u] = from_indices[j];
                         }
-                        const u32 from = region * capacity + (t - s.region_start[region]);
-                        r[u] = in_ranks[from];
-                        x[u] = in_indices[from];
+                    }
+#pragma unroll
+                    for (u32 u = 0; u < LOADS; ++u) {
+                        const u32 j = base + u * 32u + lane;
+                        if (j < c) {
+                            cand_ranks[to + j] = rk[u];
+                            cand_indices[to + j] = x[u];
+                            atomicAdd(&fill[bucket(rk[u])], 1u);
+                        }
                     }
                 }
-#pragma unroll
-                for (u32 u = 0; u < LOADS; ++u) {
-                    const u32 t = base + u * BLOCK_THREADS + tid;
-                    if (t < n) {
-                        cand_ranks[t] = r[u];
-                        cand_indices[t] = x[u];
-                        lo = r[u] < lo ? r[u] : lo;
-                        hi = r[u] > hi ? r[u] : hi;
-                    }
-                }
-            }
-#pragma unroll
-            for (u32 offset = 16; offset > 0; offset >>= 1) {
-                const R l = __shfl_xor_sync(0xFFFFFFFFu, lo, offset);
-                const R h = __shfl_xor_sync(0xFFFFFFFFu, hi, offset);
-                lo = l < lo ? l : lo;
-                hi = h > hi ? h : hi;
-            }
-            if ((tid & 31u) == 0) {
-                atomicMin(&s.range_lo, lo);
-                atomicMax(&s.range_hi, hi);
             }
             __syncthreads();
             const bool done = bt_bucket_select<Key, R, BLOCK_THREADS, VALUE_BYTES>(
-                p, cand_ranks, cand_indices, n, written, begin, dir, out_base, s, s.range_lo,
-                s.range_hi, copy_ranks, copy_indices, copy_cap, starts, fill);
+                p, cand_ranks, cand_indices, n, written, begin, dir, out_base, s, bucket,
+                copy_ranks, copy_indices, copy_cap, starts, fill);
             if (!done) {
                 const BtSharedItems<R> items{cand_ranks, cand_indices};
                 bt_stream_exact<Key, R, BLOCK_THREADS, VALUE_BYTES>(
@@ -755,8 +952,8 @@ __device__ __forceinline__ void bt_stream(const BatchedTopKParams& p) {
     __shared__ BtStreamState<R, WARPS> s;
     if constexpr (PART == 1) {
         static_assert(BLOCK_THREADS == BT_STREAM_FILTER_THREADS, "the filter's regions");
-        __shared__ R samples[BT_STREAM_SAMPLES];
-        bt_stream_filter<Key, BLOCK_THREADS, VALUE_BYTES>(p, s, samples);
+        __shared__ u32 sample_bins[BtSampleBins<R>::ALLOCATED];
+        bt_stream_filter<Key, BLOCK_THREADS, VALUE_BYTES>(p, s, sample_bins);
     } else {
         bt_stream_final<Key, BLOCK_THREADS, VALUE_BYTES>(p, s);
     }

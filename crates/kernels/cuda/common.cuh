@@ -66,15 +66,20 @@ __device__ __forceinline__ T block_exclusive_sum(T x, T* warp_totals, T* total) 
         warp_totals[warp] = inclusive;
     }
     __syncthreads();
-    T below = 0;
-    T sum = 0;
-    for (u32 w = 0; w < BLOCK_THREADS / 32; ++w) {
-        const T t = warp_totals[w];
-        below += w < warp ? t : (T)0;
-        sum += t;
+    // Every warp scans the warp totals (lane w holds warp w's): a few shuffles instead of a
+    // loop over them per thread.
+    constexpr u32 WARPS = BLOCK_THREADS / 32;
+    static_assert(WARPS <= 32, "one lane per warp");
+    const T t = lane < WARPS ? warp_totals[lane] : (T)0;
+    T scan = t;
+#pragma unroll
+    for (u32 offset = 1; offset < WARPS; offset <<= 1) {
+        const T y = __shfl_up_sync(0xFFFFFFFFu, scan, offset);
+        scan += lane >= offset ? y : (T)0;
     }
+    const T below = __shfl_sync(0xFFFFFFFFu, scan - t, warp);
+    *total = __shfl_sync(0xFFFFFFFFu, scan, WARPS - 1);
     __syncthreads();
-    *total = sum;
     return below + inclusive - x;
 }
 

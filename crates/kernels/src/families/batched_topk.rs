@@ -105,16 +105,20 @@ const CHUNK_ITEMS: u64 = 16 * 1024;
 /// one block reading the whole segment when the sample misses, so the cap keeps that bounded.
 pub const STREAM_MAX_BYTES: i64 = 1024 * 1024;
 /// Bytes of keys one block of the stream tier's filter reads (a chunk).
-const STREAM_CHUNK_BYTES: u64 = 64 * 1024;
+const STREAM_CHUNK_BYTES: u64 = 128 * 1024;
 /// Candidates per segment the stream tier's final selection holds in shared memory (keys of up
 /// to 4 bytes; half for 8-byte keys); a segment with more takes the exact path over every key.
 const STREAM_CANDIDATES: u64 = 8192;
 /// Buckets of the stream tier's final selection (`BT_BUCKETS` in the header).
 const STREAM_BUCKETS: u64 = 4096;
-/// Threads per block of the stream tier's final selection (`BLOCK_THREADS` for its filter).
+/// Threads per block of the stream tier's filter (`BT_STREAM_FILTER_THREADS` in the header).
+const STREAM_FILTER_THREADS: u32 = 512;
+/// Threads per block of the stream tier's final selection.
 const STREAM_FINAL_THREADS: u32 = 1024;
 /// Warps per block of the stream tier's filter: each has its own candidate slots.
-const STREAM_FILTER_WARPS: u64 = BLOCK_THREADS as u64 / 32;
+const STREAM_FILTER_WARPS: u64 = STREAM_FILTER_THREADS as u64 / 32;
+/// u64 words per filter region in the stream tier's counts (`BT_STREAM_RECORD_WORDS`).
+const STREAM_RECORD_WORDS: u64 = 3;
 /// The most blocks one stream-tier launch asks for (the kernels stride over the rest).
 const STREAM_MAX_GRID: u64 = 1 << 20;
 /// The largest `min(k, size)` the stream tier takes (its on-chip sort); larger goes to the
@@ -391,14 +395,14 @@ impl KernelSpec {
             consts.push(("MIN_BLOCKS", WARP_MIN_BLOCKS_PER_SM));
         }
         if matches!(kernel, BatchedKernel::StreamFilter) {
-            // The filter: 4 blocks per SM (at most 64 registers), so [64x131072]'s 512 chunks
-            // stream in one wave on 132 SMs.
-            consts.push(("MIN_BLOCKS", 4));
+            // The filter: 2 blocks of 512 per SM (at most 64 registers), so [64x131072]'s 256
+            // chunks stream in one wave on 132 SMs.
+            consts.push(("MIN_BLOCKS", 2));
         }
-        let block_threads = if matches!(kernel, BatchedKernel::StreamFinal) {
-            STREAM_FINAL_THREADS
-        } else {
-            BLOCK_THREADS
+        let block_threads = match kernel {
+            BatchedKernel::StreamFinal => STREAM_FINAL_THREADS,
+            BatchedKernel::StreamFilter => STREAM_FILTER_THREADS,
+            _ => BLOCK_THREADS,
         };
         KernelSpec {
             family: KernelFamily::BatchedTopK,
@@ -1258,7 +1262,10 @@ fn stream_layout<K: RadixKey>(
                 .saturating_mul(rank_bytes),
         ),
         index_words: words(slots.saturating_mul(slots_per_segment).saturating_mul(4)),
-        count_words: words(slots.saturating_mul(regions).saturating_mul(4)),
+        // Per region: its count and its ranks' range (BT_STREAM_RECORD_WORDS u64 words).
+        count_words: slots
+            .saturating_mul(regions)
+            .saturating_mul(STREAM_RECORD_WORDS),
     }
 }
 
