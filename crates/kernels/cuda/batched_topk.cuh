@@ -520,7 +520,8 @@ __device__ __forceinline__ void bt_half_load(const u32* src, u32 hl, u32 (&raw)[
 
 // The warp tier's shared memory, one place for every instantiation of its functions: per warp
 // (at most 8 per block) 32 candidate entries (when each half of the warp takes a segment,
-// bt_warp32_pair, half h uses entries 16h .. 16h + 15).
+// bt_warp32_pair, half h uses the 128 bytes of entries 16h .. 16h + 15 as two arrays of 16
+// u32: ranks, then orders).
 struct BtWarpScratch {
     u64 candidates[8][32];
 };
@@ -529,24 +530,42 @@ __device__ __forceinline__ BtWarpScratch& bt_warp_scratch() {
     return scratch;
 }
 
-// Stores (order ^ T, rank) as one u64 at shared address `*at` and advances it by 8 when
-// rank > above (= threshold - 1): predicated, not a branch per item (T a constant: the
-// compiler would otherwise hoist every item's order out of the segment loop, into registers it
-// has not got). The compare is written as rank > above, not as the count's rank >= threshold:
-// the compiler would otherwise keep the count's predicates as bits of a register (two
-// instructions an item) to reuse them here.
-template <u32 T>
+// Stores (order ^ T, rank) at shared address `*at` and advances it when rank > above
+// (= threshold - 1): predicated, not a branch per item (T a constant: the compiler would
+// otherwise hoist every item's order out of the segment loop, into registers it has not got).
+// SPLIT 0: one u64 (order low, rank high), `*at` advanced by 8. SPLIT > 0: two arrays of u32,
+// the rank at `*at` and the order SPLIT bytes above it, `*at` advanced by 4: one more store
+// per item, but the order needs no register paired with the rank's (a u64 store takes two
+// adjacent registers, so every item's order was formed ahead into a register of its own:
+// 16 more live registers through the appends). The compare is written as rank > above, not
+// as the count's rank >= threshold: the compiler would otherwise keep the count's predicates
+// as bits of a register (two instructions an item) to reuse them here.
+template <u32 T, u32 SPLIT>
 __device__ __forceinline__ void bt_append_if(u32* at, u32 rank, u32 above, u32 order) {
-    asm volatile(
-        "{\n\t.reg .pred p;\n\t.reg .b32 o;\n\t"
-        "setp.gt.u32 p, %1, %2;\n\t"
-        "xor.b32 o, %3, %4;\n\t"
-        "@p st.shared.v2.u32 [%0], {o, %1};\n\t"
-        "@p add.u32 %0, %0, 8;\n\t"
-        "}"
-        : "+r"(*at)
-        : "r"(rank), "r"(above), "r"(order), "n"(T)
-        : "memory");
+    if constexpr (SPLIT == 0) {
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t.reg .b32 o;\n\t"
+            "setp.gt.u32 p, %1, %2;\n\t"
+            "xor.b32 o, %3, %4;\n\t"
+            "@p st.shared.v2.u32 [%0], {o, %1};\n\t"
+            "@p add.u32 %0, %0, 8;\n\t"
+            "}"
+            : "+r"(*at)
+            : "r"(rank), "r"(above), "r"(order), "n"(T)
+            : "memory");
+    } else {
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t.reg .b32 o;\n\t"
+            "setp.gt.u32 p, %1, %2;\n\t"
+            "xor.b32 o, %3, %4;\n\t"
+            "@p st.shared.u32 [%0], %1;\n\t"
+            "@p st.shared.u32 [%0+%5], o;\n\t"
+            "@p add.u32 %0, %0, 4;\n\t"
+            "}"
+            : "+r"(*at)
+            : "r"(rank), "r"(above), "r"(order), "n"(T), "n"(SPLIT)
+            : "memory");
+    }
 }
 
 // bt_append_if for items T .. N - 1 of a lane. Item t's index is base + offset(t), where
@@ -557,13 +576,13 @@ __device__ __forceinline__ void bt_append_if(u32* at, u32 rank, u32 above, u32 o
 // (step 1 or -1, bt_order_base): as an xor with the uniform flip, the compiler reassociates it
 // with each item's constant and copies the flip into a register per item (two instructions an
 // item instead of one).
-template <u32 T, int N, u32 VSTRIDE>
+template <u32 T, int N, u32 VSTRIDE, u32 SPLIT>
 __device__ __forceinline__ void bt_append_items(u32* at, const u32 (&rank)[N], u32 above,
                                                 u32 order) {
     constexpr u32 OFFSET = VSTRIDE == 0 ? T : (T / 4) * VSTRIDE + T % 4;
-    bt_append_if<OFFSET>(at, rank[T], above, order);
+    bt_append_if<OFFSET, SPLIT>(at, rank[T], above, order);
     if constexpr ((int)T + 1 < N) {
-        bt_append_items<T + 1, N, VSTRIDE>(at, rank, above, order);
+        bt_append_items<T + 1, N, VSTRIDE, SPLIT>(at, rank, above, order);
     }
 }
 
@@ -819,7 +838,8 @@ __device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u6
     const u32 first = bt_exclusive_scan<32>(mine, lane);
     u32 at = (u32)__cvta_generic_to_shared(candidates + first);
     const u32 order_flip = prefer_larger ? 0u : ~0u;
-    bt_append_items<0, ITEMS, 0>(&at, rank, threshold - 1u, bt_order_base(base, prefer_larger));
+    bt_append_items<0, ITEMS, 0, 0>(&at, rank, threshold - 1u,
+                                  bt_order_base(base, prefer_larger));
     // The ranking below reads 4 entries at a time: zeros up to a multiple of 4 rank below
     // every candidate (whose rank is at least threshold > 0).
     const u32 padded = (total + 3u) & ~3u;
@@ -867,16 +887,14 @@ __device__ __forceinline__ bool bt_warp32_segment(const BatchedTopKParams& p, u6
 // largest rank), `written` <= 16: bt_warp32_segment's method with every collective step (the
 // threshold's sort, the counts, the ranking) done for both segments by the same warp
 // instructions, and 16 candidate entries per half. A half with `valid` false has no segment
-// (its lanes write nothing). `after_ranks()` is called once the ranks are no longer needed
-// (the caller loads its next pair's keys there: ranks and keys are then never live at once).
-// Selected keys are written from their ranks (bt_write_ranked, direction `dir`), not read
-// again. Returns the halves declined (bit h: threshold of rank 0 or more than 16 items at or
-// above it), having written nothing for them: bt_warp32_slow's.
-template <class Key, int VALUE_BYTES, int H, class AfterRanks>
-__device__ __forceinline__ u32 bt_warp32_pair(const BatchedTopKParams& p, u32 seg, u32 stride,
-                                              u32 written, bool valid, u32 m,
-                                              const u32 (&rank)[H], u32 dir,
-                                              AfterRanks after_ranks) {
+// (its lanes write nothing). Selected keys are written from their ranks (bt_write_ranked, direction `dir`), not read
+// again. The halves declined (bit h: threshold of rank 0 or more than 16 items at or above
+// it), having written nothing for them (bt_warp32_slow's), are shifted into `declined` as its
+// two low bits: folded in at once, so no value of the decision stays live through the pair.
+template <class Key, int VALUE_BYTES, int H>
+__device__ __forceinline__ void bt_warp32_pair(const BatchedTopKParams& p, u32 seg, u32 stride,
+                                               u32 written, bool valid, u32 m,
+                                               const u32 (&rank)[H], u32 dir, u32& declined) {
     const u32 FULL = 0xFFFFFFFFu;
     const u32 lane = threadIdx.x & 31u;
     const u32 half = lane >> 4;
@@ -892,53 +910,52 @@ __device__ __forceinline__ u32 bt_warp32_pair(const BatchedTopKParams& p, u32 se
         mine = bt_count_at_least(mine, rank[t], threshold);
     }
     // Both halves' counts by one sum: half 1's in the upper 16 bits (each at most 256).
-    const u32 sums = bt_warp_sum(mine << (16u * half));
-    const u32 total = (sums >> (16u * half)) & 0xFFFFu;
+    const u32 total = (bt_warp_sum(mine << (16u * half)) >> (16u * half)) & 0xFFFFu;
     const bool ok = valid && threshold != 0 && total <= 16u;  // uniform within a half
-    const u32 oks = __ballot_sync(FULL, ok);
     const u32 refused = __ballot_sync(FULL, valid && !ok);
-    const u32 declined = (refused & 1u) | ((refused >> 15) & 2u);
-    if (oks == 0) {
-        after_ranks();
-        return declined;  // warp-uniform
+    declined = (declined << 2) | (refused & 1u) | ((refused >> 15) & 2u);
+    if (!__any_sync(FULL, ok)) {
+        return;  // warp-uniform
     }
-    // The ranking's trip count, the same for both halves: the larger total of those going on.
-    const u32 total0 = (oks & 1u) ? (sums & 0xFFFFu) : 0u;
-    const u32 total1 = ((oks >> 16) & 1u) ? (sums >> 16) : 0u;
-    const u32 padded = (max(total0, total1) + 3u) & ~3u;
+    // Half h's 16 candidates: ranks at words 32h .. 32h + 15 of the warp's entries, their
+    // orders 16 words above (bt_append_if's split form).
     BtWarpScratch& scratch = bt_warp_scratch();
     const u32 warp = (threadIdx.x >> 5) & 7u;
-    u64* candidates = scratch.candidates[warp] + 16u * half;
+    u32* ranks = reinterpret_cast<u32*>(scratch.candidates[warp]) + 32u * half;
+    u32* orders = ranks + 16;
     const u32 order_flip = prefer_larger ? 0u : ~0u;
     // Each lane appends its candidates after those of the lanes below it in its half.
     const u32 first = bt_exclusive_scan<16>(mine, lane);
     if (ok) {
-        u32 at = (u32)__cvta_generic_to_shared(candidates + first);
+        u32 at = (u32)__cvta_generic_to_shared(ranks + first);
         // Lane hl's items are 4v .. 4v + 3 of run v = 0 .. H/4 - 1: indices 64v + 4hl + j.
-        bt_append_items<0, H, 64>(&at, rank, threshold - 1u,
-                                  bt_order_base(hl * 4u, prefer_larger));
+        bt_append_items<0, H, 64, 64>(&at, rank, threshold - 1u,
+                                      bt_order_base(hl * 4u, prefer_larger));
     }
-    after_ranks();
-    // Zeros past a half's candidates (up to `padded`, read 4 at a time) rank below every
-    // candidate (whose rank is at least threshold > 0). A declined half's entries are not used.
+    // Zeros past a half's candidates rank below every candidate (whose rank is at least
+    // threshold > 0): the ranking reads all 16 entries of its half, a fixed count unrolled (no
+    // loop branch and no trip count live through the appends; the few extra compares cost less).
+    // A declined half's entries are not used.
     if (hl >= total) {
-        candidates[hl] = 0;
+        ranks[hl] = 0;
+        orders[hl] = 0;
     }
     __syncwarp();
-    const u64 own = candidates[hl];
+    const u32 own_rank = ranks[hl];
+    const u32 own_order = orders[hl];
+    const u64 own = (u64)own_rank << 32 | own_order;
     u32 pos = 0;
-#pragma unroll 1
-    for (u32 q = 0; q < padded; q += 4) {
-        const ulonglong2 a = reinterpret_cast<const ulonglong2*>(candidates + q)[0];
-        const ulonglong2 b = reinterpret_cast<const ulonglong2*>(candidates + q)[1];
-        pos = bt_count_above(pos, a.x, own);
-        pos = bt_count_above(pos, a.y, own);
-        pos = bt_count_above(pos, b.x, own);
-        pos = bt_count_above(pos, b.y, own);
+#pragma unroll
+    for (u32 q = 0; q < 16; q += 4) {
+        const uint4 r = reinterpret_cast<const uint4*>(ranks + q)[0];
+        const uint4 o = reinterpret_cast<const uint4*>(orders + q)[0];
+        pos = bt_count_above(pos, (u64)r.x << 32 | o.x, own);
+        pos = bt_count_above(pos, (u64)r.y << 32 | o.y, own);
+        pos = bt_count_above(pos, (u64)r.z << 32 | o.z, own);
+        pos = bt_count_above(pos, (u64)r.w << 32 | o.w, own);
     }
     pos = ok && hl < total ? pos : 32u;
-    const u32 own_rank = (u32)(own >> 32);
-    const u32 own_index = (u32)own ^ order_flip;
+    const u32 own_index = own_order ^ order_flip;
     u32 out_slot = pos;
     if (stable && prefer_larger) {
         // The selected items (at or above the written-th best) by key, then index.
@@ -948,9 +965,9 @@ __device__ __forceinline__ u32 bt_warp32_pair(const BatchedTopKParams& p, u32 se
         out_slot = 0;
         const u32 n = ok ? total : 0u;
         for (u32 q = 0; q < n; ++q) {
-            const u64 other = candidates[q];
-            const u32 other_rank = (u32)(other >> 32);
-            const u32 other_index = (u32)other;  // prefer_larger: the index itself
+            const u32 other_rank = ranks[q];
+            const u32 other_index = orders[q];  // prefer_larger: the index itself
+            const u64 other = (u64)other_rank << 32 | other_index;
             out_slot += (other >= cut && (other_rank > own_rank ||
                          (other_rank == own_rank && other_index < own_index))) ? 1u : 0u;
         }
@@ -960,7 +977,6 @@ __device__ __forceinline__ u32 bt_warp32_pair(const BatchedTopKParams& p, u32 se
                                           (u64)seg * p.out_stride + out_slot, own_rank, dir);
     }
     __syncwarp();  // the entries are reused by the warp's next pair
-    return declined;
 }
 
 // Any key type: `written` rounds of a warp arg-max over (u64 rank, index), keys strided over
@@ -1118,10 +1134,14 @@ __device__ __forceinline__ void bt_warp_direct(const BatchedTopKParams& p, u32 s
 // The direct path for full segments of 32 * ITEMS 4-byte keys (ITEMS 4 or 8, vector loads in
 // runs of 4 keys: bt_half_load), `written` <= 16, direction DIR: a pair of segments per warp
 // (2P and 2P + 1, one per half, bt_warp32_pair).
-// The next pair's keys are loaded once the current pair's candidates are appended (raw keys
-// and ranks never live at once), so they are in flight during the ranking and the writes.
-// The halves declined are marked in a mask and done after each run of 16 pairs, a warp per
-// segment (bt_warp32_slow).
+// The next pair's keys are loaded as soon as the current pair's are ranked, so they are in
+// flight through the whole pair (threshold, counts, appends, ranking, writes); keys and ranks
+// are then live at once, which the split candidate entries (bt_append_if) make room for.
+// The halves declined are marked in a mask and done after each run of at most 15 pairs, a warp
+// per segment (bt_warp32_slow). The mask starts as a sentinel bit that each pair shifts up by
+// two (bt_warp32_pair): a run ends when the sentinel nears the top, and no count, end or shift
+// is carried through the loop. (v8 loaded after the appends and carried those: ptxas kept ~12
+// values a pair in local memory; this loop has none.)
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int ITEMS, u32 DIR>
 __device__ __forceinline__ void bt_warp_direct_pairs(const BatchedTopKParams& p, u32 size,
                                                      u32 written) {
@@ -1132,48 +1152,48 @@ __device__ __forceinline__ void bt_warp_direct_pairs(const BatchedTopKParams& p,
     const u32 hl = lane & 15u;
     const u32 warps = gridDim.x * (BLOCK_THREADS / 32);
     const u32 count = (u32)p.num_segments;
-    const u32 pairs = (count >> 1) + (count & 1u);
     const u32 stride = (u32)p.stride;
     const u32 dir = DIR;
     const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
-    for (u32 run = blockIdx.x * (BLOCK_THREADS / 32) + (threadIdx.x >> 5); run < pairs;
-         run += 16 * warps) {
-        const u32 end = pairs - run > 16 * warps ? run + 16 * warps : pairs;
-        u32 declined = 0;
-        u32 shift = 0;
-        u32 pair = run;
-        u32 seg = 2 * pair + half;
+    // Pair P exists while 2P < count (the caller keeps count + 32 * warps below 2^32). Round r
+    // gives pair r * warps + w * gridDim.x + b to warp w of block b: a partial last round goes
+    // to the low warps of every block rather than to every warp of the low blocks, so it is
+    // spread over the SMs (65536 rows, blocks placed round robin: each SM 248 or 249 pairs,
+    // not 256 on four of them; 0.0288 -> 0.0284 ms on an H200).
+    u32 pair = (threadIdx.x >> 5) * gridDim.x + blockIdx.x;
+    while (2 * pair < count) {
+        u32 declined = 1;  // the sentinel: at bit 2i before the run's i-th pair
         u32 raw[H];
         // The last pair of an odd count has no second segment: its half loads the last
         // segment again (valid memory, no branch around the loads) and writes nothing.
-        bt_half_load<H / 4>(keys + (u64)min(seg, count - 1) * stride, hl, raw);
+        bt_half_load<H / 4>(keys + (u64)min(2 * pair + half, count - 1) * stride, hl, raw);
         while (true) {
             u32 rank[H];
             const u32 m = bt_rank32_lane<Key, H, true>(raw, 0, size, dir, rank);
             const u32 next = pair + warps;
-            const bool more = next < end;
-            const u32 next_seg = 2 * next + half;
-            const auto load_next = [&]() {
-                if (more) {
-                    bt_half_load<H / 4>(keys + (u64)min(next_seg, count - 1) * stride, hl, raw);
-                }
-            };
-            declined |= bt_warp32_pair<Key, VALUE_BYTES, H>(
-                            p, seg, stride, written, seg < count, m, rank, dir, load_next)
-                        << shift;
-            shift += 2;
+            // At most 15 pairs a run: the last one moves the sentinel to bit 30.
+            const bool more = 2 * next < count && declined < (1u << 28);
+            if (more) {
+                bt_half_load<H / 4>(keys + (u64)min(2 * next + half, count - 1) * stride, hl, raw);
+            }
+            const u32 seg = 2 * pair + half;
+            bt_warp32_pair<Key, VALUE_BYTES, H>(p, seg, stride, written, seg < count, m, rank, dir,
+                                                declined);
             if (!more) {
                 break;
             }
             pair = next;
-            seg = next_seg;
         }
-        while (declined != 0) {  // warp-uniform
-            const u32 bit = (u32)(__ffs(declined) - 1);
-            declined &= declined - 1;
-            const u32 at = 2 * (run + (bit >> 1) * warps) + (bit & 1u);
+        // `pair` is the run's last pair; bits 2j and 2j + 1 are the halves of the pair j
+        // before it.
+        u32 mask = declined ^ (1u << (31u - (u32)__clz(declined)));
+        while (mask != 0) {  // warp-uniform
+            const u32 bit = (u32)(__ffs(mask) - 1);
+            mask &= mask - 1;
+            const u32 at = 2 * (pair - (bit >> 1) * warps) + (bit & 1u);
             bt_warp32_slow<Key, VALUE_BYTES, ITEMS>(p, at, (u64)at * stride, size, written, dir);
         }
+        pair += warps;
     }
 }
 
@@ -1201,7 +1221,9 @@ __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
                 if constexpr (ITEMS % 4 == 0 && sizeof(Bits) == 4) {
                     // Two segments per warp pay off when every warp gets several pairs; with
                     // fewer ([16384x256]: ~2 per warp) the exposed load latency of each pair
-                    // costs more than the halved instructions save (0.0140 -> 0.0150 ms).
+                    // cost v7 more than the halved instructions saved (0.0140 -> 0.0150 ms);
+                    // v9, which loads the next pair a whole pair ahead, is no faster there than
+                    // a warp per segment (0.0135 both, from 2 x warps rows).
                     if (written <= 16 && p.num_segments >= 8 * warps) {
                         // The direction as a constant: the rank is then one shift and one
                         // three-input logic operation per key (a runtime flip takes a third).
