@@ -445,6 +445,33 @@ fn k_outside_its_bounds_and_a_deferred_count_on_the_device() {
     );
 }
 
+/// `select_pairs` of f32 keys through AnyBackend on the GPU and on Host (outputs poisoned first,
+/// `len` of each): both results as (key bits, values).
+macro_rules! f32_pairs_on_both {
+    ($cuda:expr, $problem:expr, $keys:expr, $values:expr, $len:expr, $value_poison:expr) => {{
+        let run = |backend: &AnyBackend| {
+            let (mut top, mut v) = (vec![poison::<f32>(); $len], vec![$value_poison; $len]);
+            batched_topk::select_pairs(
+                backend,
+                $problem,
+                $keys,
+                $values,
+                &mut top[..],
+                &mut v[..],
+                &Env::new(),
+            )
+            .expect("call")
+            .check()
+            .expect("valid");
+            (top.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), v)
+        };
+        (
+            run(&AnyBackend::Cuda($cuda)),
+            run(&AnyBackend::Host(Host::new())),
+        )
+    }};
+}
+
 /// The MoE shape through AnyBackend (static size and k: the warp tier only), against Host.
 #[test]
 fn moe_shape_static_parameters_and_pairs_on_any_backend() {
@@ -459,26 +486,15 @@ fn moe_shape_static_parameters_and_pairs_on_any_backend() {
         direction::Max,
         num_segments::uniform(tokens as i64).expect("n"),
     );
-    let run = |backend: &AnyBackend| {
-        let (mut top, mut v) = (vec![0f32; tokens * 8], vec![0u64; tokens * 8]);
-        batched_topk::select_pairs(
-            backend,
-            &problem,
-            &logits[..],
-            &weights[..],
-            &mut top[..],
-            &mut v[..],
-            &Env::new(),
-        )
-        .expect("call")
-        .check()
-        .expect("valid");
-        (top.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), v)
-    };
-    assert_eq!(
-        run(&AnyBackend::Cuda(cuda.clone())),
-        run(&AnyBackend::Host(Host::new()))
+    let (gpu, host) = f32_pairs_on_both!(
+        cuda.clone(),
+        &problem,
+        &logits[..],
+        &weights[..],
+        tokens * 8,
+        u64::MAX
     );
+    assert_eq!(gpu, host);
     // [4096 x 64], k = 6: ITEMS = 2 per lane.
     let logits: Vec<f32> = sample_keys(4096 * 64, 21);
     let problem = Problem::strided(
@@ -1495,24 +1511,13 @@ fn two_segments_per_warp_with_128_key_rows_odd_counts_and_pairs() {
         direction::Max,
         num_segments::uniform(n as i64).expect("n"),
     );
-    let run = |backend: &AnyBackend| {
-        let (mut top, mut v) = (vec![poison::<f32>(); n * 8], vec![0xA5A5_A5A5u32; n * 8]);
-        batched_topk::select_pairs(
-            backend,
-            &problem,
-            &keys[..],
-            &values[..],
-            &mut top[..],
-            &mut v[..],
-            &Env::new(),
-        )
-        .expect("call")
-        .check()
-        .expect("valid");
-        (top.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), v)
-    };
-    assert!(
-        run(&AnyBackend::Cuda(cuda)) == run(&AnyBackend::Host(Host::new())),
-        "pairs with 4-byte values differ from the host"
+    let (gpu, host) = f32_pairs_on_both!(
+        cuda,
+        &problem,
+        &keys[..],
+        &values[..],
+        n * 8,
+        0xA5A5_A5A5u32
     );
+    assert!(gpu == host, "pairs with 4-byte values differ from the host");
 }

@@ -137,6 +137,18 @@ template <> struct BtPackedCounts<true> { typedef u64 Type; };
 // overflow), the lowest and the highest rank among those it kept (the final's bucket range).
 constexpr u32 BT_STREAM_RECORD_WORDS = 3;
 
+// The lowest of the warp's `low` and the highest of its `high`, in every lane.
+template <class R>
+__device__ __forceinline__ void bt_warp_range(R& low, R& high) {
+#pragma unroll
+    for (u32 offset = 16; offset > 0; offset >>= 1) {
+        const R l = __shfl_xor_sync(0xFFFFFFFFu, low, offset);
+        const R h = __shfl_xor_sync(0xFFFFFFFFu, high, offset);
+        low = l < low ? l : low;
+        high = h > high ? h : high;
+    }
+}
+
 // One block's shared state (static shared memory).
 template <class R, u32 WARPS>
 struct BtStreamState {
@@ -751,13 +763,7 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             }
             appended += (u32)__popc(ballot);
         }
-#pragma unroll
-        for (u32 offset = 16; offset > 0; offset >>= 1) {
-            const R l = __shfl_xor_sync(0xFFFFFFFFu, low, offset);
-            const R h = __shfl_xor_sync(0xFFFFFFFFu, high, offset);
-            low = l < low ? l : low;
-            high = h > high ? h : high;
-        }
+        bt_warp_range(low, high);
         if (lane == 0) {
             u64* record = reinterpret_cast<u64*>(p.stream_counts) + region * BT_STREAM_RECORD_WORDS;
             record[0] = appended;  // > capacity: an overflow
@@ -834,13 +840,7 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
             s.range_hi = 0;
         }
         const bool overflow = __syncthreads_or(count > capacity) != 0;
-#pragma unroll
-        for (u32 offset = 16; offset > 0; offset >>= 1) {
-            const R l = __shfl_xor_sync(0xFFFFFFFFu, low, offset);
-            const R h = __shfl_xor_sync(0xFFFFFFFFu, high, offset);
-            low = l < low ? l : low;
-            high = h > high ? h : high;
-        }
+        bt_warp_range(low, high);
         if (lane == 0 && warp * 32u < regions) {
             atomicMin(&s.range_lo, low);
             atomicMax(&s.range_hi, high);
