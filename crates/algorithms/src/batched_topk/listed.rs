@@ -8,7 +8,7 @@
 //! [`AnyBackend`](crate::AnyBackend) copies to the device anyway).
 
 use super::{check_value_size, checked, Args, LayoutArg, Outcome, PerSegmentLengths, Problem};
-use super::{BatchedTopKBackend, Directions, Layout, NumSegments, SegmentK, SegmentSizes};
+use super::{BatchedTopKBackend, Directions, Layout, NumSegments, Request, SegmentK, SegmentSizes};
 use crate::backend::Buffer;
 use crate::radix::RadixKey;
 use crate::topk::{SourceIndex, ValuesIn};
@@ -71,10 +71,47 @@ impl<S, K, D, N> Problem<Listed, S, K, D, N> {
     }
 }
 
+/// A listed call on a backend with host-memory arguments ([`Host`](crate::Host),
+/// [`AnyBackend`](crate::AnyBackend)): the slices joined into one buffer, run through the
+/// backend's own offsets path.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_joined<B, K, V>(
+    backend: &B,
+    request: &Request,
+    args: Args<'_, B>,
+    segments: &[&[K]],
+    values: ValuesIn<&[&[V]], V>,
+    out_keys: &mut [K],
+    out_values: Option<&mut [V]>,
+) -> Result<Outcome, Error>
+where
+    B: for<'x> BatchedTopKBackend<
+            Ints<'x> = &'x [i64],
+            Bytes<'x> = &'x [u8],
+            Int<'x> = &'x i64,
+            Slice<'x, K> = &'x [K],
+            Slice<'x, V> = &'x [V],
+            SliceMut<'x, K> = &'x mut [K],
+            SliceMut<'x, V> = &'x mut [V],
+        > + ?Sized,
+    K: RadixKey,
+    V: Copy + Send + Sync + 'static,
+{
+    let joined = Joined::new(segments, values);
+    backend.batched_topk_checked::<K, V>(
+        request,
+        joined.args(&args),
+        &joined.keys[..],
+        joined.values(),
+        out_keys,
+        out_values,
+    )
+}
+
 /// The list's slices joined into one buffer, with the offsets of each: how the host backends
 /// run a listed problem.
-pub(super) struct Joined<K, V> {
-    pub(super) keys: Vec<K>,
+struct Joined<K, V> {
+    keys: Vec<K>,
     values: Option<Vec<V>>,
     index: Option<fn(u64) -> V>,
     begin: Vec<i64>,
@@ -82,7 +119,7 @@ pub(super) struct Joined<K, V> {
 }
 
 impl<K: Copy, V: Copy> Joined<K, V> {
-    pub(super) fn new(segments: &[&[K]], values: ValuesIn<&[&[V]], V>) -> Joined<K, V> {
+    fn new(segments: &[&[K]], values: ValuesIn<&[&[V]], V>) -> Joined<K, V> {
         let total: usize = segments.iter().map(|s| s.len()).sum();
         let mut keys = Vec::with_capacity(total);
         let (mut begin, mut end) = (Vec::new(), Vec::new());
@@ -107,7 +144,7 @@ impl<K: Copy, V: Copy> Joined<K, V> {
 
     /// The call's arguments (of a backend with host-memory arguments) with the offsets of the
     /// joined buffer as the layout.
-    pub(super) fn args<'s, 'a: 's, B>(&'s self, args: &Args<'a, B>) -> Args<'s, B>
+    fn args<'s, 'a: 's, B>(&'s self, args: &Args<'a, B>) -> Args<'s, B>
     where
         B: for<'x> BatchedTopKBackend<
                 Ints<'x> = &'x [i64],
@@ -127,7 +164,7 @@ impl<K: Copy, V: Copy> Joined<K, V> {
         }
     }
 
-    pub(super) fn values(&self) -> ValuesIn<&[V], V> {
+    fn values(&self) -> ValuesIn<&[V], V> {
         match (&self.values, self.index) {
             (Some(values), _) => ValuesIn::Copy(values),
             (None, Some(index)) => ValuesIn::Index(index),

@@ -263,16 +263,7 @@ impl BatchedTopKBackend for Host {
         out_keys: &mut [K],
         out_values: Option<&mut [V]>,
     ) -> Result<Outcome, Error> {
-        let joined = listed::Joined::new(segments, values);
-        let args = joined.args(&args);
-        self.batched_topk_checked(
-            request,
-            args,
-            &joined.keys,
-            joined.values(),
-            out_keys,
-            out_values,
-        )
+        listed::run_joined(self, request, args, segments, values, out_keys, out_values)
     }
 }
 
@@ -330,16 +321,7 @@ impl BatchedTopKBackend for AnyBackend {
         out_values: Option<&mut [V]>,
     ) -> Result<Outcome, Error> {
         // The host slices are copied to the device anyway: joined into one buffer there.
-        let joined = listed::Joined::new(segments, values);
-        let args = joined.args(&args);
-        self.batched_topk_checked(
-            request,
-            args,
-            &joined.keys,
-            joined.values(),
-            out_keys,
-            out_values,
-        )
+        listed::run_joined(self, request, args, segments, values, out_keys, out_values)
     }
 }
 
