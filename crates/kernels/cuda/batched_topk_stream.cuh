@@ -5,12 +5,13 @@
 //   PART 1 (filter)        a block per chunk of a segment (p.stream_chunk keys; the grid walks
 //                          (list position, chunk) pairs). Every block of a segment draws the
 //                          same sample of BT_STREAM_SAMPLES keys spread over the whole segment
-//                          and finds the same threshold: (the leading 16 bits of) the m-th best
-//                          sample, m chosen so that fewer than k keys reach it only with
-//                          negligible probability. One streaming pass over its chunk then
-//                          appends the keys at or above the threshold, in index order, as
-//                          (rank, index) to the chunk's candidate slots in global memory, and
-//                          the chunk's count (which may exceed the slots: an overflow).
+//                          and finds the same threshold: a rank at or below the m-th best
+//                          sample (bt_sample_threshold), m chosen so that fewer than k keys
+//                          reach it only with negligible probability. One streaming pass over
+//                          its chunk then appends the keys at or above the threshold, in index
+//                          order, as (rank, index) to each warp's candidate slots in global
+//                          memory, and each warp's record: its count (which may exceed the
+//                          slots: an overflow) and its candidates' lowest and highest rank.
 //   PART 2 (final)         a block per segment: when no chunk overflowed and the candidates
 //                          hold at least k keys (then they hold every key of the k best and
 //                          every tie of the k-th), it loads them into shared memory and selects
@@ -186,7 +187,7 @@ struct BtGlobalItems {
     __device__ __forceinline__ u32 index(u32 j) const { return j; }
 };
 
-// Items held on chip as (rank, index) in index order: candidates or samples.
+// Items held on chip as (rank, index) in index order: the candidates.
 template <class R>
 struct BtSharedItems {
     const R* ranks;
