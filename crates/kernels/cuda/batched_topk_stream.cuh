@@ -772,6 +772,11 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             record[2] = (u64)high;
         }
     }
+#if __CUDA_ARCH__ >= 900
+    // The final selection (a programmatic dependent launch) may be launched once every block
+    // got here; it waits for this grid's completion before it reads what the filter wrote.
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
 // The final selection (PART 2): a block per list position, 1024 threads (the selection is a
@@ -803,10 +808,15 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
     R* rank_buffer = reinterpret_cast<R*>(bt_dynamic + p.stream_rank_offset);
     u64* sort_region = reinterpret_cast<u64*>(bt_dynamic);
     const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
-    const u64 slots = bt_bin_count(p, BT_TIER_STREAM);
     for (u32 b = tid; b < BT_BINS; b += BLOCK_THREADS) {
         s.histogram[b] = 0;
     }
+#if __CUDA_ARCH__ >= 900
+    // Launched as a programmatic dependent of the filter: wait for its completion (and its
+    // writes) before reading them.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    const u64 slots = bt_bin_count(p, BT_TIER_STREAM);
     __syncthreads();
     for (u64 slot = blockIdx.x; slot < slots; slot += gridDim.x) {
         const u64 seg = bt_bin_segment(p, BT_TIER_STREAM, slot);

@@ -1,9 +1,11 @@
 //! The kernel runtime of one CUDA context: compiles (through the caches), loads and launches.
 
 use std::collections::HashMap;
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+use cudarc::driver::sys;
 use cudarc::driver::sys::CUfunction_attribute as FnAttr;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaStream, DeviceRepr, DeviceSlice, LaunchConfig, PushKernelArg,
@@ -254,6 +256,49 @@ impl KernelRuntime {
         dynamic_shared_bytes: u32,
         params: P,
     ) -> Result<(), KernelError> {
+        self.launch_checked(
+            stream,
+            kernel,
+            grid_blocks,
+            dynamic_shared_bytes,
+            params,
+            false,
+        )
+    }
+
+    /// [`KernelRuntime::launch_with_shared`] as a programmatic dependent launch on sm_90 and
+    /// later: the launch may begin while the previous kernel on `stream` still runs, once each
+    /// of its blocks has executed `griddepcontrol.launch_dependents` (or exited). The kernel
+    /// must execute `griddepcontrol.wait` before it reads anything the previous kernel wrote.
+    /// Below sm_90, a plain launch.
+    pub(crate) fn launch_after_previous<P: KernelParams>(
+        &self,
+        stream: &CudaStream,
+        kernel: &LoadedKernel,
+        grid_blocks: u32,
+        dynamic_shared_bytes: u32,
+        params: P,
+    ) -> Result<(), KernelError> {
+        let programmatic = self.facts.arch.compute_capability().0 >= 9;
+        self.launch_checked(
+            stream,
+            kernel,
+            grid_blocks,
+            dynamic_shared_bytes,
+            params,
+            programmatic,
+        )
+    }
+
+    fn launch_checked<P: KernelParams>(
+        &self,
+        stream: &CudaStream,
+        kernel: &LoadedKernel,
+        grid_blocks: u32,
+        dynamic_shared_bytes: u32,
+        params: P,
+        programmatic: bool,
+    ) -> Result<(), KernelError> {
         if stream.context() != &self.ctx {
             return Err(KernelError::WrongContext {
                 buffer: "stream",
@@ -300,6 +345,15 @@ impl KernelRuntime {
                 .dynamic_limit
                 .fetch_max(dynamic_shared_bytes, Ordering::Relaxed);
         }
+        if programmatic {
+            return self.launch_programmatic(
+                stream,
+                kernel,
+                grid_blocks,
+                dynamic_shared_bytes,
+                params,
+            );
+        }
         let config = LaunchConfig {
             grid_dim: (grid_blocks, 1, 1),
             block_dim: (block, 1, 1),
@@ -316,6 +370,59 @@ impl KernelRuntime {
         // dynamic shared memory is within the function's limit (raised above) and the device's;
         // kernels that use none are launched with 0 bytes.
         unsafe { launch.launch(config) }.during("cuLaunchKernel")?;
+        Ok(())
+    }
+
+    /// The launch of [`KernelRuntime::launch_after_previous`] on sm_90, through
+    /// cuLaunchKernelEx with programmatic stream serialization allowed (cudarc's launch builder
+    /// takes no launch attributes). The caller has checked the configuration.
+    fn launch_programmatic<P: KernelParams>(
+        &self,
+        stream: &CudaStream,
+        kernel: &LoadedKernel,
+        grid_blocks: u32,
+        dynamic_shared_bytes: u32,
+        params: P,
+    ) -> Result<(), KernelError> {
+        let mut attribute = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue {
+                programmaticStreamSerializationAllowed: 1,
+            },
+        };
+        let block = kernel.spec.block_threads();
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid_blocks,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: block,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: dynamic_shared_bytes,
+            hStream: stream.cu_stream(),
+            attrs: &mut attribute,
+            numAttrs: 1,
+        };
+        let mut block_params = ParamBlock(params);
+        let mut arguments = [(&mut block_params as *mut ParamBlock<P>).cast::<c_void>()];
+        self.ctx.bind_to_thread().during("cuCtxSetCurrent")?;
+        // SAFETY: as in `launch_checked`: the entry point takes exactly one argument, the
+        // parameter block, whose layout is `P`'s; `arguments` points at it and outlives the
+        // call (the driver copies the parameters before returning); the configuration's block
+        // size, grid and shared memory were checked by the caller against the function's and
+        // the device's limits; `attribute` outlives the call; the stream belongs to this
+        // runtime's context, which is current on this thread.
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &config,
+                kernel.function.cu_function(),
+                arguments.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .during("cuLaunchKernelEx")?;
         Ok(())
     }
 }

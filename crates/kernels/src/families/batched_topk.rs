@@ -1088,7 +1088,8 @@ pub fn batched_topk<K: RadixKey, V>(
             let spec = KernelSpec::batched_topk(key, value_bytes, BatchedKernel::StreamFinal);
             let loaded = runtime.kernel(&spec)?;
             let shared = stream_shape.shared_bytes;
-            runtime.launch_with_shared(stream, &loaded, blocks(stream_slots), shared, filter)?;
+            // Launched as a dependent of the filter: its launch overlaps the filter's tail.
+            runtime.launch_after_previous(stream, &loaded, blocks(stream_slots), shared, filter)?;
         }
         if large {
             // Grids over the large bin's positions (the kernels stride over what they find).
