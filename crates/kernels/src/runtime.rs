@@ -90,6 +90,19 @@ struct ParamBlock<P>(P);
 // `static_assert`s its size and alignment. `ParamBlock` is `repr(transparent)`.
 unsafe impl<P: KernelParams> DeviceRepr for ParamBlock<P> {}
 
+/// When a launch may begin relative to the kernel before it on its stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LaunchOrder {
+    /// Once the previous kernel has completed (a plain launch).
+    AfterCompletion,
+    /// On sm_90 and later, a programmatic dependent launch: it may begin while the previous
+    /// kernel still runs, once each of its blocks has executed
+    /// `griddepcontrol.launch_dependents` (or exited), and it must execute
+    /// `griddepcontrol.wait` before it reads anything the previous kernel wrote. Below sm_90, a
+    /// plain launch.
+    Programmatic,
+}
+
 impl KernelRuntime {
     /// A runtime on `ctx` with the cache configured from the environment
     /// ([`CacheConfig::from_env`]).
@@ -243,11 +256,19 @@ impl KernelRuntime {
         grid_blocks: u32,
         params: P,
     ) -> Result<(), KernelError> {
-        self.launch_with_shared(stream, kernel, grid_blocks, 0, params)
+        self.launch_with_shared(
+            stream,
+            kernel,
+            grid_blocks,
+            0,
+            params,
+            LaunchOrder::AfterCompletion,
+        )
     }
 
     /// [`KernelRuntime::launch`] with `dynamic_shared_bytes` of dynamic shared memory per block
-    /// (the function's limit is raised first when the request is above the default 48 KiB).
+    /// (the function's limit is raised first when the request is above the default 48 KiB),
+    /// ordered after the previous kernel on `stream` as `order` says.
     pub(crate) fn launch_with_shared<P: KernelParams>(
         &self,
         stream: &CudaStream,
@@ -255,49 +276,7 @@ impl KernelRuntime {
         grid_blocks: u32,
         dynamic_shared_bytes: u32,
         params: P,
-    ) -> Result<(), KernelError> {
-        self.launch_checked(
-            stream,
-            kernel,
-            grid_blocks,
-            dynamic_shared_bytes,
-            params,
-            false,
-        )
-    }
-
-    /// [`KernelRuntime::launch_with_shared`] as a programmatic dependent launch on sm_90 and
-    /// later: the launch may begin while the previous kernel on `stream` still runs, once each
-    /// of its blocks has executed `griddepcontrol.launch_dependents` (or exited). The kernel
-    /// must execute `griddepcontrol.wait` before it reads anything the previous kernel wrote.
-    /// Below sm_90, a plain launch.
-    pub(crate) fn launch_after_previous<P: KernelParams>(
-        &self,
-        stream: &CudaStream,
-        kernel: &LoadedKernel,
-        grid_blocks: u32,
-        dynamic_shared_bytes: u32,
-        params: P,
-    ) -> Result<(), KernelError> {
-        let programmatic = self.facts.arch.compute_capability().0 >= 9;
-        self.launch_checked(
-            stream,
-            kernel,
-            grid_blocks,
-            dynamic_shared_bytes,
-            params,
-            programmatic,
-        )
-    }
-
-    fn launch_checked<P: KernelParams>(
-        &self,
-        stream: &CudaStream,
-        kernel: &LoadedKernel,
-        grid_blocks: u32,
-        dynamic_shared_bytes: u32,
-        params: P,
-        programmatic: bool,
+        order: LaunchOrder,
     ) -> Result<(), KernelError> {
         if stream.context() != &self.ctx {
             return Err(KernelError::WrongContext {
@@ -345,7 +324,7 @@ impl KernelRuntime {
                 .dynamic_limit
                 .fetch_max(dynamic_shared_bytes, Ordering::Relaxed);
         }
-        if programmatic {
+        if order == LaunchOrder::Programmatic && self.facts.arch.compute_capability().0 >= 9 {
             return self.launch_programmatic(
                 stream,
                 kernel,
@@ -373,7 +352,7 @@ impl KernelRuntime {
         Ok(())
     }
 
-    /// The launch of [`KernelRuntime::launch_after_previous`] on sm_90, through
+    /// A [`LaunchOrder::Programmatic`] launch on sm_90, through
     /// cuLaunchKernelEx with programmatic stream serialization allowed (cudarc's launch builder
     /// takes no launch attributes). The caller has checked the configuration.
     fn launch_programmatic<P: KernelParams>(
@@ -407,7 +386,7 @@ impl KernelRuntime {
         let mut block_params = ParamBlock(params);
         let mut arguments = [(&mut block_params as *mut ParamBlock<P>).cast::<c_void>()];
         self.ctx.bind_to_thread().during("cuCtxSetCurrent")?;
-        // SAFETY: as in `launch_checked`: the entry point takes exactly one argument, the
+        // SAFETY: as in `launch_with_shared`: the entry point takes exactly one argument, the
         // parameter block, whose layout is `P`'s; `arguments` points at it and outlives the
         // call (the driver copies the parameters before returning); the configuration's block
         // size, grid and shared memory were checked by the caller against the function's and

@@ -14,6 +14,7 @@ use super::{keep, SelectedValues};
 use crate::error::DriverResultExt;
 use crate::params::{kernel_params, KernelParams};
 use crate::radix::{KeyType, RadixBits, RadixKey};
+use crate::runtime::LaunchOrder;
 use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
 use crate::{KernelError, KernelRuntime, KernelSpec, ValueType};
 
@@ -1084,12 +1085,26 @@ pub fn batched_topk<K: RadixKey, V>(
                 ..params
             };
             let filter_blocks = blocks(stream_slots.saturating_mul(stream_shape.ctas));
-            runtime.launch_with_shared(stream, &loaded, filter_blocks, 0, filter)?;
+            runtime.launch_with_shared(
+                stream,
+                &loaded,
+                filter_blocks,
+                0,
+                filter,
+                LaunchOrder::AfterCompletion,
+            )?;
             let spec = KernelSpec::batched_topk(key, value_bytes, BatchedKernel::StreamFinal);
             let loaded = runtime.kernel(&spec)?;
             let shared = stream_shape.shared_bytes;
             // Launched as a dependent of the filter: its launch overlaps the filter's tail.
-            runtime.launch_after_previous(stream, &loaded, blocks(stream_slots), shared, filter)?;
+            runtime.launch_with_shared(
+                stream,
+                &loaded,
+                blocks(stream_slots),
+                shared,
+                filter,
+                LaunchOrder::Programmatic,
+            )?;
         }
         if large {
             // Grids over the large bin's positions (the kernels stride over what they find).
