@@ -1,5 +1,6 @@
 //! Kernel compile check: every spec of the representative matrix compiles with NVRTC to a
-//! CUBIN for sm_90. Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line;
+//! CUBIN for sm_90 (and the f32 batched top-k specs below sm_90, where the kernels take their
+//! other paths). Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line;
 //! with `OXICUB_REQUIRE_NVRTC=1` a missing NVRTC fails the test.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,17 +27,38 @@ fn nvrtc_or_skip() -> bool {
 
 #[test]
 fn every_representative_spec_compiles_for_sm_90() {
-    compile_all("representative", representative_specs());
+    compile_all("representative", representative_specs(), Arch::SM_90);
 }
 
 #[test]
 fn every_topk_radix_select_spec_compiles_for_sm_90() {
-    compile_all("topk_radix_select", topk_radix_select::specs());
+    compile_all("topk_radix_select", topk_radix_select::specs(), Arch::SM_90);
 }
 
 #[test]
 fn every_batched_topk_spec_compiles_for_sm_90() {
-    compile_all("batched_topk", batched_topk::specs());
+    compile_all("batched_topk", batched_topk::specs(), Arch::SM_90);
+}
+
+/// Below sm_90 the batched top-k kernels take their other paths: the stream tier's final is a
+/// plain launch (no `griddepcontrol`), and below sm_80 the warp sums and maxima are shuffles
+/// instead of `__reduce_*_sync`. The f32 specs (every tier, keys only and with values) compile
+/// for sm_80 and sm_75.
+#[test]
+fn batched_topk_f32_specs_compile_below_sm_90() {
+    let f32_specs = || -> Vec<KernelSpec> {
+        batched_topk::specs()
+            .into_iter()
+            .filter(|spec| spec.to_string().contains("oxicub::KeyF32,"))
+            .collect()
+    };
+    assert!(f32_specs().len() > 20, "every tier of f32");
+    for arch in [
+        Arch::from_compute_capability(8, 0),
+        Arch::from_compute_capability(7, 5),
+    ] {
+        compile_all("batched_topk f32", f32_specs(), arch);
+    }
 }
 
 /// What representative calls instantiate, from their static bounds alone: MoE routing
@@ -95,11 +117,11 @@ fn batched_topk_calls_instantiate_only_what_their_bounds_allow() {
     assert!(moe
         .iter()
         .all(|s| !matches!(s.tier(), Tier::BlockPerSegment | Tier::BlocksPerSegment)));
-    compile_all("batched_topk (representative calls)", all);
+    compile_all("batched_topk (representative calls)", all, Arch::SM_90);
 }
 
-/// Compiles every spec on a few threads and reports every failure.
-fn compile_all(what: &str, specs: Vec<KernelSpec>) {
+/// Compiles every spec for `arch` on a few threads and reports every failure.
+fn compile_all(what: &str, specs: Vec<KernelSpec>, arch: Arch) {
     if !nvrtc_or_skip() {
         return;
     }
@@ -113,7 +135,7 @@ fn compile_all(what: &str, specs: Vec<KernelSpec>) {
         for _ in 0..workers {
             scope.spawn(|| {
                 while let Some(spec) = specs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    match compile_cubin(spec, Arch::SM_90) {
+                    match compile_cubin(spec, arch) {
                         // A CUBIN is an ELF image.
                         Ok(cubin) => assert!(cubin.starts_with(b"\x7fELF"), "{spec}: not an ELF"),
                         Err(e) => failures.lock().expect("no panics while holding").push(e),
@@ -128,7 +150,7 @@ fn compile_all(what: &str, specs: Vec<KernelSpec>) {
     }
     let (major, minor) = nvrtc_version().expect("NVRTC loaded above");
     println!(
-        "{what}: compiled {} of {} kernel variants for sm_90 with NVRTC {major}.{minor} in {:.1?} ({workers} threads)",
+        "{what}: compiled {} of {} kernel variants for {arch} with NVRTC {major}.{minor} in {:.1?} ({workers} threads)",
         specs.len() - failures.len(),
         specs.len(),
         start.elapsed()
