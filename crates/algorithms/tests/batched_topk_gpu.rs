@@ -859,6 +859,48 @@ fn stream_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
     for_every_env!(check_case(&cuda, &outlier));
 }
 
+/// A sample that misses while NaNs fill the candidates past k. The sampled positions (every
+/// 64th key of a 131072-key segment) hold the segment's 2048 best keys, so only the m best of
+/// them reach the threshold; one key in 64 is a NaN that ranks below every number in its
+/// direction (-NaN for max, NaN for min), which the f32 / f64 filter's float compare passes
+/// whatever its rank. The candidates then hold more than k keys without holding the k best:
+/// they must not be taken for them.
+#[test]
+fn stream_tier_sample_miss_with_nans_below_the_threshold() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    const SIZE: usize = 131_072;
+    let dirs = [0u8, 1];
+    let segment = |dir: u8, seed: u64| -> Vec<f64> {
+        let mut rng = SplitMix64::new(seed);
+        (0..SIZE)
+            .map(|i| match (i % 64, dir) {
+                (0, 0) => 1000.0 + i as f64,
+                (0, _) => -1000.0 - i as f64,
+                (1, 0) => -f64::NAN,
+                (1, _) => f64::NAN,
+                _ => (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64,
+            })
+            .collect()
+    };
+    let keys: Vec<f64> = dirs
+        .iter()
+        .zip(70u64..)
+        .flat_map(|(&dir, seed)| segment(dir, seed))
+        .collect();
+    let narrow: Vec<f32> = keys
+        .iter()
+        .map(|&k| match (k.is_nan(), k.is_sign_negative()) {
+            (true, true) => -f32::NAN,
+            (true, false) => f32::NAN,
+            _ => k as f32,
+        })
+        .collect();
+    let case = Case::contiguous(keys, &[SIZE, SIZE], &[2048, 2048], &dirs);
+    for_every_env!(check_case(&cuda, &case));
+    let case = Case::contiguous(narrow, &[SIZE, SIZE], &[2048, 2048], &dirs);
+    for_every_env!(check_case(&cuda, &case));
+}
+
 /// `n` scores uniform in [0, 1) with `bits` bits of resolution (fewer bits: more ties).
 fn unit_scores(n: usize, seed: u64, bits: u32) -> Vec<f32> {
     let mut rng = SplitMix64::new(seed);

@@ -134,9 +134,12 @@ __device__ __forceinline__ u32 bt_field(P packed, u32 u) {
 template <bool WIDE> struct BtPackedCounts { typedef u32 Type; };
 template <> struct BtPackedCounts<true> { typedef u64 Type; };
 
-// Per region of the filter, three u64 words: the candidates it found (more than its slots: an
-// overflow), the lowest and the highest rank among those it kept (the final's bucket range).
-constexpr u32 BT_STREAM_RECORD_WORDS = 3;
+// Per region of the filter, four u64 words: the candidates it found (more than its slots: an
+// overflow), the lowest and the highest rank among those it kept (the final's bucket range),
+// and how many of the candidates it found reach the threshold. The f32 / f64 hit test passes
+// NaNs of any rank (RadixHitTest), so the candidates may hold keys below the threshold; only
+// those that reach it prove that the candidates hold the k best.
+constexpr u32 BT_STREAM_RECORD_WORDS = 4;
 
 // The lowest of the warp's `low` and the highest of its `high`, in every lane.
 template <class R>
@@ -166,6 +169,7 @@ struct BtStreamState {
     u32 selected;          // exact path, sorted output: the items in the buffers
     u32 boundary;          // bucket path: the bucket of the k-th item
     u32 work;              // bucket path: sum of the squared bucket sizes
+    u32 reached;           // final: the candidates at or above the segment's threshold
 };
 
 // Where an MSB-first radix select stopped: the items with (rank & mask) > prefix are taken,
@@ -679,10 +683,12 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         u32 appended = 0;  // warp-uniform
         R low = ~(R)0;     // the lowest and highest rank of this lane's candidates
         R high = 0;
+        u32 reached = 0;   // this lane's candidates at or above the threshold
         auto put = [&](u32 pos, Bits raw, u32 index) {
             const R r = bt_rank_word<Key>(raw, dir);
             low = r < low ? r : low;
             high = r > high ? r : high;
+            reached += r >= threshold ? 1u : 0u;
             if (pos < capacity) {
                 out_ranks[pos] = r;
                 out_indices[pos] = index;
@@ -765,11 +771,13 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             appended += (u32)__popc(ballot);
         }
         bt_warp_range(low, high);
+        reached = bt_warp_sum(reached);
         if (lane == 0) {
             u64* record = reinterpret_cast<u64*>(p.stream_counts) + region * BT_STREAM_RECORD_WORDS;
             record[0] = appended;  // > capacity: an overflow
             record[1] = (u64)low;
             record[2] = (u64)high;
+            record[3] = reached;
         }
     }
 #if __CUDA_ARCH__ >= 900
@@ -830,16 +838,18 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
         // The regions of the chunks the filter ran, in (chunk, warp) order = index order.
         const u32 regions = (size + chunk - 1u) / chunk * BT_STREAM_FILTER_WARPS;
         const u64 first_region = slot * ctas * BT_STREAM_FILTER_WARPS;
-        // Thread r < regions reads region r's record: its count and its ranks' range.
+        // Thread r < regions reads region r's record: its counts and its ranks' range.
         u32 count = 0;
         R low = ~(R)0;
         R high = 0;
+        u32 reached = 0;
         if (tid < regions) {
             const u64* record = reinterpret_cast<const u64*>(p.stream_counts) +
                 (first_region + tid) * BT_STREAM_RECORD_WORDS;
             count = (u32)record[0];
             low = (R)record[1];
             high = (R)record[2];
+            reached = (u32)record[3];
         }
         // The bucket path's counters, cleared here to save it barriers.
         for (u32 b = tid; b < BT_BUCKETS; b += BLOCK_THREADS) {
@@ -847,14 +857,17 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
         }
         if (tid == 0) {
             s.work = 0;
+            s.reached = 0;
             s.range_lo = ~(R)0;
             s.range_hi = 0;
         }
         const bool overflow = __syncthreads_or(count > capacity) != 0;
         bt_warp_range(low, high);
+        reached = bt_warp_sum(reached);
         if (lane == 0 && warp * 32u < regions) {
             atomicMin(&s.range_lo, low);
             atomicMax(&s.range_hi, high);
+            atomicAdd(&s.reached, reached);
         }
         u32 n = 0;
         const u32 at = block_exclusive_sum<BLOCK_THREADS>(min(count, capacity), s.warp_totals, &n);
@@ -862,7 +875,9 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
             s.region_start[tid] = at;  // thread `regions` writes n
         }
         __syncthreads();
-        const bool complete = !overflow && n >= written && n <= total_cap;
+        // The candidates hold the k best (and every tie of the k-th) when at least `written`
+        // of them reach the threshold: every key that does is a candidate.
+        const bool complete = !overflow && s.reached >= written && n <= total_cap;
         const u64 out_base = seg * p.out_stride;
         if (complete) {
             // Warp w copies regions w, w + WARPS, ... to their places (region order = index

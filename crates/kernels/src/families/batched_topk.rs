@@ -119,7 +119,7 @@ const STREAM_FINAL_THREADS: u32 = 1024;
 /// Warps per block of the stream tier's filter: each has its own candidate slots.
 const STREAM_FILTER_WARPS: u64 = STREAM_FILTER_THREADS as u64 / 32;
 /// u64 words per filter region in the stream tier's counts (`BT_STREAM_RECORD_WORDS`).
-const STREAM_RECORD_WORDS: u64 = 3;
+const STREAM_RECORD_WORDS: u64 = 4;
 /// The most blocks one stream-tier launch asks for (the kernels stride over the rest).
 const STREAM_MAX_GRID: u64 = 1 << 20;
 /// The largest `min(k, size)` the stream tier takes (its on-chip sort); larger goes to the
@@ -344,7 +344,7 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
             // The state (a histogram, warp sums, three ranks of up to 8 bytes, the region starts
-            // of up to 16 chunks, 7 counters) and the filter's sample bins (4096 for 8-byte
+            // of up to 16 chunks, 8 counters) and the filter's sample bins (4096 for 8-byte
             // ranks); the final stage's buffers are dynamic.
             Some(4) => {
                 let sample_bins = if spec.constant("ITEMS") == Some(1) {
@@ -353,7 +353,7 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
                     0
                 };
                 let region_starts = 4 * (16 * STREAM_FILTER_WARPS + 1);
-                4 * BINS + 4 * warps + 24 + region_starts + 4 * 7 + sample_bins
+                4 * BINS + 4 * warps + 24 + region_starts + 4 * 8 + sample_bins
             }
             _ => 0,
         }
@@ -1280,7 +1280,7 @@ fn stream_layout<K: RadixKey>(
                 .saturating_mul(rank_bytes),
         ),
         index_words: words(slots.saturating_mul(slots_per_segment).saturating_mul(4)),
-        // Per region: its count and its ranks' range (BT_STREAM_RECORD_WORDS u64 words).
+        // Per region: its counts and its ranks' range (BT_STREAM_RECORD_WORDS u64 words).
         count_words: slots
             .saturating_mul(regions)
             .saturating_mul(STREAM_RECORD_WORDS),
