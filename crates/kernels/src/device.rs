@@ -102,6 +102,9 @@ pub struct DeviceFacts {
     pub l2_bytes: u32,
     /// Threads per warp.
     pub warp_size: u32,
+    /// The driver's CUDA version, 1000 * major + 10 * minor (e.g. 12080 for 12.8): launch
+    /// features newer than the driver are not used (cuLaunchKernelEx needs 12.0).
+    pub driver_version: u32,
 }
 
 impl DeviceFacts {
@@ -111,6 +114,12 @@ impl DeviceFacts {
             let value = ctx.attribute(attribute).during("cuDeviceGetAttribute")?;
             Ok(u32::try_from(value).unwrap_or(0))
         };
+        let mut driver_version = 0i32;
+        // SAFETY: cuDriverGetVersion writes one int through the pointer, which is valid for
+        // the call; the library is loaded (the context exists).
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) }
+            .result()
+            .during("cuDriverGetVersion")?;
         let major = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
         let minor = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
         Ok(DeviceFacts {
@@ -128,6 +137,7 @@ impl DeviceFacts {
             shared_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
             l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
             warp_size: attr(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+            driver_version: u32::try_from(driver_version).unwrap_or(0),
         })
     }
 }

@@ -95,11 +95,11 @@ unsafe impl<P: KernelParams> DeviceRepr for ParamBlock<P> {}
 pub(crate) enum LaunchOrder {
     /// Once the previous kernel has completed (a plain launch).
     AfterCompletion,
-    /// On sm_90 and later, a programmatic dependent launch: it may begin while the previous
-    /// kernel still runs, once each of its blocks has executed
+    /// On sm_90 and later (with a CUDA 12.0 driver or newer), a programmatic dependent launch:
+    /// it may begin while the previous kernel still runs, once each of its blocks has executed
     /// `griddepcontrol.launch_dependents` (or exited), and it must execute
-    /// `griddepcontrol.wait` before it reads anything the previous kernel wrote. Below sm_90, a
-    /// plain launch.
+    /// `griddepcontrol.wait` before it touches memory the previous kernel reads or writes.
+    /// Otherwise, a plain launch.
     Programmatic,
 }
 
@@ -324,7 +324,12 @@ impl KernelRuntime {
                 .dynamic_limit
                 .fetch_max(dynamic_shared_bytes, Ordering::Relaxed);
         }
-        if order == LaunchOrder::Programmatic && self.facts.arch.compute_capability().0 >= 9 {
+        // Programmatic launches need sm_90 and cuLaunchKernelEx (a 12.0 driver): without
+        // them, a plain launch (the kernel's griddepcontrol.wait then returns at once).
+        if order == LaunchOrder::Programmatic
+            && self.facts.arch.compute_capability().0 >= 9
+            && self.facts.driver_version >= 12_000
+        {
             return self.launch_programmatic(
                 stream,
                 kernel,
@@ -352,7 +357,7 @@ impl KernelRuntime {
         Ok(())
     }
 
-    /// A [`LaunchOrder::Programmatic`] launch on sm_90, through
+    /// A [`LaunchOrder::Programmatic`] launch on sm_90 and later, through
     /// cuLaunchKernelEx with programmatic stream serialization allowed (cudarc's launch builder
     /// takes no launch attributes). The caller has checked the configuration.
     fn launch_programmatic<P: KernelParams>(
