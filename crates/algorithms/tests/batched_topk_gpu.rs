@@ -860,11 +860,12 @@ fn stream_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
 }
 
 /// A sample that misses while NaNs fill the candidates past k. The sampled positions (every
-/// 64th key of a 131072-key segment) hold the segment's 2048 best keys, so only the m best of
-/// them reach the threshold; one key in 64 is a NaN that ranks below every number in its
-/// direction (-NaN for max, NaN for min), which the f32 / f64 filter's float compare passes
-/// whatever its rank. The candidates then hold more than k keys without holding the k best:
-/// they must not be taken for them.
+/// 64th key of a 131072-key segment) hold the segment's 2048 best numbers, so only the m best
+/// of them reach the threshold, and one key in 64 is a NaN (of either sign: every NaN ranks
+/// above +inf). For min (segment 1) the NaNs rank last, below the threshold, yet the f32 / f64
+/// filter's float compare passes them: the candidates hold more than k keys without holding
+/// the k best, and must not be taken for them. For max (segment 0) the NaNs are the k best
+/// and reach any threshold: the candidates hold them.
 #[test]
 fn stream_tier_sample_miss_with_nans_below_the_threshold() {
     let Some(cuda) = gpu_or_skip() else { return };

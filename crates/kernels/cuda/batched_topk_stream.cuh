@@ -11,15 +11,18 @@
 //                          its chunk then appends the keys at or above the threshold, in index
 //                          order, as (rank, index) to each warp's candidate slots in global
 //                          memory, and each warp's record: its count (which may exceed the
-//                          slots: an overflow) and its candidates' lowest and highest rank.
-//   PART 2 (final)         a block per segment: when no chunk overflowed and the candidates
-//                          hold at least k keys (then they hold every key of the k best and
-//                          every tie of the k-th), it loads them into shared memory and selects
-//                          and orders them by buckets (bt_bucket_select); inputs whose buckets
-//                          degenerate (heavy ties, clustered keys) take the exact MSB-first
-//                          radix select over the candidates, and segments whose sample missed
-//                          (all-equal keys, k close to the size) the same select over every key
-//                          of the segment, read from global memory (correct for any input).
+//                          slots: an overflow), its candidates' lowest and highest rank, and
+//                          how many of them reach the threshold (the f32 / f64 hit test also
+//                          passes NaNs below it).
+//   PART 2 (final)         a block per segment: when no chunk overflowed and at least k
+//                          candidates reach the threshold (every key that does is a candidate,
+//                          so they hold the k best and every tie of the k-th), it loads the
+//                          candidates into shared memory and selects and orders them by
+//                          buckets (bt_bucket_select); inputs whose buckets degenerate (heavy
+//                          ties, clustered keys) take the exact MSB-first radix select over the
+//                          candidates, and segments whose sample missed (all-equal keys, k
+//                          close to the size) the same select over every key of the segment,
+//                          read from global memory (correct for any input).
 //
 // Why not a cluster per segment (this tier's earlier form, NOTES-batched.md c1-c4): a chain of
 // cluster barriers per segment left the SMs latency-bound at 8 % of the DRAM bandwidth; here

@@ -1,6 +1,6 @@
 //! Kernel compile check: every spec of the representative matrix compiles with NVRTC to a
-//! CUBIN for sm_90 (and the f32 batched top-k specs below sm_90, where the kernels take their
-//! other paths). Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line;
+//! CUBIN for sm_90 (and the f32 and f64 batched top-k specs below sm_90, where the kernels take
+//! their other paths). Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line;
 //! with `OXICUB_REQUIRE_NVRTC=1` a missing NVRTC fails the test.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,22 +42,25 @@ fn every_batched_topk_spec_compiles_for_sm_90() {
 
 /// Below sm_90 the batched top-k kernels take their other paths: the stream tier's final is a
 /// plain launch (no `griddepcontrol`), and below sm_80 the warp sums and maxima are shuffles
-/// instead of `__reduce_*_sync`. The f32 specs (every tier, keys only and with values) compile
-/// for sm_80 and sm_75.
+/// instead of `__reduce_*_sync`. The f32 and f64 specs (every tier, 4- and 8-byte ranks, keys
+/// only and with values) compile for sm_80 and sm_75.
 #[test]
-fn batched_topk_f32_specs_compile_below_sm_90() {
-    let f32_specs = || -> Vec<KernelSpec> {
+fn batched_topk_float_specs_compile_below_sm_90() {
+    let float_specs = || -> Vec<KernelSpec> {
         batched_topk::specs()
             .into_iter()
-            .filter(|spec| spec.to_string().contains("oxicub::KeyF32,"))
+            .filter(|spec| {
+                let name = spec.to_string();
+                name.contains("oxicub::KeyF32,") || name.contains("oxicub::KeyF64,")
+            })
             .collect()
     };
-    assert!(f32_specs().len() > 20, "every tier of f32");
+    assert!(float_specs().len() > 40, "every tier of f32 and f64");
     for arch in [
         Arch::from_compute_capability(8, 0),
         Arch::from_compute_capability(7, 5),
     ] {
-        compile_all("batched_topk f32", f32_specs(), arch);
+        compile_all("batched_topk f32 and f64", float_specs(), arch);
     }
 }
 

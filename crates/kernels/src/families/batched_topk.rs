@@ -344,8 +344,9 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
             // The state (a histogram, warp sums, three ranks of up to 8 bytes, the region starts
-            // of up to 16 chunks, 8 counters) and the filter's sample bins (4096 for 8-byte
-            // ranks); the final stage's buffers are dynamic.
+            // of up to 16 chunks, 8 counters, 8 bytes for the alignment of 8-byte ranks) and the
+            // filter's sample bins (4096 for 8-byte ranks); the final stage's buffers are
+            // dynamic.
             Some(4) => {
                 let sample_bins = if spec.constant("ITEMS") == Some(1) {
                     4 * 4096
@@ -353,7 +354,7 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
                     0
                 };
                 let region_starts = 4 * (16 * STREAM_FILTER_WARPS + 1);
-                4 * BINS + 4 * warps + 24 + region_starts + 4 * 8 + sample_bins
+                4 * BINS + 4 * warps + 24 + region_starts + 4 * 8 + 8 + sample_bins
             }
             _ => 0,
         }
@@ -1296,5 +1297,27 @@ fn keep_opt<'a>(
     match buffer {
         Some(buffer) => keep(guards, buffer.device_ptr_mut(stream)),
         None => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host keeps copies of the stream tier's header constants, and the scratch and
+    /// shared-memory layouts depend on the two agreeing: each copy must appear in the header.
+    #[test]
+    fn stream_constants_match_the_header() {
+        for (name, value) in [
+            ("BT_STREAM_RECORD_WORDS", STREAM_RECORD_WORDS),
+            ("BT_BUCKETS", STREAM_BUCKETS),
+            ("BT_STREAM_FILTER_THREADS", u64::from(STREAM_FILTER_THREADS)),
+        ] {
+            let line = format!("constexpr u32 {name} = {value};");
+            assert!(TABLE.header.contains(&line), "the header lacks `{line}`");
+        }
+        // The final's block has a thread per filter region of the largest segment.
+        let regions = (STREAM_MAX_BYTES as u64).div_ceil(STREAM_CHUNK_BYTES) * STREAM_FILTER_WARPS;
+        assert!(regions <= u64::from(STREAM_FINAL_THREADS));
     }
 }
