@@ -324,25 +324,19 @@ impl KernelRuntime {
                 .dynamic_limit
                 .fetch_max(dynamic_shared_bytes, Ordering::Relaxed);
         }
+        let config = LaunchConfig {
+            grid_dim: (grid_blocks, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: dynamic_shared_bytes,
+        };
         // Programmatic launches need sm_90 and cuLaunchKernelEx (a 12.0 driver): without
         // them, a plain launch (the kernel's griddepcontrol.wait then returns at once).
         if order == LaunchOrder::Programmatic
             && self.facts.arch.compute_capability().0 >= 9
             && self.facts.driver_version >= 12_000
         {
-            return self.launch_programmatic(
-                stream,
-                kernel,
-                grid_blocks,
-                dynamic_shared_bytes,
-                params,
-            );
+            return self.launch_programmatic(stream, kernel, config, params);
         }
-        let config = LaunchConfig {
-            grid_dim: (grid_blocks, 1, 1),
-            block_dim: (block, 1, 1),
-            shared_mem_bytes: dynamic_shared_bytes,
-        };
         let block_params = ParamBlock(params);
         let mut launch = stream.launch_builder(&kernel.function);
         launch.arg(&block_params);
@@ -359,13 +353,12 @@ impl KernelRuntime {
 
     /// A [`LaunchOrder::Programmatic`] launch on sm_90 and later, through
     /// cuLaunchKernelEx with programmatic stream serialization allowed (cudarc's launch builder
-    /// takes no launch attributes). The caller has checked the configuration.
+    /// takes no launch attributes). The caller has checked `config` (a 1-D grid of 1-D blocks).
     fn launch_programmatic<P: KernelParams>(
         &self,
         stream: &CudaStream,
         kernel: &LoadedKernel,
-        grid_blocks: u32,
-        dynamic_shared_bytes: u32,
+        config: LaunchConfig,
         params: P,
     ) -> Result<(), KernelError> {
         let mut attribute = sys::CUlaunchAttribute {
@@ -375,15 +368,14 @@ impl KernelRuntime {
                 programmaticStreamSerializationAllowed: 1,
             },
         };
-        let block = kernel.spec.block_threads();
         let config = sys::CUlaunchConfig {
-            gridDimX: grid_blocks,
+            gridDimX: config.grid_dim.0,
             gridDimY: 1,
             gridDimZ: 1,
-            blockDimX: block,
+            blockDimX: config.block_dim.0,
             blockDimY: 1,
             blockDimZ: 1,
-            sharedMemBytes: dynamic_shared_bytes,
+            sharedMemBytes: config.shared_mem_bytes,
             hStream: stream.cu_stream(),
             attrs: &mut attribute,
             numAttrs: 1,
