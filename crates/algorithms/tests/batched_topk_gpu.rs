@@ -859,10 +859,11 @@ fn stream_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
     for_every_env!(check_case(&cuda, &outlier));
 }
 
-/// A sample that misses while NaNs fill the candidates past k. The sampled positions (every
-/// 64th key of a 131072-key segment) hold the segment's 2048 best numbers, so only the m best
-/// of them reach the threshold, and one key in 64 is a NaN (of either sign: every NaN ranks
-/// above +inf). For min (segment 1) the NaNs rank last, below the threshold, yet the f32 / f64
+/// A sample that misses while NaNs fill the candidates past k. The keys at positions 0..4
+/// of every 64 (which hold the sampled vectors of a 131072-key segment: for f32 keys 256 g
+/// .. 256 g + 4, for f64 128 g .. 128 g + 2) are the segment's 8192 best numbers, so only
+/// about 4 m keys reach the threshold, and one key in 64 is a NaN (of either sign: every NaN
+/// ranks above +inf). For min (segment 1) the NaNs rank last, below the threshold, yet the f32 / f64
 /// filter's float compare passes them: the candidates hold more than k keys without holding
 /// the k best, and must not be taken for them. For max (segment 0) the NaNs are the k best
 /// and reach any threshold: the candidates hold them.
@@ -875,10 +876,10 @@ fn stream_tier_sample_miss_with_nans_below_the_threshold() {
         let mut rng = SplitMix64::new(seed);
         (0..SIZE)
             .map(|i| match (i % 64, dir) {
-                (0, 0) => 1000.0 + i as f64,
-                (0, _) => -1000.0 - i as f64,
-                (1, 0) => -f64::NAN,
-                (1, _) => f64::NAN,
+                (0..4, 0) => 1000.0 + i as f64,
+                (0..4, _) => -1000.0 - i as f64,
+                (32, 0) => -f64::NAN,
+                (32, _) => f64::NAN,
                 _ => (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64,
             })
             .collect()

@@ -4,10 +4,11 @@
 //
 //   PART 1 (filter)        a block per chunk of a segment (p.stream_chunk keys; the grid walks
 //                          (list position, chunk) pairs). Every block of a segment draws the
-//                          same sample of BT_STREAM_SAMPLES keys spread over the whole segment
-//                          and finds the same threshold: a rank at or below the m-th best
-//                          sample (bt_sample_threshold), m chosen so that fewer than k keys
-//                          reach it only with negligible probability. One streaming pass over
+//                          same sample of 16-byte vectors spread over the whole segment
+//                          (BtStreamSample: at least 2048 keys) and finds the same
+//                          threshold: a rank at or below the m-th best sample
+//                          (bt_sample_threshold), m chosen so that fewer than k keys reach it
+//                          only with negligible probability. One streaming pass over
 //                          its chunk then appends the keys at or above the threshold, in index
 //                          order, as (rank, index) to each warp's candidate slots in global
 //                          memory, and each warp's record: its count (which may exceed the
@@ -37,7 +38,6 @@
 // within a segment is 32-bit (the host caps segments at stream_max_size < 2^32).
 namespace oxicub {
 
-constexpr u32 BT_STREAM_SAMPLES = 2048;  // keys sampled per segment (by every block of it)
 constexpr u32 BT_STREAM_MAX_CTAS = 16;   // chunks per segment at most (the host's cap)
 constexpr u32 BT_STREAM_FILTER_THREADS = 512;  // the filter's block
 constexpr u32 BT_STREAM_FILTER_WARPS = BT_STREAM_FILTER_THREADS / 32;  // regions per chunk
@@ -46,6 +46,20 @@ constexpr u32 BT_BUCKET_LOG = 12;
 // The bucket path ranks an item by comparing it with every item of its bucket: it is taken
 // when the sum of the squared bucket sizes is at most this many comparisons per candidate.
 constexpr u32 BT_BUCKET_WORK = 64;
+
+// The filter's sample: every block of a segment reads the same VECTORS 16-byte vectors per
+// thread, spread evenly over the segment, so at least 2048 keys (f32: 2048, f64: 2048, 2-byte
+// keys 4096, 1-byte keys 8192). Whole vectors rather than single keys: a sample of single keys
+// made as many L2 requests as the streaming pass itself (2048 per block against ~1000), and
+// those requests, all at the kernel's start, were the filter's critical path.
+template <class Bits, u32 BLOCK_THREADS>
+struct BtStreamSample {
+    static constexpr u32 VEC = 16u / (u32)sizeof(Bits);
+    static constexpr u32 VECTORS = VEC >= 4u ? 1u : 4u / VEC;  // per thread
+    static constexpr u32 PER_THREAD = VECTORS * VEC;         // keys per thread
+    static constexpr u32 GROUPS = VECTORS * BLOCK_THREADS;    // vectors per segment
+    static_assert(PER_THREAD <= 32u, "one valid bit per sampled key");
+};
 
 // The rank in the narrowest word that holds it: u32 for keys of up to 32 bits.
 template <int BYTES> struct BtRankWord { typedef u32 Type; };
@@ -649,31 +663,38 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         // The threshold (0, every key, when the sample would not cut: k close to the size).
         // The samples among the `written` best keys are binomial with mean
         // e = samples * written / size; m = e + 6 sqrt(e) + 4 lies beyond its tail.
+        typedef BtStreamSample<Bits, BLOCK_THREADS> Sample;
         R threshold = 0;
-        const u32 count = min(BT_STREAM_SAMPLES, size);
+        const u32 segment_vectors = size / VEC;  // whole vectors from the segment's first key
+        const u32 groups = min(Sample::GROUPS, segment_vectors);
+        const u32 count = groups * VEC;
         const float expected = (float)count * (float)written / (float)size;
         const float m = ceilf(expected + 6.0f * sqrtf(expected) + 4.0f);
         const bool sampled = written != size && m < (float)count;
-        constexpr u32 PER_THREAD = BT_STREAM_SAMPLES / BLOCK_THREADS;
-        Bits raw[PER_THREAD];
         if (sampled) {
+            Bits raw[Sample::PER_THREAD];
+            const bool sample_aligned = (((unsigned long long)segment) & 15ull) == 0;
 #pragma unroll
-            for (u32 u = 0; u < PER_THREAD; ++u) {
-                const u32 i = u * BLOCK_THREADS + tid;
-                // i * size / count (a shift when the sample is full: size >= its length).
-                const u64 at = count == BT_STREAM_SAMPLES
-                    ? ((u64)i * size) / BT_STREAM_SAMPLES
-                    : (u64)i * size / count;
-                raw[u] = i < count ? segment[(u32)at] : (Bits)0;
+            for (u32 u = 0; u < Sample::VECTORS; ++u) {
+                const u32 g = u * BLOCK_THREADS + tid;
+                // Group g: the vector g * segment_vectors / groups (spread over the segment).
+                const u32 v = g < groups ? (u32)((u64)g * segment_vectors / groups) : 0u;
+                uint4 w = make_uint4(0u, 0u, 0u, 0u);
+                if (g < groups && sample_aligned) {
+                    w = reinterpret_cast<const uint4*>(segment)[v];
+                }
+#pragma unroll
+                for (u32 e = 0; e < VEC; ++e) {
+                    raw[u * VEC + e] = g < groups && !sample_aligned ? segment[v * VEC + e]
+                                                                     : bt_vector_key<Bits>(w, e);
+                }
             }
-        }
-        if (sampled) {
-            R rank[PER_THREAD];
+            R rank[Sample::PER_THREAD];
             u32 valid = 0;
 #pragma unroll
-            for (u32 u = 0; u < PER_THREAD; ++u) {
-                rank[u] = bt_rank_word<Key>(raw[u], dir);
-                valid |= (u * BLOCK_THREADS + tid < count ? 1u : 0u) << u;
+            for (u32 i = 0; i < Sample::PER_THREAD; ++i) {
+                rank[i] = bt_rank_word<Key>(raw[i], dir);
+                valid |= ((i / VEC) * BLOCK_THREADS + tid < groups ? 1u : 0u) << i;
             }
             threshold = bt_sample_threshold<R, BLOCK_THREADS>(rank, valid, (u32)m, s, sample_bins);
         }
