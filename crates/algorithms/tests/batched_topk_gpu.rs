@@ -903,6 +903,26 @@ fn stream_tier_sample_miss_with_nans_below_the_threshold() {
     for_every_env!(check_case(&cuda, &case));
 }
 
+/// Smooth scores (an AR(1) series with coefficient 0.99: neighbouring keys correlated), where
+/// the candidates crowd into a few of a segment's regions: the fullest region holds several
+/// times its even share, which the regions' slots (four times the share) must take.
+#[test]
+fn stream_tier_smooth_scores() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    const SIZE: usize = 131_072;
+    let mut rng = SplitMix64::new(73);
+    let mut x = 0.0f64;
+    let keys: Vec<f32> = (0..3 * SIZE)
+        .map(|_| {
+            let noise = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            x = 0.99 * x + noise;
+            x as f32
+        })
+        .collect();
+    let case = Case::contiguous(keys, &[SIZE, SIZE, SIZE], &[2048, 2048, 1000], &[0, 1, 0]);
+    for_every_env!(check_case(&cuda, &case));
+}
+
 /// `n` scores uniform in [0, 1) with `bits` bits of resolution (fewer bits: more ties).
 fn unit_scores(n: usize, seed: u64, bits: u32) -> Vec<f32> {
     let mut rng = SplitMix64::new(seed);
