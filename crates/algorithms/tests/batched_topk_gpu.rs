@@ -863,8 +863,8 @@ fn stream_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
 /// of every 64 (which hold the sampled vectors of a 131072-key segment: for f32 keys 256 g
 /// .. 256 g + 4, for f64 128 g .. 128 g + 2) are the segment's 8192 best numbers, so only
 /// about 4 m keys reach the threshold, and one key in 64 is a NaN (of either sign: every NaN
-/// ranks above +inf). For min (segment 1) the NaNs rank last, below the threshold, yet the f32 / f64
-/// filter's float compare passes them: the candidates hold more than k keys without holding
+/// ranks above +inf). For min (segment 1) the NaNs rank last, below the threshold, yet the
+/// f32 / f64 filter's float compare passes them: the candidates hold more than k keys without holding
 /// the k best, and must not be taken for them. For max (segment 0) the NaNs are the k best
 /// and reach any threshold: the candidates hold them.
 #[test]
@@ -880,7 +880,7 @@ fn stream_tier_sample_miss_with_nans_below_the_threshold() {
                 (0..4, _) => -1000.0 - i as f64,
                 (32, 0) => -f64::NAN,
                 (32, _) => f64::NAN,
-                _ => (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64,
+                _ => unit_f64(&mut rng),
             })
             .collect()
     };
@@ -914,13 +914,17 @@ fn stream_tier_smooth_scores() {
     let mut x = 0.0f64;
     let keys: Vec<f32> = (0..3 * SIZE)
         .map(|_| {
-            let noise = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
-            x = 0.99 * x + noise;
+            x = 0.99 * x + (unit_f64(&mut rng) - 0.5);
             x as f32
         })
         .collect();
     let case = Case::contiguous(keys, &[SIZE, SIZE, SIZE], &[2048, 2048, 1000], &[0, 1, 0]);
     for_every_env!(check_case(&cuda, &case));
+}
+
+/// A number uniform in [0, 1) with 53 bits of resolution.
+fn unit_f64(rng: &mut SplitMix64) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// `n` scores uniform in [0, 1) with `bits` bits of resolution (fewer bits: more ties).
