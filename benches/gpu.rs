@@ -38,7 +38,7 @@ use device::Gpu;
 use err::{BenchError, Context, Result};
 use gen::Digest;
 use report::{Cell, Report, Row, State, COLUMNS};
-use workloads::{Kind, RefCache, Workload};
+use workloads::{Kind, RefCache, Rows, Workload};
 
 /// The generator check: the first GEN_CHECK_N values of streams GEN_CHECK_SEED (f32),
 /// GEN_CHECK_SEED + 1 (u32, full mask) and GEN_CHECK_SEED + 2 (power-law lengths).
@@ -605,19 +605,34 @@ fn selftest() -> Result<ExitCode> {
             r.digest == Digest::of_words(&all[..k as usize]),
         );
     }
-    // batched: against per-row full sorts
-    {
+    // batched: against per-row full sorts; ascending rows also against their last k keys
+    for rows in [Rows::Random, Rows::Ascending] {
         let (segments, len, k) = (37u64, 300u64, 7u64);
-        let r = workloads::cpu_reference(&wl(Kind::Batched { segments, len, k }, 11), &mut cache);
+        let kind = Kind::Batched {
+            segments,
+            len,
+            k,
+            rows,
+        };
+        let r = workloads::cpu_reference(&wl(kind, 11), &mut cache);
+        let key = |i: u64| match rows {
+            Rows::Random => gen::f32_bits_at(11, i),
+            Rows::Ascending => gen::ramp_bits_at(11, i, len),
+        };
         let mut want = Vec::new();
+        let mut ascending = true;
         for s in 0..segments {
-            let mut row: Vec<u32> = (0..len)
-                .map(|j| gen::f32_bits_at(11, s * len + j))
-                .collect();
+            let mut row: Vec<u32> = (0..len).map(|j| key(s * len + j)).collect();
+            ascending &= row
+                .windows(2)
+                .all(|w| f32::from_bits(w[0]) < f32::from_bits(w[1]));
             row.sort_unstable_by(|a, b| b.cmp(a));
             want.extend_from_slice(&row[..k as usize]);
         }
-        check("batched top-k", r.digest == Digest::of_words(&want));
+        check(
+            &format!("batched top-k, {rows:?} rows"),
+            r.digest == Digest::of_words(&want) && (rows == Rows::Random || ascending),
+        );
     }
     // segmented sorts: against sorting each segment of a materialized input
     {

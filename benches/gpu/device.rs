@@ -75,6 +75,7 @@ pub struct Gpu {
     pub l2_bytes: u64,
     pub total_mem: u64,
     gen_f32: CudaFunction,
+    gen_ramp: CudaFunction,
     gen_u32: CudaFunction,
     gen_pl: CudaFunction,
     copy16: CudaFunction,
@@ -133,6 +134,7 @@ impl Gpu {
         };
         Ok(Gpu {
             gen_f32: f("oxb_gen_f32")?,
+            gen_ramp: f("oxb_gen_ramp_f32")?,
             gen_u32: f("oxb_gen_u32")?,
             gen_pl: f("oxb_gen_powerlaw_len")?,
             copy16: f("oxb_copy16")?,
@@ -168,6 +170,22 @@ impl Gpu {
         // SAFETY: oxb_gen_f32(float* out, unsigned long long n, unsigned long long seed) writes
         // out[0..n), and `out` holds n f32.
         unsafe { b.launch(cfg) }.ctx("launching oxb_gen_f32")?;
+        Ok(out)
+    }
+
+    /// n f32 keys in ascending rows of `len` (`oxb_ramp_f32`), generated on the device.
+    pub fn gen_ramp_f32(&self, n: u64, seed: u64, len: u32) -> Result<CudaSlice<f32>> {
+        let mut out = self.alloc::<f32>(n)?;
+        let cfg = LaunchConfig {
+            grid_dim: (grid_for(n), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.stream.launch_builder(&self.gen_ramp);
+        b.arg(&mut out).arg(&n).arg(&seed).arg(&len);
+        // SAFETY: oxb_gen_ramp_f32(float* out, u64 n, u64 seed, unsigned len) writes out[0..n),
+        // and `out` holds n f32.
+        unsafe { b.launch(cfg) }.ctx("launching oxb_gen_ramp_f32")?;
         Ok(out)
     }
 

@@ -32,6 +32,16 @@ pub fn f32_bits_at(seed: u64, i: u64) -> u32 {
     f32_at(seed, i).to_bits()
 }
 
+/// Key `i` of ascending rows of `len` keys (`oxb_ramp_f32`, len <= 2^17): (j * 128 + r) / 2^24
+/// for key j of row i / len, r in [0, 128) drawn once per row. Returned as its bit pattern
+/// (non-negative, so the bits order like the values).
+#[inline]
+pub fn ramp_bits_at(seed: u64, i: u64, len: u64) -> u32 {
+    let (row, j) = (i / len, i % len);
+    let r = (mix(seed, row) >> 57) as u32;
+    ((((j as u32) << 7) | r) as f32 * (1.0 / 16_777_216.0)).to_bits()
+}
+
 /// Uniform u32 key in [0, mask] for mask = 2^b - 1 (`oxb_u32`).
 #[inline]
 pub fn u32_at(seed: u64, i: u64, mask: u32) -> u32 {

@@ -11,7 +11,7 @@ use crate::device::Gpu;
 use crate::err::{Context, Result};
 use crate::gen::Digest;
 use crate::oxicub::{Measured, Runner};
-use crate::workloads::{Kind, Workload};
+use crate::workloads::{Kind, Rows, Workload};
 
 use oxicub::batched_topk::{self, Problem};
 use oxicub::{
@@ -85,7 +85,13 @@ fn batched<const LEN: i64, const K: i64, E: Environment>(
     env: &E,
     note: String,
 ) -> Result<Measured> {
-    let Kind::Batched { segments, len, k } = w.kind else {
+    let Kind::Batched {
+        segments,
+        len,
+        k,
+        rows,
+    } = w.kind
+    else {
         unreachable!("a batched runner got {:?}", w.kind)
     };
     assert_eq!(
@@ -95,7 +101,10 @@ fn batched<const LEN: i64, const K: i64, E: Environment>(
     );
     let cuda = Cuda::from_stream(gpu.stream.clone()).ctx("oxicub::Cuda on the bench stream")?;
     let inputs = (0..rotations)
-        .map(|_| gpu.gen_f32(segments * len, w.seed))
+        .map(|_| match rows {
+            Rows::Random => gpu.gen_f32(segments * len, w.seed),
+            Rows::Ascending => gpu.gen_ramp_f32(segments * len, w.seed, len as u32),
+        })
         .collect::<Result<Vec<_>>>()?;
     let mut out = cuda
         .alloc_zeros::<f32>((segments * k) as usize)

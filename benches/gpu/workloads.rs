@@ -38,12 +38,27 @@ impl SetOp {
     }
 }
 
+/// The key order within the rows of a batched workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rows {
+    /// Uniform keys (gen.cuh: `oxb_f32`).
+    Random,
+    /// Ascending keys, the k largest last (gen.cuh: `oxb_ramp_f32`): sorted or time-ordered
+    /// scores.
+    Ascending,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
     /// The k largest of n f32 keys.
     TopK { n: u64, k: u64 },
     /// The k largest keys of each row of a dense [segments x len] f32 matrix.
-    Batched { segments: u64, len: u64, k: u64 },
+    Batched {
+        segments: u64,
+        len: u64,
+        k: u64,
+        rows: Rows,
+    },
     /// Ascending sort of each row of a dense [segments x len] f32 matrix.
     SegSort { segments: u64, len: u64 },
     /// Ascending segmented sort, power-law segment lengths (gen.cuh: oxb_powerlaw_len).
@@ -109,10 +124,26 @@ pub fn all() -> Vec<Workload> {
         add(
             format!("batched_{segments}x{len}_k{k}"),
             format!("batched top-k [{segments}x{len}] k={k}"),
-            Kind::Batched { segments, len, k },
+            Kind::Batched {
+                segments,
+                len,
+                k,
+                rows: Rows::Random,
+            },
             201 + i as u64,
         );
     }
+    add(
+        "batched_64x131072_k2048_ascending".to_owned(),
+        "batched top-k [64x131072] k=2048, ascending rows".to_owned(),
+        Kind::Batched {
+            segments: 64,
+            len: 131072,
+            k: 2048,
+            rows: Rows::Ascending,
+        },
+        206,
+    );
     for (i, (segments, len)) in [(16384u64, 1024u64), (262144, 64), (1024, 16384)]
         .into_iter()
         .enumerate()
@@ -202,7 +233,9 @@ impl Workload {
             // keys read + k keys written (keys only: indices are not part of this workload)
             Kind::TopK { n, k } => 4 * n + 4 * k,
             // all keys read + k keys per row written
-            Kind::Batched { segments, len, k } => 4 * segments * len + 4 * segments * k,
+            Kind::Batched {
+                segments, len, k, ..
+            } => 4 * segments * len + 4 * segments * k,
             // every key read and written once (uniform rows need no offsets array)
             Kind::SegSort { segments, len } => 8 * segments * len,
             // every key read and written once + the int64 segment offsets read once
@@ -216,7 +249,15 @@ impl Workload {
     pub fn plan_line(&self, rotations: usize) -> String {
         let (kind, p1, p2, p3) = match self.kind {
             Kind::TopK { n, k } => ("topk", n, k, 0),
-            Kind::Batched { segments, len, k } => ("batched", segments, len, k),
+            Kind::Batched {
+                segments,
+                len,
+                k,
+                rows,
+            } => match rows {
+                Rows::Random => ("batched", segments, len, k),
+                Rows::Ascending => ("batched_ramp", segments, len, k),
+            },
             Kind::SegSort { segments, len } => ("segsort", segments, len, 0),
             Kind::SegSortPowerLaw { segments, max_exp } => {
                 ("segsort_pl", segments, u64::from(max_exp), 0)
@@ -362,13 +403,22 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
                 out_len: k,
             }
         }
-        Kind::Batched { segments, len, k } => {
+        Kind::Batched {
+            segments,
+            len,
+            k,
+            rows,
+        } => {
+            let key = |i: u64| match rows {
+                Rows::Random => gen::f32_bits_at(seed, i),
+                Rows::Ascending => gen::ramp_bits_at(seed, i, len),
+            };
             let parts = par_ranges(segments, |a, b| {
                 let mut d = Digest::default();
                 let mut row = Vec::with_capacity(len as usize);
                 for s in a..b {
                     row.clear();
-                    row.extend((0..len).map(|j| gen::f32_bits_at(seed, s * len + j)));
+                    row.extend((0..len).map(|j| key(s * len + j)));
                     row.select_nth_unstable_by(k as usize - 1, |x, y| y.cmp(x));
                     let top = &mut row[..k as usize];
                     top.sort_unstable_by(|x, y| y.cmp(x));

@@ -79,6 +79,7 @@ class DeviceBuffer {
 // Fill `out` on `s` from the shared generator (gen.cuh); defined in cub_peers.cu, the unit that
 // holds the generator kernels.
 void gen_f32(float* out, unsigned long long n, unsigned long long seed, cudaStream_t s);
+void gen_ramp_f32(float* out, unsigned long long n, unsigned long long seed, unsigned len, cudaStream_t s);
 void gen_u32(unsigned* out, unsigned long long n, unsigned long long seed, unsigned mask, cudaStream_t s);
 
 // The digest described at the top of this file.

@@ -84,7 +84,11 @@ void batched_by_rows(const PlanItem& it, cudaStream_t s) {
   std::vector<DeviceBuffer<float>> in;
   for (int r = 0; r < std::max(1, it.rotations); ++r) {
     in.emplace_back((size_t)n);
-    gen_f32(in.back().get(), n, it.seed, s);
+    if (it.kind == "batched_ramp") {
+      gen_ramp_f32(in.back().get(), n, it.seed, (unsigned)len, s);
+    } else {
+      gen_f32(in.back().get(), n, it.seed, s);
+    }
   }
   DeviceBuffer<float> out((size_t)(segments * k));
   auto env = cuda::std::execution::env{
@@ -113,10 +117,13 @@ void batched_by_rows(const PlanItem& it, cudaStream_t s) {
 }  // namespace
 
 bool run_cub_batched_topk(const PlanItem& it, cudaStream_t s) {
-  if (it.kind != "batched") return false;
+  if (it.kind != "batched" && it.kind != "batched_ramp") return false;
   const long long len = it.p2, k = it.p3;
-  // One instantiation per benchmarked shape (see the top of this file).
-  if (len == 64 && k == 6) {
+  // One instantiation per benchmarked shape (see the top of this file); ascending rows
+  // ("batched_ramp") only at lengths the per-row path takes.
+  if (it.kind == "batched_ramp" && len <= 16384) {
+    emit_status(it.name, "cub", "unsupported", "ascending rows are benchmarked only above 16384 keys");
+  } else if (len == 64 && k == 6) {
     batched<64, 6>(it, s);
   } else if (len == 256 && k == 8) {
     batched<256, 8>(it, s);

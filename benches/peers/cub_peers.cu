@@ -23,6 +23,11 @@ void gen_f32(float* out, unsigned long long n, unsigned long long seed, cudaStre
   CUDA_CHECK(cudaGetLastError());
 }
 
+void gen_ramp_f32(float* out, unsigned long long n, unsigned long long seed, unsigned len, cudaStream_t s) {
+  oxb_gen_ramp_f32<<<grid_for(n), 256, 0, s>>>(out, n, seed, len);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 void gen_u32(unsigned* out, unsigned long long n, unsigned long long seed, unsigned mask, cudaStream_t s) {
   oxb_gen_u32<<<grid_for(n), 256, 0, s>>>(out, n, seed, mask);
   CUDA_CHECK(cudaGetLastError());

@@ -42,6 +42,15 @@ OXB_HD inline float oxb_f32(unsigned long long seed, unsigned long long i) {
   return (float)(unsigned int)(oxb_mix(seed, i) >> 40) * (1.0f / 16777216.0f);
 }
 
+// Ascending rows ("ramp"): key j of a row of `len` keys (len <= 2^17) is (j * 128 + r) / 2^24,
+// r in [0, 128) drawn once per row (row = i / len). Exact in f32, strictly increasing along a row,
+// so a row's k largest keys are its last k: the order sorted or time-ordered scores arrive in.
+OXB_HD inline float oxb_ramp_f32(unsigned long long seed, unsigned long long i, unsigned int len) {
+  unsigned long long row = i / len, j = i - row * len;
+  unsigned int r = (unsigned int)(oxb_mix(seed, row) >> 57);
+  return (float)((unsigned int)(j << 7) | r) * (1.0f / 16777216.0f);
+}
+
 OXB_HD inline unsigned int oxb_u32(unsigned long long seed, unsigned long long i, unsigned int mask) {
   return (unsigned int)(oxb_mix(seed, i) >> 32) & mask;
 }
@@ -65,6 +74,14 @@ extern "C" __global__ void oxb_gen_f32(float* out, unsigned long long n, unsigne
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
        i += (unsigned long long)gridDim.x * blockDim.x) {
     out[i] = oxb_f32(seed, i);
+  }
+}
+
+extern "C" __global__ void oxb_gen_ramp_f32(float* out, unsigned long long n, unsigned long long seed,
+                                            unsigned int len) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    out[i] = oxb_ramp_f32(seed, i, len);
   }
 }
 

@@ -15,6 +15,7 @@ What each kind runs (timed with torch.cuda.Event on the current stream; warm-up 
 torch's caching allocator serves the outputs without cudaMalloc in the timed runs):
   topk        torch.topk(x, k)                       (sorted=True, torch's default)
   batched     torch.topk(x.view(S, L), k, dim=1)
+  batched_ramp the same on ascending rows (gen.cuh: oxb_ramp_f32)
   segsort     torch.sort(x.view(S, L), dim=1)        (uniform segments)
   segsort_pl  torch has no segmented sort: a stable sort of the keys, then a stable sort of the
               segment ids gathered in that order, then a gather of the keys: the usual two-pass
@@ -93,6 +94,7 @@ class Gen:
         self.k_f32 = self.mod.get_function("oxb_gen_f32")
         self.k_u32 = self.mod.get_function("oxb_gen_u32")
         self.k_pl = self.mod.get_function("oxb_gen_powerlaw_len")
+        self.k_ramp = self.mod.get_function("oxb_gen_ramp_f32")
 
     @staticmethod
     def grid(n):
@@ -101,6 +103,11 @@ class Gen:
     def f32(self, n, seed):
         out = self.cp.empty(n, dtype=self.cp.float32)
         self.k_f32(self.grid(n), (256,), (out, U64(n), U64(seed)))
+        return self._to_torch(out)
+
+    def ramp_f32(self, n, seed, length):
+        out = self.cp.empty(n, dtype=self.cp.float32)
+        self.k_ramp(self.grid(n), (256,), (out, U64(n), U64(seed), np.uint32(length)))
         return self._to_torch(out)
 
     def u32(self, n, seed, mask):
@@ -159,9 +166,10 @@ def run_item(torch, gen, it):
         med, mn, res = time_runs(torch, it, lambda r: torch.topk(xs[r], k).values)
         keys = canonical_topk(res.cpu().numpy(), 1, k)
         result(it, med, mn, digest_f32(keys), "torch.topk(x, k), sorted")
-    elif it.kind == "batched":
+    elif it.kind in ("batched", "batched_ramp"):
         s, length, k = it.p1, it.p2, it.p3
-        xs = [gen.f32(s * length, it.seed).view(s, length) for _ in range(rot)]
+        make = gen.f32 if it.kind == "batched" else lambda n, seed: gen.ramp_f32(n, seed, length)
+        xs = [make(s * length, it.seed).view(s, length) for _ in range(rot)]
         med, mn, res = time_runs(torch, it, lambda r: torch.topk(xs[r], k, dim=1).values)
         keys = canonical_topk(res.cpu().numpy(), s, k)
         result(it, med, mn, digest_f32(keys), "torch.topk(x.view(S, L), k, dim=1), sorted")
