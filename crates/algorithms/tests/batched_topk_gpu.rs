@@ -922,6 +922,56 @@ fn stream_tier_smooth_scores() {
     for_every_env!(check_case(&cuda, &case));
 }
 
+/// Inputs whose best keys crowd into a few filter regions: ascending and descending rows (the
+/// k best in the last or first few thousand keys), an AR(1) series with coefficient 0.999,
+/// one hot window of 3000 keys and five of 600, and an ascending row whose size is not a
+/// multiple of the chunk. The filter spreads a quarter of each segment's slots by where the
+/// sample's best keys lie; every region's slots must stay apart from its neighbours', in both
+/// directions (the min direction takes the other end of the sorted rows).
+#[test]
+fn stream_tier_sorted_and_clustered_scores() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    const SIZE: usize = 131_072;
+    let mut rng = SplitMix64::new(74);
+    let ascending: Vec<f32> = (0..SIZE).map(|j| j as f32 / SIZE as f32).collect();
+    let descending: Vec<f32> = ascending.iter().rev().copied().collect();
+    let mut x = 0.0f64;
+    let smooth: Vec<f32> = (0..SIZE)
+        .map(|_| {
+            x = 0.999 * x + (unit_f64(&mut rng) - 0.5);
+            x as f32
+        })
+        .collect();
+    let mut window = |width: usize, count: usize| -> Vec<f32> {
+        let mut keys: Vec<f32> = (0..SIZE).map(|_| unit_f64(&mut rng) as f32).collect();
+        for _ in 0..count {
+            let start = (rng.next_u64() % (SIZE - width) as u64) as usize;
+            keys[start..start + width]
+                .iter_mut()
+                .for_each(|k| *k += 1.0);
+        }
+        keys
+    };
+    let one_window = window(3000, 1);
+    let five_windows = window(600, 5);
+    let short: Vec<f32> = (0..100_000).map(|j| j as f32).collect();
+    let rows = [
+        &ascending,
+        &descending,
+        &ascending,
+        &smooth,
+        &smooth,
+        &one_window,
+        &five_windows,
+        &short,
+    ];
+    let sizes: Vec<usize> = rows.iter().map(|r| r.len()).collect();
+    let keys: Vec<f32> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+    let ks = [2048, 2048, 2048, 2048, 1500, 2048, 2048, 2048];
+    let case = Case::contiguous(keys, &sizes, &ks, &[1, 1, 0, 1, 0, 1, 1, 1]);
+    for_every_env!(check_case(&cuda, &case));
+}
+
 /// A number uniform in [0, 1) with 53 bits of resolution.
 fn unit_f64(rng: &mut SplitMix64) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64

@@ -11,10 +11,12 @@
 //                          only with negligible probability. One streaming pass over
 //                          its chunk then appends the keys at or above the threshold, in index
 //                          order, as (rank, index) to each warp's candidate slots in global
-//                          memory, and each warp's record: its count (which may exceed the
-//                          slots: an overflow), its candidates' lowest and highest rank, and
-//                          how many of them reach the threshold (the f32 / f64 hit test also
-//                          passes NaNs below it).
+//                          memory (a segment's slots are shared out among its warps' regions
+//                          by where the sample's best keys lie: bt_stream_slots), and each
+//                          warp's record: its count (which may exceed its slots: an
+//                          overflow), where its slots lie, its candidates' lowest and highest
+//                          rank, and how many of them reach the threshold (the f32 / f64 hit
+//                          test also passes NaNs below it).
 //   PART 2 (final)         a block per segment: when no chunk overflowed and at least k
 //                          candidates reach the threshold (every key that does is a candidate,
 //                          so they hold the k best and every tie of the k-th), it loads the
@@ -152,10 +154,11 @@ template <bool WIDE> struct BtPackedCounts { typedef u32 Type; };
 template <> struct BtPackedCounts<true> { typedef u64 Type; };
 
 // Per region of the filter, four u64 words: the candidates it found (more than its slots: an
-// overflow), the lowest and the highest rank among those it kept (the final's bucket range),
-// and how many of the candidates it found reach the threshold. The f32 / f64 hit test passes
-// NaNs of any rank (RadixHitTest), so the candidates may hold keys below the threshold; only
-// those that reach it prove that the candidates hold the k best.
+// overflow) | its slots << 32, the lowest and the highest rank among those it kept (the final's
+// bucket range), and how many of the candidates it found reach the threshold | its first slot
+// (from the segment's first) << 32. The f32 / f64 hit test passes NaNs of any rank
+// (RadixHitTest), so the candidates may hold keys below the threshold; only those that reach
+// it prove that the candidates hold the k best.
 constexpr u32 BT_STREAM_RECORD_WORDS = 4;
 
 // The lowest of the warp's `low` and the highest of its `high`, in every lane.
@@ -177,7 +180,9 @@ struct BtStreamState {
     u32 warp_totals[WARPS];
     R range_lo;            // final: the candidates' lowest rank
     R range_hi;            // ... and highest
-    u32 region_start[BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS + 1];  // final: per region
+    // Final: where each region's candidates go on chip; filter: the sample hits per region.
+    u32 region_start[BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS + 1];
+    u32 region_slot[BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS];  // final: its first slot
     R sample_best;         // filter: the best sample
     u32 pivot_digit;
     u32 pivot_left;
@@ -187,6 +192,7 @@ struct BtStreamState {
     u32 boundary;          // bucket path: the bucket of the k-th item
     u32 work;              // bucket path: sum of the squared bucket sizes
     u32 reached;           // final: the candidates at or above the segment's threshold
+    u32 hits_done;         // filter: the warps that counted their sample hits
 };
 
 // Where an MSB-first radix select stopped: the items with (rank & mask) > prefix are taken,
@@ -609,6 +615,41 @@ __device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u3
     return largest < best ? best - largest : (R)0;
 }
 
+// The slots of region `region` of a sampled segment's `regions`, from its `total` slots (the
+// same in every block of the segment: the same sample, the same threshold): three quarters
+// split evenly, the last quarter in proportion to the sample keys at or above the threshold
+// that each region holds (hits[r]). Candidates crowd where the best keys are: sorted, smooth
+// or clustered inputs put most of them in a few regions, which an even split overflows (and
+// an overflow sends the segment to the exact path over every key, ~10x slower). A host
+// simulation of the sample and the threshold at [64x131072] k=2048 (NOTES-batched, seventh
+// session) fits every region of sorted and reversed rows, of one or five hot windows and of
+// 96-99 % of AR(1) series with coefficients 0.99 to 0.9999 (an even split of twice as many
+// slots per region: 0 % of the sorted rows and of AR(1) 0.999). `hits` is read only: every
+// warp of the block computes its own region's slots.
+__device__ __forceinline__ void bt_stream_slots(const u32* hits, u32 regions, u32 region,
+                                                u32 total, u32* first, u32* count) {
+    const u32 lane = threadIdx.x & 31u;
+    // Hits are sample keys (at most 8192 < 2^16) and slots at most 4 * 8192 (the host's
+    // budget), so the sums pack into one word and the products below fit 32 bits.
+    u32 sums = 0;  // the hits before `region` | all hits << 16
+    for (u32 r = lane; r < regions; r += 32u) {
+        const u32 h = hits[r];
+        sums += (r < region ? h : 0u) + (h << 16);
+    }
+    sums = bt_warp_sum(sums);
+    const u32 below = sums & 0xFFFFu;
+    const u32 all = sums >> 16;
+    const u32 own = hits[region];
+    const u32 base = total / 4u * 3u / regions;
+    const u32 spread = total - base * regions;  // at least a quarter of the slots
+    // Region r starts at r * base + spread * (hits before r) / all (monotone in r, and region
+    // `regions` starts at most at `total`).
+    const u32 start = region * base + (all ? spread * below / all : 0u);
+    const u32 end = (region + 1u) * base + (all ? spread * (below + own) / all : 0u);
+    *first = start;
+    *count = end - start;
+}
+
 // The filter (PART 1), a block per (list position, chunk). Each warp of the block streams
 // its own contiguous part of the chunk in index order and appends its candidates to its own
 // slots: no block barrier while the keys stream by, and the candidates of a segment, read in
@@ -633,8 +674,12 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
     for (u32 b = tid; b < BtSampleBins<R>::ALLOCATED; b += BLOCK_THREADS) {
         sample_bins[b] = 0;
     }
+    for (u32 r = tid; r < BT_STREAM_MAX_CTAS * WARPS; r += BLOCK_THREADS) {
+        s.region_start[r] = 0;  // the sample hits per region
+    }
     if (tid == 0) {
         s.sample_best = 0;
+        s.hits_done = 0;
     }
     __syncthreads();
     for (u64 w = blockIdx.x; w < work; w += gridDim.x) {
@@ -665,13 +710,34 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         // e = samples * written / size; m = e + 6 sqrt(e) + 4 lies beyond its tail.
         typedef BtStreamSample<Bits, BLOCK_THREADS> Sample;
         R threshold = 0;
+        // This warp's region (of the segment's `regions`) and its slots: an even share of the
+        // segment's slots, or (sampled) a quarter of them spread over the regions by the
+        // sample keys at or above the threshold that each region holds (bt_stream_slots).
+        const u32 regions = (size + chunk - 1u) / chunk * WARPS;
+        const u32 region_in_segment = c * WARPS + warp;
+        u32 slot_first = region_in_segment * capacity;
+        u32 slot_count = capacity;
         const u32 segment_vectors = size / VEC;  // whole vectors from the segment's first key
         const u32 groups = min(Sample::GROUPS, segment_vectors);
         const u32 count = groups * VEC;
         const float expected = (float)count * (float)written / (float)size;
         const float m = ceilf(expected + 6.0f * sqrtf(expected) + 4.0f);
         const bool sampled = written != size && m < (float)count;
+        u32* hits = s.region_start;  // the sample keys at or above the threshold, per region
         if (sampled) {
+            if (w != blockIdx.x) {
+                // Cleared for this work item once every warp has read the previous one's
+                // (the kernel's start cleared them for the first); bt_sample_threshold's
+                // barriers order the clearing before the counts.
+                __syncthreads();
+                for (u32 r = tid; r < BT_STREAM_MAX_CTAS * WARPS; r += BLOCK_THREADS) {
+                    hits[r] = 0;
+                }
+                if (tid == 0) {
+                    s.hits_done = 0;
+                }
+            }
+            u32 sample_vector[Sample::VECTORS];
             Bits raw[Sample::PER_THREAD];
             const bool sample_aligned = (((unsigned long long)segment) & 15ull) == 0;
 #pragma unroll
@@ -679,6 +745,7 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                 const u32 g = u * BLOCK_THREADS + tid;
                 // Group g: the vector g * segment_vectors / groups (spread over the segment).
                 const u32 v = g < groups ? (u32)((u64)g * segment_vectors / groups) : 0u;
+                sample_vector[u] = v;
                 uint4 w = make_uint4(0u, 0u, 0u, 0u);
                 if (g < groups && sample_aligned) {
                     w = reinterpret_cast<const uint4*>(segment)[v];
@@ -697,13 +764,50 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                 valid |= ((i / VEC) * BLOCK_THREADS + tid < groups ? 1u : 0u) << i;
             }
             threshold = bt_sample_threshold<R, BLOCK_THREADS>(rank, valid, (u32)m, s, sample_bins);
+#pragma unroll
+            for (u32 u = 0; u < Sample::VECTORS; ++u) {
+                // Keys of vector u at or above the threshold (all in one region: part % VEC
+                // == 0).
+                u32 n = 0;
+#pragma unroll
+                for (u32 e = 0; e < VEC; ++e) {
+                    const u32 i = u * VEC + e;
+                    n += (valid >> i) & 1u && rank[i] >= threshold ? 1u : 0u;
+                }
+                if (n != 0) {
+                    atomicAdd(&hits[sample_vector[u] * VEC / part], n);
+                }
+            }
+            // No block barrier: each warp waits for the others' counts when it first needs its
+            // slots, with its first batch's loads in flight. (Every block of the grid is here
+            // at once, with DRAM idle: with a barrier and the slots worked out before the
+            // first loads, the filter took 19.1 us at [64x131072] instead of 17.9.)
+            __syncwarp();
+            if (lane == 0) {
+                __threadfence_block();
+                atomicAdd(&s.hits_done, 1u);
+            }
         }
         // Keys at or above the threshold (a superset for f32 and f64: RadixHitTest).
         const RadixHitTest<Key> hit((Bits)threshold, dir ? (Bits)~(Bits)0 : (Bits)0);
 
         const u64 region = w * WARPS + warp;
-        R* out_ranks = reinterpret_cast<R*>(p.stream_ranks) + region * capacity;
-        u32* out_indices = reinterpret_cast<u32*>(p.stream_indices) + region * capacity;
+        const u64 segment_slots = slot * ctas * WARPS * capacity;
+        R* out_ranks = reinterpret_cast<R*>(p.stream_ranks) + segment_slots + slot_first;
+        u32* out_indices = reinterpret_cast<u32*>(p.stream_indices) + segment_slots + slot_first;
+        bool slots_known = !sampled;  // warp-uniform
+        auto find_slots = [&]() {
+            if (!slots_known) {
+                while (*reinterpret_cast<volatile u32*>(&s.hits_done) < WARPS) {
+                }
+                __threadfence_block();
+                bt_stream_slots(hits, regions, region_in_segment, capacity * (u32)ctas * WARPS,
+                                &slot_first, &slot_count);
+                out_ranks = reinterpret_cast<R*>(p.stream_ranks) + segment_slots + slot_first;
+                out_indices = reinterpret_cast<u32*>(p.stream_indices) + segment_slots + slot_first;
+                slots_known = true;
+            }
+        };
         u32 appended = 0;  // warp-uniform
         R low = ~(R)0;     // the lowest and highest rank of this lane's candidates
         R high = 0;
@@ -713,7 +817,7 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             low = r < low ? r : low;
             high = r > high ? r : high;
             reached += r >= threshold ? 1u : 0u;
-            if (pos < capacity) {
+            if (pos < slot_count) {
                 out_ranks[pos] = r;
                 out_indices[pos] = index;
             }
@@ -736,6 +840,7 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                 const u32 v = base + u * 32u + lane;
                 v4[u] = v < vectors ? __ldcs(src4 + v) : make_uint4(0u, 0u, 0u, 0u);
             }
+            find_slots();  // the first batch: its loads are in flight
             u32 flags = 0;  // bit u * VEC + e: key e of vector slot u
 #pragma unroll
             for (u32 u = 0; u < UNROLL; ++u) {
@@ -783,6 +888,7 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                 put(pos, bt_batch_key<Bits, UNROLL>(v4, b), first + u * 32u * VEC + b % VEC);
             }
         }
+        find_slots();
         // The keys past the vectors (an unaligned part, or a tail of fewer than VEC keys).
         for (u32 base = lo + vectors * VEC; base < hi; base += 32u) {  // warp-uniform
             const u32 j = base + lane;
@@ -798,10 +904,10 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         reached = bt_warp_sum(reached);
         if (lane == 0) {
             u64* record = reinterpret_cast<u64*>(p.stream_counts) + region * BT_STREAM_RECORD_WORDS;
-            record[0] = appended;  // > capacity: an overflow
+            record[0] = appended | (u64)slot_count << 32;  // appended > slot_count: an overflow
             record[1] = (u64)low;
             record[2] = (u64)high;
-            record[3] = reached;
+            record[3] = reached | (u64)slot_first << 32;
         }
     }
 #if __CUDA_ARCH__ >= 900
@@ -864,16 +970,21 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
         const u64 first_region = slot * ctas * BT_STREAM_FILTER_WARPS;
         // Thread r < regions reads region r's record: its counts and its ranks' range.
         u32 count = 0;
+        u32 slots = 0;
         R low = ~(R)0;
         R high = 0;
         u32 reached = 0;
         if (tid < regions) {
             const u64* record = reinterpret_cast<const u64*>(p.stream_counts) +
                 (first_region + tid) * BT_STREAM_RECORD_WORDS;
-            count = (u32)record[0];
+            const u64 counts = record[0];
+            const u64 reach = record[3];
+            count = (u32)counts;
+            slots = (u32)(counts >> 32);
             low = (R)record[1];
             high = (R)record[2];
-            reached = (u32)record[3];
+            reached = (u32)reach;
+            s.region_slot[tid] = (u32)(reach >> 32);
         }
         // The bucket path's counters, cleared here to save it barriers.
         for (u32 b = tid; b < BT_BUCKETS; b += BLOCK_THREADS) {
@@ -885,7 +996,7 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
             s.range_lo = ~(R)0;
             s.range_hi = 0;
         }
-        const bool overflow = __syncthreads_or(count > capacity) != 0;
+        const bool overflow = __syncthreads_or(count > slots) != 0;
         bt_warp_range(low, high);
         reached = bt_warp_sum(reached);
         if (lane == 0 && warp * 32u < regions) {
@@ -894,7 +1005,7 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
             atomicAdd(&s.reached, reached);
         }
         u32 n = 0;
-        const u32 at = block_exclusive_sum<BLOCK_THREADS>(min(count, capacity), s.warp_totals, &n);
+        const u32 at = block_exclusive_sum<BLOCK_THREADS>(min(count, slots), s.warp_totals, &n);
         if (tid <= regions) {
             s.region_start[tid] = at;  // thread `regions` writes n
         }
@@ -908,14 +1019,14 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
             // order) and counts each candidate in its bucket.
             const BtBuckets<R> bucket(s.range_lo, s.range_hi);
             const R* in_ranks = reinterpret_cast<const R*>(p.stream_ranks) +
-                first_region * capacity;
+                first_region * capacity;  // the segment's first slot
             const u32* in_indices = reinterpret_cast<const u32*>(p.stream_indices) +
                 first_region * capacity;
             for (u32 r = warp; r < regions; r += WARPS) {
                 const u32 to = s.region_start[r];
                 const u32 c = s.region_start[r + 1u] - to;
-                const R* from_ranks = in_ranks + (u64)r * capacity;
-                const u32* from_indices = in_indices + (u64)r * capacity;
+                const R* from_ranks = in_ranks + s.region_slot[r];
+                const u32* from_indices = in_indices + s.region_slot[r];
                 for (u32 base = 0; base < c; base += LOADS * 32u) {
                     R rk[LOADS];
                     u32 x[LOADS];

@@ -1245,14 +1245,13 @@ fn stream_layout<K: RadixKey>(
         STREAM_CANDIDATES / 2
     };
     let regions = ctas * STREAM_FILTER_WARPS;
-    // A region's slots in global memory: four times its even share. A region that overflows
-    // sends its segment to the exact path over every key (~10x slower), and smooth inputs
-    // (neighbouring scores correlated) crowd the candidates into a few regions: for an AR(1)
-    // series with coefficient 0.99 at [64x131072] k=2048, the fullest of 64 regions holds a
-    // median of 318 and a 99th percentile of 542 candidates (simulated, NOTES-batched), so
-    // twice the share (256) overflowed 79 % of such segments and four times (512) 2.5 %. The
-    // scratch is then half the keys' bytes for 4-byte keys; the final selection still holds
-    // at most `total` in shared memory.
+    // A segment's slots in global memory: four times its candidate budget, `candidates` per
+    // region on average. A region that overflows sends its segment to the exact path over
+    // every key (~10x slower), and sorted, smooth or clustered inputs crowd the candidates
+    // into a few regions, so the filter shares a quarter of a sampled segment's slots out by
+    // where the sample's best keys lie (bt_stream_slots; the rest evenly). The scratch is
+    // half the keys' bytes for 4-byte keys; the final selection still holds at most `total`
+    // in shared memory.
     let candidates = (4 * budget / regions).min(chunk / STREAM_FILTER_WARPS);
     let total = budget.min(candidates * regions);
     let selected = plan.per_segment_max.min(STREAM_MAX_K as u64);
