@@ -623,9 +623,9 @@ __device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u3
 // an overflow sends the segment to the exact path over every key, ~10x slower). A host
 // simulation of the sample and the threshold at [64x131072] k=2048 (NOTES-batched, seventh
 // session) fits every region of sorted and reversed rows, of one or five hot windows and of
-// 96-99 % of AR(1) series with coefficients 0.99 to 0.9999 (an even split of twice as many
-// slots per region: 0 % of the sorted rows and of AR(1) 0.999). `hits` is read only: every
-// warp of the block computes its own region's slots.
+// 96-99 % of AR(1) series with coefficients 0.99 to 0.9999 (the even split before, 512 slots
+// per region: 0 % of the sorted rows, 2 % of AR(1) 0.999). `hits` is read only: every warp of
+// the block computes its own region's slots.
 __device__ __forceinline__ void bt_stream_slots(const u32* hits, u32 regions, u32 region,
                                                 u32 total, u32* first, u32* count) {
     const u32 lane = threadIdx.x & 31u;
@@ -669,7 +669,9 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
     const u64 ctas = p.stream_ctas;
     const u32 chunk = (u32)p.stream_chunk;
     const u32 part = chunk / WARPS;  // a warp's keys: a multiple of VEC (the host's chunks)
-    const u32 capacity = (u32)p.stream_candidates;  // per warp
+    // A region's slots on average (the stride of a segment's slots: regions x capacity), and
+    // an unsampled region's.
+    const u32 capacity = (u32)p.stream_candidates;
     const u64 work = bt_bin_count(p, BT_TIER_STREAM) * ctas;
     for (u32 b = tid; b < BtSampleBins<R>::ALLOCATED; b += BLOCK_THREADS) {
         sample_bins[b] = 0;
@@ -932,7 +934,7 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
     const u32 warp = tid >> 5;
     const u32 ctas = (u32)p.stream_ctas;
     const u32 chunk = (u32)p.stream_chunk;
-    const u32 capacity = (u32)p.stream_candidates;  // per region (a filter warp's)
+    const u32 capacity = (u32)p.stream_candidates;  // a segment's slots: regions x capacity
     const u32 total_cap = (u32)p.stream_total;      // on chip
     R* cand_ranks = reinterpret_cast<R*>(bt_dynamic);
     u32* cand_indices = reinterpret_cast<u32*>(bt_dynamic + (u64)total_cap * sizeof(R));

@@ -344,9 +344,9 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
             // The state (a histogram, warp sums, three ranks of up to 8 bytes, the region starts
-            // of up to 16 chunks, 8 counters, 8 bytes for the alignment of 8-byte ranks) and the
-            // filter's sample bins (4096 for 8-byte ranks); the final stage's buffers are
-            // dynamic.
+            // and first slots of up to 16 chunks, 9 counters, 8 bytes for the alignment of
+            // 8-byte ranks) and the filter's sample bins (4096 for 8-byte ranks); the final
+            // stage's buffers are dynamic.
             Some(4) => {
                 let sample_bins = if spec.constant("ITEMS") == Some(1) {
                     4 * 4096
@@ -354,7 +354,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
                     0
                 };
                 let region_starts = 4 * (16 * STREAM_FILTER_WARPS + 1);
-                4 * BINS + 4 * warps + 24 + region_starts + 4 * 8 + 8 + sample_bins
+                let region_slots = 4 * 16 * STREAM_FILTER_WARPS;
+                4 * BINS + 4 * warps + 24 + region_starts + region_slots + 4 * 9 + 8 + sample_bins
             }
             _ => 0,
         }
@@ -1236,8 +1237,7 @@ fn stream_layout<K: RadixKey>(
     let chunk = STREAM_CHUNK_BYTES / key_bytes;
     let ctas = largest.div_ceil(chunk);
     // Ranks are u32 for keys of up to 32 bits, else u64; a candidate is a rank and a u32
-    // index. The segment's candidate budget is split evenly over its regions (a filter warp's
-    // part of a chunk).
+    // index. A region is a filter warp's part of a chunk.
     let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
     let budget = if key_bytes <= 4 {
         STREAM_CANDIDATES
