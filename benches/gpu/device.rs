@@ -157,67 +157,52 @@ impl Gpu {
         ))
     }
 
-    /// n uniform f32 keys of stream `seed`, generated on the device.
-    pub fn gen_f32(&self, n: u64, seed: u64) -> Result<CudaSlice<f32>> {
-        let mut out = self.alloc::<f32>(n)?;
+    /// Runs generator `kernel` (gen.cuh: `kernel(T* out, u64 n, u64 seed[, unsigned extra])`,
+    /// which writes out[0..n)) into a new buffer of n elements.
+    fn generate<T: cudarc::driver::DeviceRepr>(
+        &self,
+        kernel: &CudaFunction,
+        name: &str,
+        n: u64,
+        seed: u64,
+        extra: Option<u32>,
+    ) -> Result<CudaSlice<T>> {
+        let mut out = self.alloc::<T>(n)?;
         let cfg = LaunchConfig {
             grid_dim: (grid_for(n), 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.stream.launch_builder(&self.gen_f32);
+        let mut b = self.stream.launch_builder(kernel);
         b.arg(&mut out).arg(&n).arg(&seed);
-        // SAFETY: oxb_gen_f32(float* out, unsigned long long n, unsigned long long seed) writes
-        // out[0..n), and `out` holds n f32.
-        unsafe { b.launch(cfg) }.ctx("launching oxb_gen_f32")?;
+        if let Some(extra) = extra.as_ref() {
+            b.arg(extra);
+        }
+        // SAFETY: the callers pass the generator with exactly these parameters (out, n, seed
+        // and, where it takes one, the unsigned `extra`); it writes out[0..n), and `out` holds
+        // n elements of its element type.
+        unsafe { b.launch(cfg) }.ctx(format!("launching {name}"))?;
         Ok(out)
+    }
+
+    /// n uniform f32 keys of stream `seed`, generated on the device.
+    pub fn gen_f32(&self, n: u64, seed: u64) -> Result<CudaSlice<f32>> {
+        self.generate(&self.gen_f32, "oxb_gen_f32", n, seed, None)
     }
 
     /// n f32 keys in ascending rows of `len` (`oxb_ramp_f32`), generated on the device.
     pub fn gen_ramp_f32(&self, n: u64, seed: u64, len: u32) -> Result<CudaSlice<f32>> {
-        let mut out = self.alloc::<f32>(n)?;
-        let cfg = LaunchConfig {
-            grid_dim: (grid_for(n), 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = self.stream.launch_builder(&self.gen_ramp);
-        b.arg(&mut out).arg(&n).arg(&seed).arg(&len);
-        // SAFETY: oxb_gen_ramp_f32(float* out, u64 n, u64 seed, unsigned len) writes out[0..n),
-        // and `out` holds n f32.
-        unsafe { b.launch(cfg) }.ctx("launching oxb_gen_ramp_f32")?;
-        Ok(out)
+        self.generate(&self.gen_ramp, "oxb_gen_ramp_f32", n, seed, Some(len))
     }
 
     /// n u32 keys in [0, mask] of stream `seed`, generated on the device.
     pub fn gen_u32(&self, n: u64, seed: u64, mask: u32) -> Result<CudaSlice<u32>> {
-        let mut out = self.alloc::<u32>(n)?;
-        let cfg = LaunchConfig {
-            grid_dim: (grid_for(n), 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = self.stream.launch_builder(&self.gen_u32);
-        b.arg(&mut out).arg(&n).arg(&seed).arg(&mask);
-        // SAFETY: oxb_gen_u32(unsigned* out, u64 n, u64 seed, unsigned mask) writes out[0..n).
-        unsafe { b.launch(cfg) }.ctx("launching oxb_gen_u32")?;
-        Ok(out)
+        self.generate(&self.gen_u32, "oxb_gen_u32", n, seed, Some(mask))
     }
 
     /// The first n power-law segment lengths of stream `seed`, generated on the device.
     pub fn gen_powerlaw_len(&self, n: u64, seed: u64, max_exp: u32) -> Result<CudaSlice<u32>> {
-        let mut out = self.alloc::<u32>(n)?;
-        let cfg = LaunchConfig {
-            grid_dim: (grid_for(n), 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = self.stream.launch_builder(&self.gen_pl);
-        b.arg(&mut out).arg(&n).arg(&seed).arg(&max_exp);
-        // SAFETY: oxb_gen_powerlaw_len(unsigned* out, u64 n, u64 seed, unsigned max_exp) writes
-        // out[0..n).
-        unsafe { b.launch(cfg) }.ctx("launching oxb_gen_powerlaw_len")?;
-        Ok(out)
+        self.generate(&self.gen_pl, "oxb_gen_powerlaw_len", n, seed, Some(max_exp))
     }
 
     /// Copies a device buffer to the host (and waits for it).

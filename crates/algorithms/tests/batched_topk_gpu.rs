@@ -910,14 +910,7 @@ fn stream_tier_sample_miss_with_nans_below_the_threshold() {
 fn stream_tier_smooth_scores() {
     let Some(cuda) = gpu_or_skip() else { return };
     const SIZE: usize = 131_072;
-    let mut rng = SplitMix64::new(73);
-    let mut x = 0.0f64;
-    let keys: Vec<f32> = (0..3 * SIZE)
-        .map(|_| {
-            x = 0.99 * x + (unit_f64(&mut rng) - 0.5);
-            x as f32
-        })
-        .collect();
+    let keys = ar1_scores(&mut SplitMix64::new(73), 3 * SIZE, 0.99);
     let case = Case::contiguous(keys, &[SIZE, SIZE, SIZE], &[2048, 2048, 1000], &[0, 1, 0]);
     for_every_env!(check_case(&cuda, &case));
 }
@@ -935,13 +928,7 @@ fn stream_tier_sorted_and_clustered_scores() {
     let mut rng = SplitMix64::new(74);
     let ascending: Vec<f32> = (0..SIZE).map(|j| j as f32 / SIZE as f32).collect();
     let descending: Vec<f32> = ascending.iter().rev().copied().collect();
-    let mut x = 0.0f64;
-    let smooth: Vec<f32> = (0..SIZE)
-        .map(|_| {
-            x = 0.999 * x + (unit_f64(&mut rng) - 0.5);
-            x as f32
-        })
-        .collect();
+    let smooth = ar1_scores(&mut rng, SIZE, 0.999);
     let mut window = |width: usize, count: usize| -> Vec<f32> {
         let mut keys: Vec<f32> = (0..SIZE).map(|_| unit_f64(&mut rng) as f32).collect();
         for _ in 0..count {
@@ -970,6 +957,18 @@ fn stream_tier_sorted_and_clustered_scores() {
     let ks = [2048, 2048, 2048, 2048, 1500, 2048, 2048, 2048];
     let case = Case::contiguous(keys, &sizes, &ks, &[1, 1, 0, 1, 0, 1, 1, 1]);
     for_every_env!(check_case(&cuda, &case));
+}
+
+/// `n` keys of an AR(1) series x_i = rho x_(i-1) + u_i - 0.5 from x = 0, u uniform in [0, 1)
+/// (`unit_f64`): neighbouring keys correlated, more so as rho nears 1.
+fn ar1_scores(rng: &mut SplitMix64, n: usize, rho: f64) -> Vec<f32> {
+    let mut x = 0.0f64;
+    (0..n)
+        .map(|_| {
+            x = rho * x + (unit_f64(rng) - 0.5);
+            x as f32
+        })
+        .collect()
 }
 
 /// A number uniform in [0, 1) with 53 bits of resolution.

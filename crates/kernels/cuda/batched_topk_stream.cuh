@@ -615,6 +615,11 @@ __device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u3
     return largest < best ? best - largest : (R)0;
 }
 
+// The filter regions of a segment of `size` keys: a warp's part of each chunk the filter runs.
+__device__ __forceinline__ u32 bt_stream_regions(u32 size, u32 chunk) {
+    return (size + chunk - 1u) / chunk * BT_STREAM_FILTER_WARPS;
+}
+
 // The slots of region `region` of a sampled segment's `regions`, from its `total` slots (the
 // same in every block of the segment: the same sample, the same threshold): three quarters
 // split evenly, the last quarter in proportion to the sample keys at or above the threshold
@@ -676,12 +681,18 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
     for (u32 b = tid; b < BtSampleBins<R>::ALLOCATED; b += BLOCK_THREADS) {
         sample_bins[b] = 0;
     }
-    for (u32 r = tid; r < BT_STREAM_MAX_CTAS * WARPS; r += BLOCK_THREADS) {
-        s.region_start[r] = 0;  // the sample hits per region
-    }
+    u32* const hits = s.region_start;  // the sample keys at or above the threshold, per region
+    auto clear_hits = [&]() {
+        for (u32 r = tid; r < BT_STREAM_MAX_CTAS * WARPS; r += BLOCK_THREADS) {
+            hits[r] = 0;
+        }
+        if (tid == 0) {
+            s.hits_done = 0;
+        }
+    };
+    clear_hits();
     if (tid == 0) {
         s.sample_best = 0;
-        s.hits_done = 0;
     }
     __syncthreads();
     for (u64 w = blockIdx.x; w < work; w += gridDim.x) {
@@ -715,7 +726,7 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         // This warp's region (of the segment's `regions`) and its slots: an even share of the
         // segment's slots, or (sampled) a quarter of them spread over the regions by the
         // sample keys at or above the threshold that each region holds (bt_stream_slots).
-        const u32 regions = (size + chunk - 1u) / chunk * WARPS;
+        const u32 regions = bt_stream_regions(size, chunk);
         const u32 region_in_segment = c * WARPS + warp;
         u32 slot_first = region_in_segment * capacity;
         u32 slot_count = capacity;
@@ -725,19 +736,13 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         const float expected = (float)count * (float)written / (float)size;
         const float m = ceilf(expected + 6.0f * sqrtf(expected) + 4.0f);
         const bool sampled = written != size && m < (float)count;
-        u32* hits = s.region_start;  // the sample keys at or above the threshold, per region
         if (sampled) {
             if (w != blockIdx.x) {
                 // Cleared for this work item once every warp has read the previous one's
                 // (the kernel's start cleared them for the first); bt_sample_threshold's
                 // barriers order the clearing before the counts.
                 __syncthreads();
-                for (u32 r = tid; r < BT_STREAM_MAX_CTAS * WARPS; r += BLOCK_THREADS) {
-                    hits[r] = 0;
-                }
-                if (tid == 0) {
-                    s.hits_done = 0;
-                }
+                clear_hits();
             }
             u32 sample_vector[Sample::VECTORS];
             Bits raw[Sample::PER_THREAD];
@@ -795,8 +800,10 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
 
         const u64 region = w * WARPS + warp;
         const u64 segment_slots = slot * ctas * WARPS * capacity;
-        R* out_ranks = reinterpret_cast<R*>(p.stream_ranks) + segment_slots + slot_first;
-        u32* out_indices = reinterpret_cast<u32*>(p.stream_indices) + segment_slots + slot_first;
+        R* const segment_ranks = reinterpret_cast<R*>(p.stream_ranks) + segment_slots;
+        u32* const segment_indices = reinterpret_cast<u32*>(p.stream_indices) + segment_slots;
+        R* out_ranks = segment_ranks + slot_first;
+        u32* out_indices = segment_indices + slot_first;
         bool slots_known = !sampled;  // warp-uniform
         auto find_slots = [&]() {
             if (!slots_known) {
@@ -805,8 +812,8 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                 __threadfence_block();
                 bt_stream_slots(hits, regions, region_in_segment, capacity * (u32)ctas * WARPS,
                                 &slot_first, &slot_count);
-                out_ranks = reinterpret_cast<R*>(p.stream_ranks) + segment_slots + slot_first;
-                out_indices = reinterpret_cast<u32*>(p.stream_indices) + segment_slots + slot_first;
+                out_ranks = segment_ranks + slot_first;
+                out_indices = segment_indices + slot_first;
                 slots_known = true;
             }
         };
@@ -968,11 +975,11 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
         const u32 size = (u32)size64;
         const u32 written = (u32)written64;
         // The regions of the chunks the filter ran, in (chunk, warp) order = index order.
-        const u32 regions = (size + chunk - 1u) / chunk * BT_STREAM_FILTER_WARPS;
+        const u32 regions = bt_stream_regions(size, chunk);
         const u64 first_region = slot * ctas * BT_STREAM_FILTER_WARPS;
         // Thread r < regions reads region r's record: its counts and its ranks' range.
         u32 count = 0;
-        u32 slots = 0;
+        u32 region_slots = 0;
         R low = ~(R)0;
         R high = 0;
         u32 reached = 0;
@@ -982,7 +989,7 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
             const u64 counts = record[0];
             const u64 reach = record[3];
             count = (u32)counts;
-            slots = (u32)(counts >> 32);
+            region_slots = (u32)(counts >> 32);
             low = (R)record[1];
             high = (R)record[2];
             reached = (u32)reach;
@@ -998,7 +1005,7 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
             s.range_lo = ~(R)0;
             s.range_hi = 0;
         }
-        const bool overflow = __syncthreads_or(count > slots) != 0;
+        const bool overflow = __syncthreads_or(count > region_slots) != 0;
         bt_warp_range(low, high);
         reached = bt_warp_sum(reached);
         if (lane == 0 && warp * 32u < regions) {
@@ -1007,7 +1014,8 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
             atomicAdd(&s.reached, reached);
         }
         u32 n = 0;
-        const u32 at = block_exclusive_sum<BLOCK_THREADS>(min(count, slots), s.warp_totals, &n);
+        const u32 at = block_exclusive_sum<BLOCK_THREADS>(
+            min(count, region_slots), s.warp_totals, &n);
         if (tid <= regions) {
             s.region_start[tid] = at;  // thread `regions` writes n
         }
