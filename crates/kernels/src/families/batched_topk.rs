@@ -348,14 +348,16 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             // 8-byte ranks) and the filter's sample bins (4096 for 8-byte ranks); the final
             // stage's buffers are dynamic.
             Some(4) => {
-                let sample_bins = if spec.constant("ITEMS") == Some(1) {
-                    4 * 4096
+                // The filter's batch stage (4 vectors per lane; 2 for 1-byte keys, counted as 4
+                // here), whose words the sample bins share (4096 at most).
+                let filter = if spec.constant("ITEMS") == Some(1) {
+                    (16 * 4 * 32 * warps).max(4 * 4096)
                 } else {
                     0
                 };
                 let region_starts = 4 * (16 * STREAM_FILTER_WARPS + 1);
                 let region_slots = 4 * 16 * STREAM_FILTER_WARPS;
-                4 * BINS + 4 * warps + 24 + region_starts + region_slots + 4 * 9 + 8 + sample_bins
+                4 * BINS + 4 * warps + 24 + region_starts + region_slots + 4 * 9 + 8 + filter
             }
             _ => 0,
         }
