@@ -995,6 +995,49 @@ fn stream_tier_buckets_with_and_without_ties() {
     for_every_env!(check_case(&cuda, &tied));
 }
 
+/// More chunks than the filter has resident blocks (2 per SM: 264 on 132 SMs), so its blocks
+/// stride over several chunks each (a path no call with fewer chunks than one wave reaches):
+/// segments of one chunk whose k draws a sample or does not (k close to the size: about every
+/// key is a candidate), in random order, so a block meets both kinds in both orders. 4- and
+/// 8-byte keys, and keys with heavy ties (the exact paths). A wrong threshold or slot split
+/// costs speed, not correctness (the final checks the candidates), so this pins the results of
+/// the grid-stride path, not the clearing between its work items.
+#[test]
+fn stream_tier_grid_stride_over_sampled_and_unsampled_segments() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn case<K: RefKey>(keys_for: impl Fn(usize, u64) -> Vec<K>, seed: u64) -> Case<K> {
+        let mut rng = SplitMix64::new(seed);
+        let count = 700;
+        // (size, k): a small k (sampled), k = 2048 of a segment barely larger (no sample:
+        // about every key is a candidate), k = 2048 of a larger one (sampled).
+        let (sizes, ks): (Vec<usize>, Vec<i64>) = (0..count)
+            .map(|_| {
+                let size = 2049 + (rng.next_u64() % 14_000) as usize;
+                match rng.next_u64() % 3 {
+                    0 => (size, 1 + (rng.next_u64() % 300) as i64),
+                    1 => (2049 + (rng.next_u64() % 40) as usize, 2048),
+                    _ => (size, 2048),
+                }
+            })
+            .unzip();
+        let total = sizes.iter().sum();
+        let d = dirs(&mut rng, count);
+        Case::contiguous(keys_for(total, seed), &sizes, &ks, &d)
+    }
+    let f32s = case(sample_keys::<f32>, 70);
+    for_every_env!(check_case(&cuda, &f32s));
+    let f64s = case(sample_keys::<f64>, 71);
+    check_case(&cuda, &f64s, &Env::new());
+    check_case(
+        &cuda,
+        &f64s,
+        &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+    );
+    let ties = case(four_values::<i32>, 72);
+    check_case(&cuda, &ties, &Env::new());
+    check_case(&cuda, &ties, &require!(tie_break::PreferLargerIndex));
+}
+
 /// Segments above the stream tier's cap for their key width go to the multi-block tier in
 /// the same call: 8-byte keys above 131072 items, 4-byte keys above 262144.
 #[test]

@@ -1079,8 +1079,10 @@ pub fn batched_topk<K: RadixKey, V>(
             )?;
         }
         if stream_tier {
-            // The filter, a block per (list position, chunk) (grid-stride beyond the grid),
-            // then the final selection, a block per list position.
+            // The filter, a block per (list position, chunk) up to as many as are resident at
+            // once (the blocks stride over the rest, so calls with more chunks than one wave,
+            // which tests make, run its grid-stride path), then the final selection, a block
+            // per list position.
             let blocks = |n: u64| n.clamp(1, STREAM_MAX_GRID) as u32;
             let spec = KernelSpec::batched_topk(key, value_bytes, BatchedKernel::StreamFilter);
             let loaded = runtime.kernel(&spec)?;
@@ -1088,7 +1090,10 @@ pub fn batched_topk<K: RadixKey, V>(
                 stage: STAGE_SELECT,
                 ..params
             };
-            let filter_blocks = blocks(stream_slots.saturating_mul(stream_shape.ctas));
+            let chunk_threads = stream_slots
+                .saturating_mul(stream_shape.ctas)
+                .saturating_mul(u64::from(STREAM_FILTER_THREADS));
+            let filter_blocks = runtime.grid_blocks(&loaded, chunk_threads, 1);
             runtime.launch_with_shared(
                 stream,
                 &loaded,
