@@ -998,8 +998,8 @@ fn stream_tier_buckets_with_and_without_ties() {
 /// More chunks than the filter has resident blocks (2 per SM: 264 on 132 SMs), so its blocks
 /// stride over several chunks each (a path no call with fewer chunks than one wave reaches):
 /// segments of one chunk whose k draws a sample or does not (k close to the size: about every
-/// key is a candidate), in random order, so a block meets both kinds in both orders. 4- and
-/// 8-byte keys, and keys with heavy ties (the exact paths). A wrong threshold or slot split
+/// key is a candidate), in random order, so a block meets both kinds in both orders. 1-, 2-, 4-
+/// and 8-byte keys, and keys with heavy ties (the exact paths). A wrong threshold or slot split
 /// costs speed, not correctness (the final checks the candidates), so this pins the results of
 /// the grid-stride path, not the clearing between its work items.
 #[test]
@@ -1009,13 +1009,15 @@ fn stream_tier_grid_stride_over_sampled_and_unsampled_segments() {
         let mut rng = SplitMix64::new(seed);
         let count = 700;
         // (size, k): a small k (sampled), k = 2048 of a segment barely larger (no sample:
-        // about every key is a candidate), k = 2048 of a larger one (sampled).
+        // about every key is a candidate), k = 2048 of a larger one (sampled). Sizes are
+        // multiples of 16 keys, so every segment starts 16-byte aligned and streams as
+        // vectors through the batch stage.
         let (sizes, ks): (Vec<usize>, Vec<i64>) = (0..count)
             .map(|_| {
-                let size = 2049 + (rng.next_u64() % 14_000) as usize;
+                let size = 2064 + 16 * (rng.next_u64() % 875) as usize;
                 match rng.next_u64() % 3 {
                     0 => (size, 1 + (rng.next_u64() % 300) as i64),
-                    1 => (2049 + (rng.next_u64() % 40) as usize, 2048),
+                    1 => (2064 + 16 * (rng.next_u64() % 3) as usize, 2048),
                     _ => (size, 2048),
                 }
             })
@@ -1036,6 +1038,9 @@ fn stream_tier_grid_stride_over_sampled_and_unsampled_segments() {
     let ties = case(four_values::<i32>, 72);
     check_case(&cuda, &ties, &Env::new());
     check_case(&cuda, &ties, &require!(tie_break::PreferLargerIndex));
+    // 1- and 2-byte keys: 16 and 8 keys a vector, 2 and 4 vectors a lane's batch.
+    check_case(&cuda, &case(sample_keys::<u8>, 73), &Env::new());
+    check_case(&cuda, &case(sample_keys::<half::f16>, 74), &Env::new());
 }
 
 /// Segments above the stream tier's cap for their key width go to the multi-block tier in

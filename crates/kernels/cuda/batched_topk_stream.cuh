@@ -2,8 +2,9 @@
 // thousand keys up to a few hundred thousand with min(k, size) <= K_CAP, two launches and no
 // host round trip:
 //
-//   PART 1 (filter)        a block per chunk of a segment (p.stream_chunk keys; the grid walks
-//                          (list position, chunk) pairs). Every block of a segment draws the
+//   PART 1 (filter)        a block per chunk of a segment (p.stream_chunk keys; the grid,
+//                          one wave of resident blocks, strides over (chunk, list position)
+//                          pairs, chunk-major). Every block of a segment draws the
 //                          same sample of 16-byte vectors spread over the whole segment
 //                          (BtStreamSample: at least 2048 keys) and finds the same
 //                          threshold: a rank at or below the m-th best sample
@@ -642,7 +643,7 @@ struct BtStreamBatch {
     static constexpr u32 BATCH = UNROLL * 32u;           // vectors per warp
 };
 
-// The filter (PART 1), a block per (list position, chunk). Each warp of the block streams
+// The filter (PART 1), a block per (chunk, list position) work item. Each warp of the block streams
 // its own contiguous part of the chunk in index order and appends its candidates to its own
 // slots: no block barrier while the keys stream by, and the candidates of a segment, read in
 // (chunk, warp) order, are in index order.
@@ -665,7 +666,8 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
     // A region's slots on average (the stride of a segment's slots: regions x capacity), and
     // an unsampled region's.
     const u32 capacity = (u32)p.stream_candidates;
-    const u64 work = bt_bin_count(p, BT_TIER_STREAM) * ctas;
+    const u64 slots = bt_bin_count(p, BT_TIER_STREAM);
+    const u64 work = slots * ctas;
     u32* const hits = s.region_start;  // the sample keys at or above the threshold, per region
     auto clear_sample = [&]() {
         for (u32 b = tid; b < BtSampleBins<R>::ALLOCATED; b += BLOCK_THREADS) {
@@ -683,9 +685,12 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         s.sample_best = 0;
     }
     __syncthreads();
+    // Work items chunk-major: ctas (the chunks of the largest segment the bounds allow) may
+    // exceed a segment's chunks, and a grid that is a multiple of ctas would otherwise give
+    // each block one chunk number, so that only the blocks of the low chunks had work.
     for (u64 w = blockIdx.x; w < work; w += gridDim.x) {
-        const u64 slot = w / ctas;
-        const u32 c = (u32)(w - slot * ctas);
+        const u32 c = (u32)(w / slots);
+        const u64 slot = w - c * slots;
         const u64 seg = bt_bin_segment(p, BT_TIER_STREAM, slot);
         u64 begin, size64, written64;
         u32 dir;
@@ -774,9 +779,9 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                 }
             }
             // No block barrier: each warp waits for the others' counts when it first needs its
-            // slots, with its first batch's loads in flight. (Every block of the grid is here
-            // at once, with DRAM idle: with a barrier and the slots worked out before the
-            // first loads, the filter took 19.1 us at [64x131072] instead of 17.9.)
+            // slots, with its first batch's loads in flight. (At the kernel's start every block
+            // is here at once, with DRAM idle: with a barrier and the slots worked out before
+            // the first loads, the filter took 19.1 us at [64x131072] instead of 17.9.)
             __syncwarp();
             if (lane == 0) {
                 __threadfence_block();
@@ -786,7 +791,7 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         // Keys at or above the threshold (a superset for f32 and f64: RadixHitTest).
         const RadixHitTest<Key> hit((Bits)threshold, dir ? (Bits)~(Bits)0 : (Bits)0);
 
-        const u64 region = w * WARPS + warp;
+        const u64 region = (slot * ctas + c) * WARPS + warp;  // the final reads it there
         const u64 segment_slots = slot * ctas * WARPS * capacity;
         R* const segment_ranks = reinterpret_cast<R*>(p.stream_ranks) + segment_slots;
         u32* const segment_indices = reinterpret_cast<u32*>(p.stream_indices) + segment_slots;

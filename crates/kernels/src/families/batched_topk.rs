@@ -345,8 +345,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
             // The state (a histogram, warp sums, three ranks of up to 8 bytes, the region starts
             // and first slots of up to 16 chunks, 9 counters, 8 bytes for the alignment of
-            // 8-byte ranks) and the filter's sample bins (4096 for 8-byte ranks); the final
-            // stage's buffers are dynamic.
+            // 8-byte ranks) and the filter's batch stage, whose words its sample bins share;
+            // the final stage's buffers are dynamic.
             Some(4) => {
                 // The filter's batch stage (4 vectors per lane; 2 for 1-byte keys, counted as 4
                 // here), whose words the sample bins share (4096 at most).
@@ -1079,7 +1079,7 @@ pub fn batched_topk<K: RadixKey, V>(
             )?;
         }
         if stream_tier {
-            // The filter, a block per (list position, chunk) up to as many as are resident at
+            // The filter, a block per (chunk, list position) up to as many as are resident at
             // once (the blocks stride over the rest, so calls with more chunks than one wave,
             // which tests make, run its grid-stride path), then the final selection, a block
             // per list position.
