@@ -1079,7 +1079,7 @@ pub fn batched_topk<K: RadixKey, V>(
             )?;
         }
         if stream_tier {
-            // The filter, a block per (chunk, list position) up to as many as are resident at
+            // The filter, a block per (list position, chunk) up to as many as are resident at
             // once (the blocks stride over the rest, so calls with more chunks than one wave,
             // which tests make, run its grid-stride path), then the final selection, a block
             // per list position.
@@ -1090,10 +1090,13 @@ pub fn batched_topk<K: RadixKey, V>(
                 stage: STAGE_SELECT,
                 ..params
             };
-            let chunk_threads = stream_slots
-                .saturating_mul(stream_shape.ctas)
-                .saturating_mul(u64::from(STREAM_FILTER_THREADS));
-            let filter_blocks = runtime.grid_blocks(&loaded, chunk_threads, 1);
+            let items = stream_slots.saturating_mul(stream_shape.ctas);
+            let wave = runtime.grid_blocks(
+                &loaded,
+                items.saturating_mul(u64::from(STREAM_FILTER_THREADS)),
+                1,
+            );
+            let filter_blocks = stride_coprime(wave, items, stream_shape.ctas);
             runtime.launch_with_shared(
                 stream,
                 &loaded,
@@ -1153,6 +1156,26 @@ pub fn batched_topk<K: RadixKey, V>(
     }
     drop(guards);
     Ok(BatchedStatus { words: status })
+}
+
+/// The filter's grid: `wave` blocks (at most one per item), lowered when it strides over more
+/// items to the largest count coprime to `ctas`, so that block b's items b, b + grid, ... cycle
+/// through the chunk numbers (item = list position x ctas + chunk) instead of repeating one.
+fn stride_coprime(wave: u32, items: u64, ctas: u64) -> u32 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let mut grid = u64::from(wave.max(1));
+    if items > grid {
+        while grid > 1 && gcd(grid, ctas.max(1)) != 1 {
+            grid -= 1;
+        }
+    }
+    u32::try_from(grid).unwrap_or(u32::MAX)
 }
 
 /// Whether the host can check every segment before launching: strided layout, size, `k`,
@@ -1314,6 +1337,27 @@ fn keep_opt<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A filter grid that strides over more items than it has blocks gives every block every
+    /// chunk number in turn; one with enough blocks keeps one block per item.
+    #[test]
+    fn the_filter_grid_cycles_through_the_chunk_numbers() {
+        assert_eq!(stride_coprime(256, 256, 4), 256);
+        assert_eq!(stride_coprime(264, 700, 1), 264);
+        assert_eq!(stride_coprime(264, 2048, 8), 263);
+        assert_eq!(stride_coprime(264, 5000, 3), 263);
+        assert_eq!(stride_coprime(264, 5000, 12), 263);
+        assert_eq!(stride_coprime(4, 100, 8), 3);
+        assert_eq!(stride_coprime(0, 100, 8), 1);
+        for ctas in 1..=16u64 {
+            let grid = u64::from(stride_coprime(264, 100_000, ctas));
+            for block in [0, 1, grid - 1] {
+                let chunks: std::collections::BTreeSet<u64> =
+                    (0..ctas).map(|k| (block + k * grid) % ctas).collect();
+                assert_eq!(chunks.len() as u64, ctas, "ctas {ctas}, grid {grid}");
+            }
+        }
+    }
 
     /// The host keeps copies of the stream tier's header constants, and the scratch and
     /// shared-memory layouts depend on the two agreeing: each copy must appear in the header.
