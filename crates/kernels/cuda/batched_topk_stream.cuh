@@ -50,6 +50,15 @@ constexpr u32 BT_BUCKET_LOG = 12;
 // when the sum of the squared bucket sizes is at most this many comparisons per candidate.
 constexpr u32 BT_BUCKET_WORK = 64;
 
+// A warp's batch in the filter: UNROLL 16-byte vectors per lane (at most 32 keys, one hit bit
+// each), loaded into registers and staged in shared memory (BATCH vectors per warp).
+template <class Bits>
+struct BtStreamBatch {
+    static constexpr u32 VEC = 16u / (u32)sizeof(Bits);  // keys per 16-byte vector
+    static constexpr u32 UNROLL = VEC <= 8u ? 4u : 2u;   // vectors per lane
+    static constexpr u32 BATCH = UNROLL * 32u;           // vectors per warp
+};
+
 // The filter's sample: every block of a segment reads the same VECTORS 16-byte vectors per
 // thread, spread evenly over the segment, so at least 2048 keys (f32: 2048, f64: 2048, 2-byte
 // keys 4096, 1-byte keys 8192). Whole vectors rather than single keys: a sample of single keys
@@ -57,7 +66,7 @@ constexpr u32 BT_BUCKET_WORK = 64;
 // chunk), and those requests, all at the kernel's start, were the filter's critical path.
 template <class Bits, u32 BLOCK_THREADS>
 struct BtStreamSample {
-    static constexpr u32 VEC = 16u / (u32)sizeof(Bits);
+    static constexpr u32 VEC = BtStreamBatch<Bits>::VEC;
     static constexpr u32 VECTORS = VEC >= 4u ? 1u : 4u / VEC;  // per thread
     static constexpr u32 PER_THREAD = VECTORS * VEC;         // keys per thread
     static constexpr u32 GROUPS = VECTORS * BLOCK_THREADS;    // vectors per segment
@@ -634,20 +643,10 @@ __device__ __forceinline__ void bt_stream_slots(const u32* hits, u32 regions, u3
     *count = end - start;
 }
 
-// A warp's batch in the filter: UNROLL 16-byte vectors per lane (at most 32 keys, one hit bit
-// each), loaded into registers and staged in shared memory (BATCH vectors per warp).
-template <class Bits>
-struct BtStreamBatch {
-    static constexpr u32 VEC = 16u / (u32)sizeof(Bits);  // keys per 16-byte vector
-    static constexpr u32 UNROLL = VEC <= 8u ? 4u : 2u;   // vectors per lane
-    static constexpr u32 BATCH = UNROLL * 32u;           // vectors per warp
-};
-
 // The filter (PART 1), a block per (list position, chunk) work item. Each warp of the block
-// streams
-// its own contiguous part of the chunk in index order and appends its candidates to its own
-// slots: no block barrier while the keys stream by, and the candidates of a segment, read in
-// (chunk, warp) order, are in index order.
+// streams its own contiguous part of the chunk in index order and appends its candidates to its
+// own slots: no block barrier while the keys stream by, and the candidates of a segment, read
+// in (chunk, warp) order, are in index order.
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, class R, u32 WARPS>
 __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                                                  BtStreamState<R, WARPS>& s, u32* sample_bins,
