@@ -892,6 +892,7 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             const P before = inclusive - counts;  // the lanes below, per slot
             // A hit's position: start[its slot] + this lane's hits below it (in any slot).
             u32 start[UNROLL];
+            const u32 batch_first = appended;
             u32 at = appended;
             u32 own_below = 0;
 #pragma unroll
@@ -902,6 +903,22 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             }
             appended = at;
             const u32 first = lo + (base + lane) * VEC;  // key 0 of slot 0
+            // Every key of the warp's batch a hit (sorted or clustered inputs, where a walk
+            // over a lane's hits would take UNROLL x VEC rounds): key e of lane l's slot u goes
+            // to batch_first + (32 u + l) VEC + e, written slot by slot.
+            constexpr u32 ALL = UNROLL * VEC == 32u ? ~0u : (1u << (UNROLL * VEC)) - 1u;
+            if (__all_sync(0xFFFFFFFFu, flags == ALL) && appended <= slot_count) {
+#pragma unroll 1
+                for (u32 u = 0; u < UNROLL; ++u) {
+                    const uint4 w = staged[u * 32u];
+                    const u32 at = batch_first + (u * 32u + lane) * VEC;
+#pragma unroll
+                    for (u32 e = 0; e < VEC; ++e) {
+                        put(at + e, bt_vector_key<Bits>(w, e), first + u * 32u * VEC + e);
+                    }
+                }
+                continue;
+            }
             u32 rest = flags;
             while (rest != 0u) {
                 const u32 b = (u32)__ffs(rest) - 1u;
