@@ -1,6 +1,6 @@
 //! Kernel compile check: every spec of the representative matrix compiles with NVRTC to a
 //! CUBIN for sm_90 (and the f32 and f64 batched top-k specs below sm_90, where the kernels take
-//! their other paths). Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line;
+//! their other paths), and the host's estimate of its static shared memory bounds the CUBIN's. Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line;
 //! with `OXICUB_REQUIRE_NVRTC=1` a missing NVRTC fails the test.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -124,12 +124,49 @@ fn batched_topk_calls_instantiate_only_what_their_bounds_allow() {
 }
 
 /// Compiles every spec for `arch` on a few threads and reports every failure.
+/// The static shared memory of the kernel in a CUBIN (an ELF64 image): the sizes of its
+/// `.nv.shared.*` sections.
+fn static_shared_in_cubin(cubin: &[u8], spec: &KernelSpec) -> u64 {
+    assert!(
+        cubin.starts_with(b"\x7fELF") && cubin[4] == 2,
+        "{spec}: not an ELF64 image"
+    );
+    let u16_at = |at: usize| u64::from(u16::from_le_bytes([cubin[at], cubin[at + 1]]));
+    let u32_at = |at: usize| {
+        u64::from(u32::from_le_bytes([
+            cubin[at],
+            cubin[at + 1],
+            cubin[at + 2],
+            cubin[at + 3],
+        ]))
+    };
+    let u64_at = |at: usize| u32_at(at) | (u32_at(at + 4) << 32);
+    let headers = u64_at(0x28) as usize;
+    let (entry, count, names) = (u16_at(0x3A) as usize, u16_at(0x3C), u16_at(0x3E) as usize);
+    let header = |i: usize| headers + i * entry;
+    let strings = u64_at(header(names) + 24) as usize;
+    let name = |i: usize| {
+        let at = strings + u32_at(header(i)) as usize;
+        let end = at
+            + cubin[at..]
+                .iter()
+                .position(|&b| b == 0)
+                .expect("a NUL-ended name");
+        &cubin[at..end]
+    };
+    (0..count as usize)
+        .filter(|&i| name(i).starts_with(b".nv.shared."))
+        .map(|i| u64_at(header(i) + 32))
+        .sum()
+}
+
 fn compile_all(what: &str, specs: Vec<KernelSpec>, arch: Arch) {
     if !nvrtc_or_skip() {
         return;
     }
     let next = AtomicUsize::new(0);
     let failures: Mutex<Vec<KernelError>> = Mutex::new(Vec::new());
+    let estimates: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(8);
@@ -139,8 +176,21 @@ fn compile_all(what: &str, specs: Vec<KernelSpec>, arch: Arch) {
             scope.spawn(|| {
                 while let Some(spec) = specs.get(next.fetch_add(1, Ordering::Relaxed)) {
                     match compile_cubin(spec, arch) {
-                        // A CUBIN is an ELF image.
-                        Ok(cubin) => assert!(cubin.starts_with(b"\x7fELF"), "{spec}: not an ELF"),
+                        Ok(cubin) => {
+                            // The host's estimate of the static shared memory (the launch
+                            // checks and the dynamic limit rest on it) must bound the kernel's.
+                            let actual = static_shared_in_cubin(&cubin, spec);
+                            let estimate = spec.static_shared_bytes();
+                            if estimate < actual {
+                                estimates
+                                    .lock()
+                                    .expect("no panics while holding")
+                                    .push(format!(
+                                        "{spec}: static shared memory {actual} B, the host \
+                                     estimates {estimate} B"
+                                    ));
+                            }
+                        }
                         Err(e) => failures.lock().expect("no panics while holding").push(e),
                     }
                 }
@@ -162,5 +212,12 @@ fn compile_all(what: &str, specs: Vec<KernelSpec>, arch: Arch) {
         failures.is_empty(),
         "{} kernel variants failed to compile",
         failures.len()
+    );
+    let estimates = estimates.into_inner().expect("no panics while holding");
+    assert!(
+        estimates.is_empty(),
+        "{} kernel variants have more static shared memory than the host estimates:\n{}",
+        estimates.len(),
+        estimates.join("\n")
     );
 }

@@ -344,7 +344,7 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
             // The state (a histogram, warp sums, three ranks of up to 8 bytes, the region starts
-            // and first slots of up to 16 chunks, 9 counters, 8 bytes for the alignment of
+            // and first slots of up to 16 chunks, 9 counters, 16 bytes for the alignment of
             // 8-byte ranks) and the filter's batch stage, whose words its sample bins share;
             // the final stage's buffers are dynamic.
             Some(4) => {
@@ -357,9 +357,10 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
                 };
                 let region_starts = 4 * (16 * STREAM_FILTER_WARPS + 1);
                 let region_slots = 4 * 16 * STREAM_FILTER_WARPS;
-                4 * BINS + 4 * warps + 24 + region_starts + region_slots + 4 * 9 + 8 + filter
+                4 * BINS + 4 * warps + 24 + region_starts + region_slots + 4 * 9 + 16 + filter
             }
-            _ => 0,
+            // The control stages' block total.
+            _ => 8,
         }
     },
 };

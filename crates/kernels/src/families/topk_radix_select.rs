@@ -149,7 +149,7 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
     static_shared_bytes: |spec| {
         let threads = u64::from(spec.block_threads);
         match spec.constant("PART") {
-            Some(1) => 8 * threads / 32 + 1,
+            Some(1) => 8 * threads / 32 + 8, // the warp sums, a flag (8-byte aligned)
             Some(2) => 4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 12,
             _ => 4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 8 * threads + 16 * threads + 10,
         }
