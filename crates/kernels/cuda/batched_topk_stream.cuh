@@ -911,10 +911,10 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
 #pragma unroll 1
                 for (u32 u = 0; u < UNROLL; ++u) {
                     const uint4 w = staged[u * 32u];
-                    const u32 at = batch_first + (u * 32u + lane) * VEC;
+                    const u32 to = batch_first + (u * 32u + lane) * VEC;
 #pragma unroll
                     for (u32 e = 0; e < VEC; ++e) {
-                        put(at + e, bt_vector_key<Bits>(w, e), first + u * 32u * VEC + e);
+                        put(to + e, bt_vector_key<Bits>(w, e), first + u * 32u * VEC + e);
                     }
                 }
                 continue;

@@ -1,7 +1,8 @@
 //! Kernel compile check: every spec of the representative matrix compiles with NVRTC to a
 //! CUBIN for sm_90 (and the f32 and f64 batched top-k specs below sm_90, where the kernels take
-//! their other paths), and the host's estimate of its static shared memory bounds the CUBIN's. Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line;
-//! with `OXICUB_REQUIRE_NVRTC=1` a missing NVRTC fails the test.
+//! their other paths), and the host's estimate of its static shared memory bounds the CUBIN's.
+//! Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line; with
+//! `OXICUB_REQUIRE_NVRTC=1` a missing NVRTC fails the test.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -123,7 +124,6 @@ fn batched_topk_calls_instantiate_only_what_their_bounds_allow() {
     compile_all("batched_topk (representative calls)", all, Arch::SM_90);
 }
 
-/// Compiles every spec for `arch` on a few threads and reports every failure.
 /// The static shared memory of the kernel in a CUBIN (an ELF64 image): the sizes of its
 /// `.nv.shared.*` sections.
 fn static_shared_in_cubin(cubin: &[u8], spec: &KernelSpec) -> u64 {
@@ -160,6 +160,7 @@ fn static_shared_in_cubin(cubin: &[u8], spec: &KernelSpec) -> u64 {
         .sum()
 }
 
+/// Compiles every spec for `arch` on a few threads and reports every failure.
 fn compile_all(what: &str, specs: Vec<KernelSpec>, arch: Arch) {
     if !nvrtc_or_skip() {
         return;
