@@ -1142,9 +1142,10 @@ __device__ __forceinline__ void bt_warp_direct(const BatchedTopKParams& p, u32 s
 // are then live at once, which the split candidate entries (bt_append_if) make room for.
 // The halves declined are marked in a mask and done after each run of at most 15 pairs, a warp
 // per segment (bt_warp32_slow). The mask starts as a sentinel bit that each pair shifts up by
-// two (bt_warp32_pair): a run ends when the sentinel nears the top, and no count, end or shift
-// is carried through the loop. (v8 loaded after the appends and carried those: ptxas kept ~12
-// values a pair in local memory; this loop has none.)
+// two (bt_warp32_pair): a run ends when the sentinel nears the top, and no per-run count, end
+// or shift is carried through the loop (the block's `end` is fixed for the whole call). (v8
+// loaded after the appends and carried those: ptxas kept ~12 values a pair in local memory;
+// this loop has none.)
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int ITEMS, u32 DIR>
 __device__ __forceinline__ void bt_warp_direct_pairs(const BatchedTopKParams& p, u32 size,
                                                      u32 written) {
