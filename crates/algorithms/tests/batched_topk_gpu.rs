@@ -1631,11 +1631,13 @@ fn two_segments_per_warp_with_128_key_rows_odd_counts_and_pairs() {
             &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
         );
     }
-    // More than 15 pairs per warp (30 x the warps: 126 720 rows on 132 SMs): the runs after
-    // the first, whose declined halves (the 40 equal keys of every seventh row) are found
-    // from their own mask.
+    // More than 15 pairs per warp: the runs after the first, whose declined halves (the 40
+    // equal keys of every seventh row) are found from their own mask. Each block takes a
+    // contiguous range of pairs, its 8 warps in turn; 180 001 rows give every warp at least
+    // 19 pairs on 148 SMs (21 on 132), so later runs hold several pairs and their declined
+    // halves sit at several distances from the run's last pair.
     let many = Shape {
-        n: 130_001,
+        n: 180_001,
         ..shape(128, 128, 8, Max)
     };
     let keys = {
