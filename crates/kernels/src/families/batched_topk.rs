@@ -343,10 +343,11 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             Some(2) => sort,
             // + the last-arrival flag and the pivot's warp sums (with alignment).
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
-            // The state (a histogram, warp sums, three ranks of up to 8 bytes, the region starts
-            // and first slots of up to 16 chunks, 9 counters, 16 bytes for the alignment of
-            // 8-byte ranks) and the filter's batch stage, whose words its sample bins share;
-            // the final stage's buffers are dynamic.
+            // The state (a histogram, warp sums, three ranks of up to 8 bytes, the filter's
+            // sample hits per region of up to 16 chunks, the final's copy tasks (16 bytes each: a
+            // task per region and per 128 of the 8192 candidates on chip), 9 counters, 16 bytes
+            // for the alignment of 8-byte ranks) and the filter's batch stage, whose words its
+            // sample bins share; the final stage's buffers are dynamic.
             Some(4) => {
                 // The filter's batch stage (4 vectors per lane; 2 for 1-byte keys, counted as 4
                 // here), whose words the sample bins share (4096 at most).
@@ -355,9 +356,9 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
                 } else {
                     0
                 };
-                let region_starts = 4 * (16 * STREAM_FILTER_WARPS + 1);
-                let region_slots = 4 * 16 * STREAM_FILTER_WARPS;
-                4 * BINS + 4 * warps + 24 + region_starts + region_slots + 4 * 9 + 16 + filter
+                let region_hits = 4 * 16 * STREAM_FILTER_WARPS;
+                let copy_tasks = 16 * (16 * STREAM_FILTER_WARPS + STREAM_CANDIDATES / 128);
+                4 * BINS + 4 * warps + 24 + region_hits + copy_tasks + 4 * 9 + 16 + filter
             }
             // The control stages' block total.
             _ => 8,
