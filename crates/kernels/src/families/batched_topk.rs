@@ -346,8 +346,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             // The state (a histogram, warp sums, three ranks of up to 8 bytes, the filter's
             // sample hits per region of up to 16 chunks, the final's copy tasks (16 bytes each: a
             // task per region and per 128 of the 8192 candidates on chip), 9 counters, 16 bytes
-            // for the alignment of 8-byte ranks) and the filter's batch stage, whose words its
-            // sample bins share; the final stage's buffers are dynamic.
+            // for the alignment of 8-byte ranks and of the 16-byte tasks) and the filter's batch
+            // stage, whose words its sample bins share; the final stage's buffers are dynamic.
             Some(4) => {
                 // The filter's batch stage (4 vectors per lane; 2 for 1-byte keys, counted as 4
                 // here), whose words the sample bins share (4096 at most).
