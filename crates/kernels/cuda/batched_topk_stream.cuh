@@ -45,13 +45,15 @@ constexpr u32 BT_STREAM_MAX_CTAS = 16;   // chunks per segment at most (the host
 constexpr u32 BT_STREAM_FILTER_THREADS = 512;  // the filter's block
 constexpr u32 BT_STREAM_FILTER_WARPS = BT_STREAM_FILTER_THREADS / 32;  // regions per chunk
 constexpr u32 BT_BUCKETS = 4096;         // buckets of the final selection
+// The candidates a segment holds on chip at most (the host's budget for keys of up to 4 bytes;
+// half that for 8-byte keys).
+constexpr u32 BT_STREAM_CANDIDATES = 8192;
 // The final's copy tasks: up to BT_STREAM_TASK candidates of one region each (BT_STREAM_LOADS
-// per lane); at most a task per region plus one per BT_STREAM_TASK of the 8192 candidates a
-// segment holds on chip (the host's budget).
-constexpr u32 BT_STREAM_LOADS = 4;
-constexpr u32 BT_STREAM_TASK = BT_STREAM_LOADS * 32u;
+// per lane); at most a task per region plus one per BT_STREAM_TASK of the candidates on chip.
+constexpr u32 BT_STREAM_TASK = 128;
+constexpr u32 BT_STREAM_LOADS = BT_STREAM_TASK / 32u;
 constexpr u32 BT_STREAM_MAX_TASKS =
-    BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS + 8192u / BT_STREAM_TASK;
+    BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS + BT_STREAM_CANDIDATES / BT_STREAM_TASK;
 constexpr u32 BT_BUCKET_LOG = 12;
 // The bucket path ranks an item by comparing it with every item of its bucket: it is taken
 // when the sum of the squared bucket sizes is at most this many comparisons per candidate.

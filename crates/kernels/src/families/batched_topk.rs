@@ -108,8 +108,11 @@ pub const STREAM_MAX_BYTES: i64 = 1024 * 1024;
 /// Bytes of keys one block of the stream tier's filter reads (a chunk).
 const STREAM_CHUNK_BYTES: u64 = 128 * 1024;
 /// Candidates per segment the stream tier's final selection holds in shared memory (keys of up
-/// to 4 bytes; half for 8-byte keys); a segment with more takes the exact path over every key.
+/// to 4 bytes; half for 8-byte keys; `BT_STREAM_CANDIDATES` in the header); a segment with more
+/// takes the exact path over every key.
 const STREAM_CANDIDATES: u64 = 8192;
+/// Candidates per copy task of the stream tier's final selection (`BT_STREAM_TASK` in the header).
+const STREAM_COPY_TASK: u64 = 128;
 /// Buckets of the stream tier's final selection (`BT_BUCKETS` in the header).
 const STREAM_BUCKETS: u64 = 4096;
 /// Threads per block of the stream tier's filter (`BT_STREAM_FILTER_THREADS` in the header).
@@ -357,7 +360,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
                     0
                 };
                 let region_hits = 4 * 16 * STREAM_FILTER_WARPS;
-                let copy_tasks = 16 * (16 * STREAM_FILTER_WARPS + STREAM_CANDIDATES / 128);
+                let copy_tasks =
+                    16 * (16 * STREAM_FILTER_WARPS + STREAM_CANDIDATES / STREAM_COPY_TASK);
                 4 * BINS + 4 * warps + 24 + region_hits + copy_tasks + 4 * 9 + 16 + filter
             }
             // The control stages' block total.
@@ -1368,6 +1372,8 @@ mod tests {
         for (name, value) in [
             ("BT_STREAM_RECORD_WORDS", STREAM_RECORD_WORDS),
             ("BT_BUCKETS", STREAM_BUCKETS),
+            ("BT_STREAM_CANDIDATES", STREAM_CANDIDATES),
+            ("BT_STREAM_TASK", STREAM_COPY_TASK),
             ("BT_STREAM_FILTER_THREADS", u64::from(STREAM_FILTER_THREADS)),
         ] {
             let line = format!("constexpr u32 {name} = {value};");
