@@ -24,6 +24,19 @@ fn poison<K: RadixKey>() -> K {
 }
 const POISON_INDEX: u64 = 0xDEAD_BEEF_DEAD_BEEF;
 
+/// NaN of both signs, both zeros, both infinities and a number, cycled through by the tests of
+/// special keys.
+const F32_SPECIALS: [f32; 8] = [
+    f32::NAN,
+    -0.0,
+    0.0,
+    f32::INFINITY,
+    -f32::NAN,
+    1.0,
+    -0.0,
+    f32::NEG_INFINITY,
+];
+
 /// Segments by offsets, with a k and a direction per segment.
 #[derive(Clone, Debug)]
 struct Case<K> {
@@ -305,16 +318,7 @@ fn all_equal_nan_and_signed_zeros() {
     let equal = mixed(|n, _| vec![7u32; n], 15);
     check_case(&cuda, &equal, &Env::new());
     check_case(&cuda, &equal, &require!(tie_break::PreferLargerIndex));
-    let specials = [
-        f32::NAN,
-        -0.0,
-        0.0,
-        f32::INFINITY,
-        -f32::NAN,
-        1.0,
-        -0.0,
-        f32::NEG_INFINITY,
-    ];
+    let specials = F32_SPECIALS;
     let special = mixed(
         |n, _| {
             specials
@@ -814,16 +818,7 @@ fn stream_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
     let Some(cuda) = gpu_or_skip() else { return };
     let equal = stream_case(|n, _| vec![7u32; n], 54);
     for_every_env!(check_case(&cuda, &equal));
-    let specials = [
-        f32::NAN,
-        -0.0,
-        0.0,
-        f32::INFINITY,
-        -f32::NAN,
-        1.0,
-        -0.0,
-        f32::NEG_INFINITY,
-    ];
+    let specials = F32_SPECIALS;
     let special = stream_case(
         |n, _| specials.iter().copied().cycle().take(n).collect(),
         55,
@@ -872,22 +867,10 @@ fn stream_tier_sample_miss_with_nans_below_the_threshold() {
     let Some(cuda) = gpu_or_skip() else { return };
     const SIZE: usize = 131_072;
     let dirs = [0u8, 1];
-    let segment = |dir: u8, seed: u64| -> Vec<f64> {
-        let mut rng = SplitMix64::new(seed);
-        (0..SIZE)
-            .map(|i| match (i % 64, dir) {
-                (0..4, 0) => 1000.0 + i as f64,
-                (0..4, _) => -1000.0 - i as f64,
-                (32, 0) => -f64::NAN,
-                (32, _) => f64::NAN,
-                _ => unit_f64(&mut rng),
-            })
-            .collect()
-    };
     let keys: Vec<f64> = dirs
         .iter()
         .zip(70u64..)
-        .flat_map(|(&dir, seed)| segment(dir, seed))
+        .flat_map(|(&dir, seed)| sample_miss_row(dir, seed))
         .collect();
     let narrow: Vec<f32> = keys
         .iter()
@@ -901,6 +884,22 @@ fn stream_tier_sample_miss_with_nans_below_the_threshold() {
     for_every_env!(check_case(&cuda, &case));
     let case = Case::contiguous(narrow, &[SIZE, SIZE], &[2048, 2048], &dirs);
     for_every_env!(check_case(&cuda, &case));
+}
+
+/// A row of 131072 keys for direction `dir` (0 max) whose sampled positions (0..4 of every
+/// 64) hold its best numbers, and a NaN at 32 of every 64 (negative for max), so the sample
+/// misses while NaNs rank below the threshold for min.
+fn sample_miss_row(dir: u8, seed: u64) -> Vec<f64> {
+    let mut rng = SplitMix64::new(seed);
+    (0..131_072)
+        .map(|i| match (i % 64, dir) {
+            (0..4, 0) => 1000.0 + i as f64,
+            (0..4, _) => -1000.0 - i as f64,
+            (32, 0) => -f64::NAN,
+            (32, _) => f64::NAN,
+            _ => unit_f64(&mut rng),
+        })
+        .collect()
 }
 
 /// Smooth scores (an AR(1) series with coefficient 0.99: neighbouring keys correlated), where
@@ -924,23 +923,7 @@ fn stream_tier_smooth_scores() {
 #[test]
 fn stream_tier_sorted_and_clustered_scores() {
     let Some(cuda) = gpu_or_skip() else { return };
-    const SIZE: usize = 131_072;
-    let mut rng = SplitMix64::new(74);
-    let ascending: Vec<f32> = (0..SIZE).map(|j| j as f32 / SIZE as f32).collect();
-    let descending: Vec<f32> = ascending.iter().rev().copied().collect();
-    let smooth = ar1_scores(&mut rng, SIZE, 0.999);
-    let mut window = |width: usize, count: usize| -> Vec<f32> {
-        let mut keys: Vec<f32> = (0..SIZE).map(|_| unit_f64(&mut rng) as f32).collect();
-        for _ in 0..count {
-            let start = (rng.next_u64() % (SIZE - width) as u64) as usize;
-            keys[start..start + width]
-                .iter_mut()
-                .for_each(|k| *k += 1.0);
-        }
-        keys
-    };
-    let one_window = window(3000, 1);
-    let five_windows = window(600, 5);
+    let [ascending, descending, smooth, one_window, five_windows] = crowded_rows(74);
     let short: Vec<f32> = (0..100_000).map(|j| j as f32).collect();
     let rows = [
         &ascending,
@@ -957,6 +940,29 @@ fn stream_tier_sorted_and_clustered_scores() {
     let ks = [2048, 2048, 2048, 2048, 1500, 2048, 2048, 2048];
     let case = Case::contiguous(keys, &sizes, &ks, &[1, 1, 0, 1, 0, 1, 1, 1]);
     for_every_env!(check_case(&cuda, &case));
+}
+
+/// Rows of 131072 scores whose best keys crowd together: ascending, descending, an AR(1)
+/// series with coefficient 0.999, one hot window of 3000 keys, five of 600.
+fn crowded_rows(seed: u64) -> [Vec<f32>; 5] {
+    const SIZE: usize = 131_072;
+    let mut rng = SplitMix64::new(seed);
+    let ascending: Vec<f32> = (0..SIZE).map(|j| j as f32 / SIZE as f32).collect();
+    let descending: Vec<f32> = ascending.iter().rev().copied().collect();
+    let smooth = ar1_scores(&mut rng, SIZE, 0.999);
+    let mut window = |width: usize, count: usize| -> Vec<f32> {
+        let mut keys: Vec<f32> = (0..SIZE).map(|_| unit_f64(&mut rng) as f32).collect();
+        for _ in 0..count {
+            let start = (rng.next_u64() % (SIZE - width) as u64) as usize;
+            keys[start..start + width]
+                .iter_mut()
+                .for_each(|k| *k += 1.0);
+        }
+        keys
+    };
+    let one_window = window(3000, 1);
+    let five_windows = window(600, 5);
+    [ascending, descending, smooth, one_window, five_windows]
 }
 
 /// `n` keys of an AR(1) series x_i = rho x_(i-1) + u_i - 0.5 from x = 0, u uniform in [0, 1)
@@ -1687,4 +1693,282 @@ fn two_segments_per_warp_with_128_key_rows_odd_counts_and_pairs() {
         0xA5A5_A5A5u32
     );
     assert!(gpu == host, "pairs with 4-byte values differ from the host");
+}
+
+// ---- The stream tier in one clustered launch: a direct call (strided, every value uniform)
+// whose segments all fit on the device at once as clusters of two blocks (sm_90), which hold
+// the candidates in their shared memory and select there. ----
+
+/// Runs `f` and asserts that it made at least one clustered launch (the path these tests are
+/// for; a device without clusters fails here rather than passing through the other path).
+fn clustered<R>(what: &str, f: impl FnOnce() -> R) -> R {
+    let before = oxicub_kernels::families::batched_topk::clustered_launches();
+    let out = f();
+    let after = oxicub_kernels::families::batched_topk::clustered_launches();
+    assert!(after > before, "{what}: no clustered launch");
+    out
+}
+
+/// `rows` of equal length, one after another, as one strided call of `k` per row.
+fn check_rows<K: RefKey, E: Environment>(
+    cuda: &Cuda,
+    rows: &[Vec<K>],
+    k: usize,
+    dir: SelectDirection,
+    env: &E,
+) {
+    let size = rows[0].len();
+    assert!(rows.iter().all(|r| r.len() == size));
+    let keys: Vec<K> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+    let shape = Shape {
+        n: rows.len(),
+        stride: size,
+        size,
+        k,
+        dir,
+        short: 0,
+    };
+    clustered(&format!("{} {shape:?}", K::KEY_TYPE), || {
+        check_strided(cuda, &keys, shape, env)
+    });
+}
+
+/// Inputs whose candidates crowd into one of the two blocks or into a few buckets (sorted,
+/// smooth and clustered rows), in both directions and every requirement combination.
+#[test]
+fn stream_cluster_sorted_smooth_and_clustered_rows() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let mut rows = crowded_rows(80).to_vec();
+    rows.push(unit_scores(131_072, 81, 24));
+    for dir in [SelectDirection::Max, SelectDirection::Min] {
+        for_every_env!(check_rows(&cuda, &rows, 2048, dir));
+    }
+    check_rows(&cuda, &rows, 100, SelectDirection::Max, &Env::new());
+}
+
+/// The paths out of the buckets: all-equal keys (every key a candidate: the candidates
+/// overflow a block), a sample that misses while NaNs rank below the threshold, NaN,
+/// infinities and signed zeros, ties at the k-th key (12-bit scores), an outlier NaN that
+/// stretches the buckets, k = 2048 of 2049 keys (no sample: nothing is cut) and of 4000, and
+/// k = 1.
+#[test]
+fn stream_cluster_ties_nan_sample_misses_and_every_k() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    const SIZE: usize = 131_072;
+    let equal = vec![vec![7u32; SIZE]; 3];
+    for_every_env!(check_rows(&cuda, &equal, 2048, SelectDirection::Max));
+    let specials = F32_SPECIALS;
+    let special: Vec<Vec<f32>> = (0..3)
+        .map(|r| {
+            specials
+                .iter()
+                .copied()
+                .cycle()
+                .skip(r)
+                .take(SIZE)
+                .collect()
+        })
+        .collect();
+    for dir in [SelectDirection::Max, SelectDirection::Min] {
+        for_every_env!(check_rows(&cuda, &special, 2048, dir));
+    }
+    // The sampled vectors' keys are the rows' best numbers and one key in 64 a NaN
+    // (sample_miss_row): for min the NaNs rank last.
+    for (dir, code) in [(SelectDirection::Max, 0), (SelectDirection::Min, 1)] {
+        let rows = vec![sample_miss_row(code, 82), sample_miss_row(code, 83)];
+        for_every_env!(check_rows(&cuda, &rows, 2048, dir));
+        let narrow: Vec<Vec<f32>> = rows
+            .iter()
+            .map(|r| r.iter().map(|&x| x as f32).collect())
+            .collect();
+        check_rows(&cuda, &narrow, 2048, dir, &Env::new());
+    }
+    let tied: Vec<Vec<f32>> = (0..4).map(|r| unit_scores(SIZE, 84 + r, 12)).collect();
+    for_every_env!(check_rows(&cuda, &tied, 2048, SelectDirection::Max));
+    let outlier: Vec<Vec<f32>> = (0..2)
+        .map(|r| {
+            let mut keys = unit_scores(SIZE, 88 + r, 24);
+            keys[1000] = f32::NAN;
+            keys
+        })
+        .collect();
+    for_every_env!(check_rows(&cuda, &outlier, 2048, SelectDirection::Max));
+    // k = 2048 of 2049 keys (no sample: every key a candidate), of 4000 (a sample that
+    // keeps about every key), and k = 1. (k = size and k > size leave the stream tier: it
+    // takes at most 2048 of more than 2048 keys.)
+    let barely: Vec<Vec<f32>> = (0..5).map(|r| sample_keys(2049, 90 + r)).collect();
+    let small: Vec<Vec<f32>> = (0..5).map(|r| sample_keys(4000, 95 + r)).collect();
+    for rows in [&barely, &small] {
+        for_every_env!(check_rows(&cuda, rows, 2048, SelectDirection::Min));
+        check_rows(&cuda, rows, 1, SelectDirection::Max, &Env::new());
+    }
+}
+
+/// Every key type, rows whose length is not a multiple of a vector or a block's share (a tail
+/// of scalar keys), rows that do not start 16-byte aligned (all scalar loads), and more
+/// segments than clusters fit at once (the filter and final selection take those).
+#[test]
+fn stream_cluster_every_key_type_odd_rows_and_many_segments() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn each<K: RefKey>(cuda: &Cuda, seed: u64) {
+        let rows: Vec<Vec<K>> = (0..3).map(|r| sample_keys(65_539, seed * 10 + r)).collect();
+        check_rows(cuda, &rows, 1000, SelectDirection::Max, &Env::new());
+        check_rows(
+            cuda,
+            &rows,
+            2048,
+            SelectDirection::Min,
+            &require!(tie_break::PreferLargerIndex, output_ordering::Unsorted),
+        );
+        let ties: Vec<Vec<K>> = (0..2)
+            .map(|r| four_values(20_000, seed * 10 + 5 + r))
+            .collect();
+        check_rows(cuda, &ties, 700, SelectDirection::Max, &Env::new());
+        // Unaligned rows: a stride of 40 001 keys.
+        let keys: Vec<K> = sample_keys(3 * 40_001, seed * 10 + 9);
+        let shape = Shape {
+            n: 3,
+            stride: 40_001,
+            size: 40_000,
+            k: 300,
+            dir: SelectDirection::Min,
+            short: 0,
+        };
+        clustered("unaligned rows", || {
+            check_strided(cuda, &keys, shape, &Env::new())
+        });
+    }
+    every_key_type!(each, &cuda, 95);
+    // More segments than clusters fit at once (at most one per two SMs): no clustered launch.
+    let keys: Vec<f32> = sample_keys(400 * 4096, 96);
+    let shape = Shape {
+        n: 400,
+        stride: 4096,
+        size: 4096,
+        k: 100,
+        dir: SelectDirection::Max,
+        short: 0,
+    };
+    let before = oxicub_kernels::families::batched_topk::clustered_launches();
+    check_strided(&cuda, &keys, shape, &Env::new());
+    assert_eq!(
+        oxicub_kernels::families::batched_topk::clustered_launches(),
+        before,
+        "400 segments took the clustered launch"
+    );
+}
+
+/// Pairs with 4- and 8-byte values through the clustered launch: the values are the items'
+/// global positions, so each output's source is checked, against the host bit for bit.
+#[test]
+fn stream_cluster_keys_and_pairs() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn each<K: RefKey, V>(
+        cuda: &Cuda,
+        rows: usize,
+        size: usize,
+        env: &impl Environment,
+        value: fn(u64) -> V,
+    ) where
+        V: Copy + PartialEq + std::fmt::Debug + Default + Send + Sync + 'static,
+        V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
+    {
+        let k = 2048usize;
+        let keys: Vec<K> = sample_keys(rows * size, 97);
+        let values: Vec<V> = (0..keys.len() as u64).map(value).collect();
+        let problem = || {
+            Problem::strided(
+                size,
+                segment_size::Static::<131_072>::new(),
+                k::Static::<2048>::new(),
+                direction::Max,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+        };
+        let poison_value = value(u64::from(u32::MAX));
+        let (mut host_keys, mut host_values) =
+            (vec![poison::<K>(); rows * k], vec![poison_value; rows * k]);
+        batched_topk::select_pairs(
+            &Host::new(),
+            &problem(),
+            &keys[..],
+            &values[..],
+            &mut host_keys[..],
+            &mut host_values[..],
+            env,
+        )
+        .expect("host call")
+        .check()
+        .expect("valid");
+        let device_keys = cuda.upload_keys(&keys).expect("upload");
+        let device_values = cuda.upload(&values).expect("upload");
+        let mut out_keys = cuda
+            .upload_keys(&vec![poison::<K>(); rows * k])
+            .expect("poison");
+        let mut out_values = cuda.upload(&vec![poison_value; rows * k]).expect("poison");
+        clustered("pairs", || {
+            batched_topk::select_pairs(
+                cuda,
+                &problem(),
+                device_keys.as_view(),
+                device_values.as_view(),
+                out_keys.as_view_mut(),
+                out_values.as_view_mut(),
+                env,
+            )
+            .expect("gpu call")
+            .check()
+            .expect("valid")
+        });
+        let gpu_keys = cuda.download_keys(&out_keys).expect("download");
+        let gpu_values = cuda.download(&out_values.as_view()).expect("download");
+        let bits = |v: &[K]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let what = format!(
+            "{} pairs of {} bytes {:?}",
+            K::KEY_TYPE,
+            std::mem::size_of::<V>(),
+            env.resolved()
+        );
+        if env.resolved().pins_output() {
+            assert_eq!(gpu_values, host_values, "{what}: values");
+            assert!(bits(&gpu_keys) == bits(&host_keys), "{what}: keys");
+        } else {
+            // Unpinned: the same set of (key, value) pairs per row.
+            for r in 0..rows {
+                let set = |ks: &[K], vs: &[V]| {
+                    let mut pairs: Vec<(u64, String)> = ks
+                        .iter()
+                        .zip(vs)
+                        .map(|(k, v)| (k.to_bits().to_u64(), format!("{v:?}")))
+                        .collect();
+                    pairs.sort();
+                    pairs
+                };
+                let at = r * k..(r + 1) * k;
+                assert_eq!(
+                    set(&gpu_keys[at.clone()], &gpu_values[at.clone()]),
+                    set(&host_keys[at.clone()], &host_values[at]),
+                    "{what}: row {r}"
+                );
+            }
+        }
+    }
+    let to_u32 = |x: u64| x as u32;
+    let to_u64 = |x: u64| x;
+    each::<f32, u32>(&cuda, 6, 131_072, &Env::new(), to_u32);
+    each::<f32, u64>(
+        &cuda,
+        6,
+        131_072,
+        &require!(tie_break::PreferLargerIndex),
+        to_u64,
+    );
+    each::<u64, u64>(&cuda, 4, 131_072, &Env::new(), to_u64);
+    each::<half::bf16, u32>(
+        &cuda,
+        4,
+        131_072,
+        &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+        to_u32,
+    );
 }

@@ -37,7 +37,10 @@
 //   TIER 4 (stream)                   several blocks per segment, two launches: a filter that
 //                                     streams each chunk once against a sampled threshold and
 //                                     keeps the candidates, then a block per segment that
-//                                     selects and orders them (batched_topk_stream.cuh).
+//                                     selects and orders them; or, for a direct call of no more
+//                                     segments than clusters fit at once (sm_90), one launch of
+//                                     a two-block cluster per segment that does both on chip
+//                                     (batched_topk_stream.cuh).
 //
 // The listed layout (segments at their own device addresses, the seeds' iterator of
 // iterators) is the offsets layout over a keys base of 0: begin/end are element addresses

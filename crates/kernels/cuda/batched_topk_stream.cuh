@@ -27,11 +27,17 @@
 //                          candidates, and segments whose sample missed (all-equal keys, k
 //                          close to the size) the same select over every key of the segment,
 //                          read from global memory (correct for any input).
+//   PART 3 (cluster)       both in one launch for a direct call whose segments all fit on the
+//                          device at once as clusters of two blocks (sm_90): the blocks keep
+//                          their candidates in shared memory and select them there, over DSMEM
+//                          (bt_stream_cluster, below).
 //
-// Why not a cluster per segment (this tier's earlier form, NOTES-batched.md c1-c4): a chain of
-// cluster barriers per segment left the SMs latency-bound at 8 % of the DRAM bandwidth; here
-// the filter is a plain streaming kernel with no inter-block step, and the one serial step per
-// segment (the final selection) is a few block barriers over a few thousand candidates.
+// Why PART 1 + PART 2 and not only clusters: this tier's first form (NOTES-batched.md c1-c4)
+// was a cluster of 8 blocks per segment with a chain of cluster barriers (sample passes, count
+// exchanges, a sort across the cluster) that left the SMs latency-bound at 8 % of the DRAM
+// bandwidth, and clusters that do not all fit at once run in waves. PART 3 keeps the filter's
+// streaming, takes two cluster barriers per segment, and is used only when every segment's
+// cluster is resident at once.
 //
 // Dynamic shared memory of the final selection (sized by the host): [candidates: stream_total ranks,
 // then as many u32 indices; the exact path's sort region aliases it] [bucket copy at
@@ -415,45 +421,30 @@ struct BtBuckets {
     }
 };
 
-// The bucket path of the final selection: the `n` candidates (any order) hold the `written`
-// best keys and every tie of the k-th, and `fill` holds their count per bucket. An item's
-// position in the output (rank desc, index asc) is its bucket's start plus the number of better
-// items in its bucket, counted by comparing with each of them. Exact ties at the k-th key all
-// fall into the one boundary bucket, where the tie-break picks which are kept. Returns false,
-// having written nothing, when the buckets are too uneven for that count (sum of squared sizes
-// above BT_BUCKET_WORK per candidate) or the selected buckets do not fit the copy; the caller
-// then takes the exact path. Sorted and unsorted output both get the sorted positions. On entry
-// s.work is zero (the caller clears it in its own phases, saving a barrier).
-template <class Key, class R, u32 BLOCK_THREADS, int VALUE_BYTES, u32 WARPS>
-__device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, const R* ranks,
-                                                 const u32* indices, u32 n, u32 written,
-                                                 u64 begin, u32 dir, u64 out_base,
-                                                 BtStreamState<R, WARPS>& s,
-                                                 const BtBuckets<R>& bucket, R* copy_ranks,
-                                                 u32* copy_indices, u32 copy_cap, u32* starts,
-                                                 u32* fill) {
-    constexpr u32 PER_THREAD = BT_BUCKETS / BLOCK_THREADS;
+// The bucket path's starts: thread t holds the counts of buckets [t PER, (t + 1) PER) in
+// `local`; starts[b] gets bucket b's first position (starts[BT_BUCKETS] the total), s.boundary
+// the bucket of the `written`-th item and s.work the sum of the squared counts (zero on entry).
+// Ends in a block barrier.
+template <u32 BLOCK_THREADS, u32 PER, class R, u32 WARPS>
+__device__ __forceinline__ void bt_bucket_starts(const u32 (&local)[PER], u32 written,
+                                                 BtStreamState<R, WARPS>& s, u32* starts) {
     const u32 tid = threadIdx.x;
-    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
-
-    // Starts: thread t owns buckets [t * PER_THREAD, (t + 1) * PER_THREAD); a block scan of
-    // the threads' sums. The counters are cleared for the scatter as they are read.
-    u32 local[PER_THREAD];
     u32 sum = 0;
     u32 squares = 0;
 #pragma unroll
-    for (u32 i = 0; i < PER_THREAD; ++i) {
-        local[i] = fill[tid * PER_THREAD + i];
-        fill[tid * PER_THREAD + i] = 0;
+    for (u32 i = 0; i < PER; ++i) {
         sum += local[i];
         squares += local[i] * local[i];
     }
-    atomicAdd(&s.work, squares);
+    squares = bt_warp_sum(squares);  // one atomic a warp, not 1024 on one word
+    if ((tid & 31u) == 0u) {
+        atomicAdd(&s.work, squares);
+    }
     u32 all = 0;
     u32 start = block_exclusive_sum<BLOCK_THREADS>(sum, s.warp_totals, &all);
 #pragma unroll
-    for (u32 i = 0; i < PER_THREAD; ++i) {
-        const u32 b = tid * PER_THREAD + i;
+    for (u32 i = 0; i < PER; ++i) {
+        const u32 b = tid * PER + i;
         starts[b] = start;
         if (start <= written - 1u && written - 1u < start + local[i]) {
             s.boundary = b;
@@ -461,34 +452,28 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
         start += local[i];
     }
     if (tid == BLOCK_THREADS - 1u) {
-        starts[BT_BUCKETS] = start;  // n
+        starts[BT_BUCKETS] = start;
     }
     __syncthreads();
-    const u32 boundary = s.boundary;
-    const u32 boundary_start = starts[boundary];
-    const u32 selected_end = starts[boundary + 1u];
-    if (s.work > BT_BUCKET_WORK * n || selected_end > copy_cap) {
-        return false;  // block-uniform: every thread read the same words after the barrier
-    }
-    // Scatter the items of the buckets up to the boundary into bucket order.
-    for (u32 i = tid; i < n; i += BLOCK_THREADS) {
-        const R r = ranks[i];
-        const u32 b = bucket(r);
-        if (b <= boundary) {
-            const u32 at = starts[b] + atomicAdd(&fill[b], 1u);
-            copy_ranks[at] = r;
-            copy_indices[at] = indices[i];
-        }
-    }
-    __syncthreads();
-    // Each item compares itself with the items of its bucket: `above` have a better rank,
-    // `equal` the same (itself included), `first_of_equal` of those a smaller index. Its
-    // position is the bucket's start + above + first_of_equal; its rank's items take positions
-    // [group, group + equal), group = start + above. Items before the boundary bucket are all
-    // kept. In the boundary bucket, the group holding position k - 1 is the k-th rank's ties,
-    // `keep` of which are kept (the first or the last by index, as the tie-break says); groups
-    // before it are kept, groups after it dropped. So no item needs the k-th rank itself.
-    for (u32 j = tid; j < selected_end; j += BLOCK_THREADS) {
+}
+
+// The bucket path's last step: items j0, j0 + step, ... below `selected_end` of the copy (the
+// candidates of the buckets up to the boundary one, in bucket order from `starts`) are ranked
+// and written. Each item compares itself with the items of its bucket: `above` have a better
+// rank, `equal` the same (itself included), `first_of_equal` of those a smaller index. Its
+// position is the bucket's start + above + first_of_equal; its rank's items take positions
+// [group, group + equal), group = start + above. Items before the boundary bucket are all
+// kept. In the boundary bucket, the group holding position k - 1 is the k-th rank's ties,
+// `keep` of which are kept (the first or the last by index, as the tie-break says); groups
+// before it are kept, groups after it dropped. So no item needs the k-th rank itself.
+template <class Key, class R, int VALUE_BYTES, class Bucket>
+__device__ __forceinline__ void bt_bucket_write(const BatchedTopKParams& p, const R* copy_ranks,
+                                                const u32* copy_indices, const u32* starts,
+                                                u32 boundary_start, u32 selected_end, u32 written,
+                                                u64 begin, u32 dir, u64 out_base,
+                                                const Bucket& bucket, u32 j0, u32 step) {
+    const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
+    for (u32 j = j0; j < selected_end; j += step) {
         const R r = copy_ranks[j];
         const u32 index = copy_indices[j];
         const u32 b = bucket(r);
@@ -519,6 +504,55 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
         }
         bt_write_ranked<Key, VALUE_BYTES>(p, begin, (u64)index, out_base + out, r, dir);
     }
+}
+
+// The bucket path of the final selection: the `n` candidates (any order) hold the `written`
+// best keys and every tie of the k-th, and `fill` holds their count per bucket. An item's
+// position in the output (rank desc, index asc) is its bucket's start plus the number of better
+// items in its bucket, counted by comparing with each of them. Exact ties at the k-th key all
+// fall into the one boundary bucket, where the tie-break picks which are kept. Returns false,
+// having written nothing, when the buckets are too uneven for that count (sum of squared sizes
+// above BT_BUCKET_WORK per candidate) or the selected buckets do not fit the copy; the caller
+// then takes the exact path. Sorted and unsorted output both get the sorted positions. On entry
+// s.work is zero (the caller clears it in its own phases, saving a barrier).
+template <class Key, class R, u32 BLOCK_THREADS, int VALUE_BYTES, u32 WARPS>
+__device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, const R* ranks,
+                                                 const u32* indices, u32 n, u32 written,
+                                                 u64 begin, u32 dir, u64 out_base,
+                                                 BtStreamState<R, WARPS>& s,
+                                                 const BtBuckets<R>& bucket, R* copy_ranks,
+                                                 u32* copy_indices, u32 copy_cap, u32* starts,
+                                                 u32* fill) {
+    constexpr u32 PER_THREAD = BT_BUCKETS / BLOCK_THREADS;
+    const u32 tid = threadIdx.x;
+    // The counters are cleared for the scatter as they are read.
+    u32 local[PER_THREAD];
+#pragma unroll
+    for (u32 i = 0; i < PER_THREAD; ++i) {
+        local[i] = fill[tid * PER_THREAD + i];
+        fill[tid * PER_THREAD + i] = 0;
+    }
+    bt_bucket_starts<BLOCK_THREADS>(local, written, s, starts);
+    const u32 boundary = s.boundary;
+    const u32 boundary_start = starts[boundary];
+    const u32 selected_end = starts[boundary + 1u];
+    if (s.work > BT_BUCKET_WORK * n || selected_end > copy_cap) {
+        return false;  // block-uniform: every thread read the same words after the barrier
+    }
+    // Scatter the items of the buckets up to the boundary into bucket order.
+    for (u32 i = tid; i < n; i += BLOCK_THREADS) {
+        const R r = ranks[i];
+        const u32 b = bucket(r);
+        if (b <= boundary) {
+            const u32 at = starts[b] + atomicAdd(&fill[b], 1u);
+            copy_ranks[at] = r;
+            copy_indices[at] = indices[i];
+        }
+    }
+    __syncthreads();
+    bt_bucket_write<Key, R, VALUE_BYTES>(p, copy_ranks, copy_indices, starts, boundary_start,
+                                         selected_end, written, begin, dir, out_base, bucket, tid,
+                                         BLOCK_THREADS);
     __syncthreads();  // the state is reused by the next segment
     return true;
 }
@@ -558,10 +592,12 @@ struct BtSampleBins {
 // two: the best sample (a block max), then a histogram of the distances below it
 // (BtSampleBins: 1/64 relative precision, so the threshold admits at most ~1.6 % more of the
 // distance than the exact m-th sample), then the bin where the count reaches m. `bins` (shared,
-// BtSampleBins<R>::ALLOCATED words) and s.sample_best are zero on entry and on return.
+// BtSampleBins<R>::ALLOCATED words) and s.sample_best are zero on entry and on return; the best
+// sample goes to *best_out when it is given.
 template <class R, u32 BLOCK_THREADS, u32 PER_THREAD, u32 WARPS>
 __device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u32 valid, u32 m,
-                                                 BtStreamState<R, WARPS>& s, u32* bins) {
+                                                 BtStreamState<R, WARPS>& s, u32* bins,
+                                                 R* best_out = nullptr) {
     typedef BtSampleBins<R> Bins;
     constexpr u32 PER_BIN_THREAD = Bins::ALLOCATED / BLOCK_THREADS;
     const u32 tid = threadIdx.x;
@@ -609,8 +645,52 @@ __device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u3
         before += local[i];
     }
     __syncthreads();
+    if (best_out != nullptr) {
+        *best_out = best;
+    }
     const R largest = Bins::largest(s.pivot_digit);
     return largest < best ? best - largest : (R)0;
+}
+
+// Draws this thread's share of a segment's sample (BtStreamSample): vector u of the thread is
+// group g = u * BLOCK_THREADS + tid, the segment's vector g * segment_vectors / groups, so the
+// `groups` vectors spread over the segment (every block of the segment draws the same ones).
+// Fills the vectors' positions and their keys' ranks; returns the valid bits (key i of the
+// thread valid when its group is below `groups`).
+template <class Key, u32 BLOCK_THREADS>
+__device__ __forceinline__ u32 bt_draw_sample(
+    const typename Key::Bits* segment, u32 segment_vectors, u32 groups, u32 dir,
+    u32 (&sample_vector)[BtStreamSample<typename Key::Bits, BLOCK_THREADS>::VECTORS],
+    typename BtRankWord<sizeof(typename Key::Bits)>::Type (
+        &rank)[BtStreamSample<typename Key::Bits, BLOCK_THREADS>::PER_THREAD]) {
+    typedef typename Key::Bits Bits;
+    typedef BtStreamSample<Bits, BLOCK_THREADS> Sample;
+    constexpr u32 VEC = Sample::VEC;
+    const u32 tid = threadIdx.x;
+    Bits raw[Sample::PER_THREAD];
+    const bool sample_aligned = (((unsigned long long)segment) & 15ull) == 0;
+#pragma unroll
+    for (u32 u = 0; u < Sample::VECTORS; ++u) {
+        const u32 g = u * BLOCK_THREADS + tid;
+        const u32 v = g < groups ? (u32)((u64)g * segment_vectors / groups) : 0u;
+        sample_vector[u] = v;
+        uint4 w = make_uint4(0u, 0u, 0u, 0u);
+        if (g < groups && sample_aligned) {
+            w = reinterpret_cast<const uint4*>(segment)[v];
+        }
+#pragma unroll
+        for (u32 e = 0; e < VEC; ++e) {
+            raw[u * VEC + e] = g < groups && !sample_aligned ? segment[v * VEC + e]
+                                                             : bt_vector_key<Bits>(w, e);
+        }
+    }
+    u32 valid = 0;
+#pragma unroll
+    for (u32 i = 0; i < Sample::PER_THREAD; ++i) {
+        rank[i] = bt_rank_word<Key>(raw[i], dir);
+        valid |= ((i / VEC) * BLOCK_THREADS + tid < groups ? 1u : 0u) << i;
+    }
+    return valid;
 }
 
 // The filter regions of a segment of `size` keys: a warp's part of each chunk the filter runs.
@@ -749,31 +829,9 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                 clear_sample();
             }
             u32 sample_vector[Sample::VECTORS];
-            Bits raw[Sample::PER_THREAD];
-            const bool sample_aligned = (((unsigned long long)segment) & 15ull) == 0;
-#pragma unroll
-            for (u32 u = 0; u < Sample::VECTORS; ++u) {
-                const u32 g = u * BLOCK_THREADS + tid;
-                // Group g: the vector g * segment_vectors / groups (spread over the segment).
-                const u32 v = g < groups ? (u32)((u64)g * segment_vectors / groups) : 0u;
-                sample_vector[u] = v;
-                uint4 w = make_uint4(0u, 0u, 0u, 0u);
-                if (g < groups && sample_aligned) {
-                    w = reinterpret_cast<const uint4*>(segment)[v];
-                }
-#pragma unroll
-                for (u32 e = 0; e < VEC; ++e) {
-                    raw[u * VEC + e] = g < groups && !sample_aligned ? segment[v * VEC + e]
-                                                                     : bt_vector_key<Bits>(w, e);
-                }
-            }
             R rank[Sample::PER_THREAD];
-            u32 valid = 0;
-#pragma unroll
-            for (u32 i = 0; i < Sample::PER_THREAD; ++i) {
-                rank[i] = bt_rank_word<Key>(raw[i], dir);
-                valid |= ((i / VEC) * BLOCK_THREADS + tid < groups ? 1u : 0u) << i;
-            }
+            const u32 valid = bt_draw_sample<Key, BLOCK_THREADS>(segment, segment_vectors, groups,
+                                                                 dir, sample_vector, rank);
             threshold = bt_sample_threshold<R, BLOCK_THREADS>(rank, valid, (u32)m, s, sample_bins);
 #pragma unroll
             for (u32 u = 0; u < Sample::VECTORS; ++u) {
@@ -1135,7 +1193,406 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
     }
 }
 
-// PART 1: the filter (BT_STREAM_FILTER_THREADS threads); PART 2: the final selection.
+// PART 3 (cluster): for a direct call whose segments are at most the clusters resident at once
+// (the host's choice, sm_90 and later), a cluster of BT_CLUSTER_BLOCKS blocks of 1024 threads per
+// segment does the filter and the final selection in one launch. Each block draws the segment's
+// sample (the same one, so the same threshold and buckets), streams its half of the segment in
+// register batches (each warp a contiguous part, the next batch in flight) and appends the keys
+// at or above the threshold (ranked exactly, so every candidate reaches it) to its own
+// shared memory, counting them in its own buckets (BtOpenBuckets). After a cluster barrier each
+// block reads both blocks' counts over DSMEM: when the candidates hold the k best (none
+// overflowed, at least k of them), both find the same bucket starts, scatter their own
+// candidates into both blocks' copies (a candidate's place: its bucket's start + the bucket's
+// candidates in the blocks before + a local atomic), and after a second cluster barrier each
+// block ranks and writes half of the selection (bt_bucket_write). Otherwise (an overflow, a
+// sample that missed, buckets too uneven) the first block runs the exact path over every key of
+// the segment. Against PART 1 + PART 2 this drops the second launch, the final's wait for the
+// filter's grid and its two global round trips (NOTES-batched, eleventh session).
+//
+// Dynamic shared memory (the host's offsets): [candidates: stream_total ranks, then as many u32
+// indices; the exact path's sort region aliases it] [copy at stream_sorted_offset: stream_total
+// ranks, then as many indices; the sample bins alias it, and the exact path's index and rank
+// buffers (stream_index_offset, stream_rank_offset) lie in it] [at stream_bins_offset: bucket
+// counts, bucket starts (BT_BUCKETS + 1) and scatter positions, u32 each].
+constexpr u32 BT_CLUSTER_BLOCKS = 2;
+
+// The buckets of the cluster's selection: over the ranks [lo, top], those above `top` in bucket
+// 0 (bucket 0 the best). The candidates' highest rank is not known while they are counted, so
+// top is the best sample plus an eighth of its distance above the threshold (the keys above the
+// best sample are few: about one sample's share of the segment).
+template <class R>
+struct BtOpenBuckets {
+    R lo;
+    R top;
+    u32 shift;
+    __device__ __forceinline__ BtOpenBuckets(R threshold, R best) : lo(threshold) {
+        constexpr u32 RANK_BITS = 8u * (u32)sizeof(R);
+        const R extra = (best - threshold) / 8u + 1u;
+        top = best > (R)~(R)0 - extra ? (R)~(R)0 : best + extra;
+        const R span = top - lo;
+        const u32 span_bits = span == 0 ? 0u
+            : RANK_BITS - (sizeof(R) == 8 ? (u32)__clzll((long long)span) : (u32)__clz((int)span));
+        shift = span_bits > BT_BUCKET_LOG ? span_bits - BT_BUCKET_LOG : 0u;
+    }
+    __device__ __forceinline__ u32 operator()(R r) const {
+        const R d = r >= top ? top - lo : r - lo;
+        const u32 q = (u32)(d >> shift);
+        return BT_BUCKETS - 1u - (q < BT_BUCKETS - 1u ? q : BT_BUCKETS - 1u);
+    }
+};
+
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ u32 bt_cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// Every thread of every block of the cluster: the blocks' shared memory writes before it are
+// visible to the others' reads after it.
+__device__ __forceinline__ void bt_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
+                 ::: "memory");
+}
+
+// The address of `p` (this block's shared memory) in block `rank` of the cluster.
+template <class T>
+__device__ __forceinline__ T* bt_cluster_map(T* p, u32 rank) {
+    u64 r;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));
+    return reinterpret_cast<T*>(r);
+}
+#endif
+
+// Appends the lane's hits (bit u * VEC + e of `flags`: key e of vector u, index
+// first + u * 32 * VEC + e) to the block's candidates, warp by warp (a warp scan, one atomic),
+// counting each in its bucket; s.reached counts every hit (past `cap`: an overflow, nothing
+// stored). The flags come from RadixHitTest, a superset for f32 and f64 (NaNs, the other zero),
+// so those hits are ranked exactly first. Two forms, chosen per warp batch: a few hits (uniform
+// scores: ~14 in a warp's 512 keys) are walked one by one, each key picked from the lane's
+// words by a select tree (a runtime index into registers would put them in local memory); many
+// (sorted or clustered rows, where a few warps hold every candidate) go through every key slot
+// at once, so those warps do not walk 16 hits a lane. Keeping every key's rank in registers
+// for the append instead made the streaming loop slower (64 registers: NOTES-batched, eleventh
+// session).
+template <class Key, class R, u32 UNROLL, u32 WARPS>
+__device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32 flags, u32 first,
+                                                  u32 dir, R threshold,
+                                                  BtStreamState<R, WARPS>& s, u32 cap,
+                                                  R* cand_ranks, u32* cand_indices, u32* fill,
+                                                  const BtOpenBuckets<R>& bucket) {
+    typedef typename Key::Bits Bits;
+    constexpr u32 VEC = BtStreamBatch<Bits>::VEC;
+    constexpr u32 KEYS = UNROLL * VEC;
+    constexpr u32 DENSE = 64;  // hits in a warp batch from which every slot is gone through
+    const u32 lane = threadIdx.x & 31u;
+    const u32 superset = __reduce_add_sync(0xFFFFFFFFu, (u32)__popc(flags));
+    if (superset == 0u) {
+        return;
+    }
+    const bool dense = superset > DENSE;  // warp-uniform
+    auto slot_rank = [&](u32 b) -> R {    // key slot b, a compile-time constant
+        return bt_rank_word<Key>(bt_vector_key<Bits>(v4[b / VEC], b % VEC), dir);
+    };
+    u32 words[4u * UNROLL];
+#pragma unroll
+    for (u32 u = 0; u < UNROLL; ++u) {
+        words[4u * u] = v4[u].x;
+        words[4u * u + 1u] = v4[u].y;
+        words[4u * u + 2u] = v4[u].z;
+        words[4u * u + 3u] = v4[u].w;
+    }
+    auto picked_rank = [&](u32 b) -> R {  // key slot b, a runtime index
+        Bits raw;
+        if constexpr (sizeof(Bits) == 8) {
+            raw = (Bits)((u64)bt_select_word(words, 2u * b) |
+                         ((u64)bt_select_word(words, 2u * b + 1u) << 32));
+        } else {
+            constexpr u32 PER_WORD = 4u / (u32)sizeof(Bits);
+            raw = (Bits)(bt_select_word(words, b / PER_WORD) >>
+                         (8u * (u32)sizeof(Bits) * (b % PER_WORD)));
+        }
+        return bt_rank_word<Key>(raw, dir);
+    };
+    if constexpr (RadixHitTest<Key>::FLOAT_COMPARE) {
+        if (dense) {
+            u32 exact = 0;
+#pragma unroll
+            for (u32 b = 0; b < KEYS; ++b) {
+                if ((flags >> b) & 1u) {
+                    exact |= (slot_rank(b) >= threshold ? 1u : 0u) << b;
+                }
+            }
+            flags = exact;
+        } else {
+            for (u32 rest = flags; rest != 0u; rest &= rest - 1u) {
+                const u32 b = (u32)__ffs(rest) - 1u;
+                if (picked_rank(b) < threshold) {
+                    flags &= ~(1u << b);
+                }
+            }
+        }
+    }
+    const u32 count = (u32)__popc(flags);
+    u32 inclusive = count;
+#pragma unroll
+    for (u32 offset = 1; offset < 32; offset <<= 1) {
+        const u32 y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+        inclusive += lane >= offset ? y : 0u;
+    }
+    u32 base = 0;
+    if (lane == 31u && inclusive != 0u) {
+        base = atomicAdd(&s.reached, inclusive);
+    }
+    u32 at = __shfl_sync(0xFFFFFFFFu, base, 31) + inclusive - count;
+    auto put = [&](u32 b, R r) {
+        if (at < cap) {
+            cand_ranks[at] = r;
+            cand_indices[at] = first + b / VEC * 32u * VEC + b % VEC;
+            atomicAdd(&fill[bucket(r)], 1u);
+        }
+        ++at;
+    };
+    if (dense) {
+#pragma unroll
+        for (u32 b = 0; b < KEYS; ++b) {
+            if ((flags >> b) & 1u) {
+                put(b, slot_rank(b));
+            }
+        }
+    } else {
+        for (u32 rest = flags; rest != 0u; rest &= rest - 1u) {
+            const u32 b = (u32)__ffs(rest) - 1u;
+            put(b, picked_rank(b));
+        }
+    }
+}
+
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, class R, u32 WARPS>
+__device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
+                                                  BtStreamState<R, WARPS>& s) {
+#if __CUDA_ARCH__ >= 900
+    typedef typename Key::Bits Bits;
+    typedef BtStreamSample<Bits, BLOCK_THREADS> Sample;
+    constexpr u32 VEC = BtStreamBatch<Bits>::VEC;
+    constexpr u32 UNROLL = BtStreamBatch<Bits>::UNROLL;
+    constexpr u32 BATCH = BtStreamBatch<Bits>::BATCH;
+    constexpr u32 PER = BT_BUCKETS / BLOCK_THREADS;
+    static_assert(PER == 4, "a thread's bucket counts are one 16-byte vector");
+    extern __shared__ __align__(16) unsigned char bt_dynamic[];
+    const u32 tid = threadIdx.x;
+    const u32 lane = tid & 31u;
+    const u32 warp = tid >> 5;
+    const u32 rank_in_cluster = bt_cluster_rank();
+    const u32 cap = (u32)p.stream_total;  // candidates per block
+    R* cand_ranks = reinterpret_cast<R*>(bt_dynamic);
+    u32* cand_indices = reinterpret_cast<u32*>(bt_dynamic + (u64)cap * sizeof(R));
+    R* copy_ranks = reinterpret_cast<R*>(bt_dynamic + p.stream_sorted_offset);
+    u32* copy_indices =
+        reinterpret_cast<u32*>(bt_dynamic + p.stream_sorted_offset + (u64)cap * sizeof(R));
+    u32* fill = reinterpret_cast<u32*>(bt_dynamic + p.stream_bins_offset);
+    u32* starts = fill + BT_BUCKETS;
+    u32* pos = starts + BT_BUCKETS + 1u;
+    u32* sample_bins = reinterpret_cast<u32*>(copy_ranks);  // dead before any scatter
+    u32* index_buffer = reinterpret_cast<u32*>(bt_dynamic + p.stream_index_offset);
+    R* rank_buffer = reinterpret_cast<R*>(bt_dynamic + p.stream_rank_offset);
+    u64* sort_region = reinterpret_cast<u64*>(bt_dynamic);
+
+    // Both blocks of a cluster take the same segment, so every return below is cluster-uniform.
+    const u64 slot = blockIdx.x / BT_CLUSTER_BLOCKS;
+    if (slot >= bt_bin_count(p, BT_TIER_STREAM)) {
+        return;
+    }
+    const u64 seg = bt_bin_segment(p, BT_TIER_STREAM, slot);
+    u64 begin, size64, written64;
+    u32 dir;
+    if (!bt_descriptor(p, seg, BT_TIER_STREAM, &begin, &size64, &written64, &dir)) {
+        return;
+    }
+    const u32 size = (u32)size64;  // <= stream_max_size < 2^32
+    const u32 written = (u32)written64;
+    const Bits* segment = reinterpret_cast<const Bits*>(p.keys) + begin;
+    for (u32 b = tid; b < BtSampleBins<R>::ALLOCATED; b += BLOCK_THREADS) {
+        sample_bins[b] = 0;
+    }
+    for (u32 b = tid; b < BT_BUCKETS; b += BLOCK_THREADS) {
+        fill[b] = 0;
+    }
+    for (u32 b = tid; b < BT_BINS; b += BLOCK_THREADS) {
+        s.histogram[b] = 0;  // the exact path's
+    }
+    if (tid == 0) {
+        s.sample_best = 0;
+        s.reached = 0;
+        s.work = 0;
+    }
+    __syncthreads();
+
+    // The threshold, as the filter's (0, every key, when the sample would not cut).
+    const u32 segment_vectors = size / VEC;
+    const u32 groups = min(Sample::GROUPS, segment_vectors);
+    const u32 count = groups * VEC;
+    const float expected = (float)count * (float)written / (float)size;
+    const float m = ceilf(expected + 6.0f * sqrtf(expected) + 4.0f);
+    R threshold = 0;
+    R best = (R)~(R)0;
+    if (written != size && m < (float)count) {
+        u32 sample_vector[Sample::VECTORS];
+        R rank[Sample::PER_THREAD];
+        const u32 valid = bt_draw_sample<Key, BLOCK_THREADS>(segment, segment_vectors, groups,
+                                                             dir, sample_vector, rank);
+        threshold = bt_sample_threshold<R, BLOCK_THREADS>(rank, valid, (u32)m, s, sample_bins,
+                                                          &best);
+    }
+    const BtOpenBuckets<R> bucket(threshold, best);
+
+    // This block's half of the segment, and this warp's part of it (multiples of VEC keys).
+    const u32 half = ((size + 1u) / 2u + VEC - 1u) / VEC * VEC;
+    const u32 block_lo = min(size, rank_in_cluster * half);
+    const u32 block_hi = min(size, block_lo + half);
+    const u32 part = ((block_hi - block_lo + WARPS - 1u) / WARPS + VEC - 1u) / VEC * VEC;
+    const u32 lo = min(block_hi, block_lo + warp * part);
+    const u32 hi = min(block_hi, lo + part);
+    const Bits* src = segment + lo;
+    const bool aligned = (((unsigned long long)src) & 15ull) == 0;
+    const u32 vectors = aligned ? (hi - lo) / VEC : 0u;
+    const uint4* src4 = reinterpret_cast<const uint4*>(src);
+    // Keys at or above the threshold (a superset for f32 and f64, ranked exactly on append).
+    const RadixHitTest<Key> hit((Bits)threshold, dir ? (Bits)~(Bits)0 : (Bits)0);
+    uint4 cur[UNROLL];
+    uint4 next[UNROLL];
+    auto load_batch = [&](uint4(&v4)[UNROLL], u32 base) {
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) {
+            const u32 v = base + u * 32u + lane;
+            v4[u] = v < vectors ? __ldcs(src4 + v) : make_uint4(0u, 0u, 0u, 0u);
+        }
+    };
+    if (vectors != 0) {
+        load_batch(cur, 0);
+    }
+    for (u32 base = 0; base < vectors; base += BATCH) {  // warp-uniform
+        if (base + BATCH < vectors) {
+            load_batch(next, base + BATCH);
+        }
+        u32 flags = 0;
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) {
+            const bool valid = base + u * 32u + lane < vectors;
+#pragma unroll
+            for (u32 e = 0; e < VEC; ++e) {
+                flags |= (valid && hit(bt_vector_key<Bits>(cur[u], e)) ? 1u : 0u) << (u * VEC + e);
+            }
+        }
+        bt_cluster_append<Key, R, UNROLL>(cur, flags, lo + (base + lane) * VEC, dir, threshold,
+                                          s, cap, cand_ranks, cand_indices, fill, bucket);
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) {
+            cur[u] = next[u];
+        }
+    }
+    // The keys past the vectors (an unaligned part, or a tail of fewer than VEC keys).
+    for (u32 from = lo + vectors * VEC; from < hi; from += 32u) {  // warp-uniform
+        const u32 j = from + lane;
+        const R r = j < hi ? bt_rank_word<Key>(segment[j], dir) : (R)0;
+        const bool take = j < hi && r >= threshold;
+        const u32 at = warp_append<u32>(take, 0xFFFFFFFFu,
+                                        [&](u32 n) { return atomicAdd(&s.reached, n); });
+        if (take && at < cap) {
+            cand_ranks[at] = r;
+            cand_indices[at] = j;
+            atomicAdd(&fill[bucket(r)], 1u);
+        }
+    }
+    bt_cluster_sync();  // both blocks' candidates and bucket counts are complete
+
+    // Both blocks' counts (lane b of every warp reads block b's): the same in both blocks, so
+    // both take the same path.
+    const u32 lane_count =
+        lane < BT_CLUSTER_BLOCKS ? *bt_cluster_map(&s.reached, lane) : 0u;
+    u32 n = 0;
+    bool overflow = false;
+#pragma unroll
+    for (u32 b = 0; b < BT_CLUSTER_BLOCKS; ++b) {
+        const u32 c = __shfl_sync(0xFFFFFFFFu, lane_count, b);
+        overflow |= c > cap;
+        n += c;
+    }
+    const u32 own = min(s.reached, cap);
+    bool fast = false;
+    u32 boundary_start = 0;
+    u32 selected_end = 0;
+    // Every key at or above the threshold is a candidate: with at least k of them, they hold
+    // the k best and every tie of the k-th.
+    if (!overflow && n >= written) {
+        u32 local[PER];
+        u32 below[PER];
+#pragma unroll
+        for (u32 i = 0; i < PER; ++i) {
+            local[i] = 0;
+            below[i] = 0;
+        }
+#pragma unroll
+        for (u32 b = 0; b < BT_CLUSTER_BLOCKS; ++b) {
+            const uint4 f = reinterpret_cast<const uint4*>(bt_cluster_map(fill, b))[tid];
+            const u32 counts[PER] = {f.x, f.y, f.z, f.w};
+#pragma unroll
+            for (u32 i = 0; i < PER; ++i) {
+                local[i] += counts[i];
+                below[i] += b < rank_in_cluster ? counts[i] : 0u;
+            }
+        }
+        bt_bucket_starts<BLOCK_THREADS>(local, written, s, starts);
+#pragma unroll
+        for (u32 i = 0; i < PER; ++i) {
+            pos[tid * PER + i] = starts[tid * PER + i] + below[i];
+        }
+        const u32 boundary = s.boundary;
+        boundary_start = starts[boundary];
+        selected_end = starts[boundary + 1u];
+        fast = s.work <= BT_BUCKET_WORK * n && selected_end <= cap;
+        __syncthreads();  // pos
+        if (fast) {
+            R* copies_r[BT_CLUSTER_BLOCKS];
+            u32* copies_i[BT_CLUSTER_BLOCKS];
+#pragma unroll
+            for (u32 b = 0; b < BT_CLUSTER_BLOCKS; ++b) {
+                copies_r[b] = bt_cluster_map(copy_ranks, b);
+                copies_i[b] = bt_cluster_map(copy_indices, b);
+            }
+            for (u32 i = tid; i < own; i += BLOCK_THREADS) {
+                const R r = cand_ranks[i];
+                const u32 b = bucket(r);
+                if (b <= boundary) {
+                    const u32 at = atomicAdd(&pos[b], 1u);
+                    const u32 index = cand_indices[i];
+#pragma unroll
+                    for (u32 c = 0; c < BT_CLUSTER_BLOCKS; ++c) {
+                        copies_r[c][at] = r;
+                        copies_i[c][at] = index;
+                    }
+                }
+            }
+        }
+    }
+    bt_cluster_sync();  // both copies are complete; no block touches the other's memory after it
+    const u64 out_base = seg * p.out_stride;
+    if (fast) {
+        bt_bucket_write<Key, R, VALUE_BYTES>(p, copy_ranks, copy_indices, starts, boundary_start,
+                                             selected_end, written, begin, dir, out_base, bucket,
+                                             rank_in_cluster * BLOCK_THREADS + tid,
+                                             BT_CLUSTER_BLOCKS * BLOCK_THREADS);
+    } else if (rank_in_cluster == 0) {
+        const BtGlobalItems<Key, R> items{segment, dir};
+        bt_stream_exact<Key, R, BLOCK_THREADS, VALUE_BYTES>(p, items, size, written, begin, dir,
+                                                            out_base, s, index_buffer,
+                                                            rank_buffer, sort_region);
+    }
+#endif
+}
+
+// PART 1: the filter (BT_STREAM_FILTER_THREADS threads); PART 2: the final selection; PART 3:
+// both in one launch, a cluster per segment.
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int K_CAP, int PART>
 __device__ __forceinline__ void bt_stream(const BatchedTopKParams& p) {
     typedef typename BtRankWord<sizeof(typename Key::Bits)>::Type R;
@@ -1152,8 +1609,10 @@ __device__ __forceinline__ void bt_stream(const BatchedTopKParams& p) {
         __shared__ uint4 words[STAGE_VECTORS > BIN_VECTORS ? STAGE_VECTORS : BIN_VECTORS];
         bt_stream_filter<Key, BLOCK_THREADS, VALUE_BYTES>(p, s, reinterpret_cast<u32*>(words),
                                                           words);
-    } else {
+    } else if constexpr (PART == 2) {
         bt_stream_final<Key, BLOCK_THREADS, VALUE_BYTES>(p, s);
+    } else {
+        bt_stream_cluster<Key, BLOCK_THREADS, VALUE_BYTES>(p, s);
     }
 }
 

@@ -77,6 +77,9 @@ pub struct KernelRuntime {
     facts: DeviceFacts,
     cache: CacheConfig,
     loaded: Mutex<HashMap<KernelSpec, LoadedKernel>>,
+    /// max_active_clusters's answers by (kernel, dynamic shared bytes, blocks per cluster): a
+    /// driver query costs microseconds of host time, on every call that asks.
+    active_clusters: Mutex<HashMap<(KernelSpec, u32, u32), u32>>,
 }
 
 /// The launch parameter block. `#[repr(transparent)]` over a [`KernelParams`] struct.
@@ -121,6 +124,7 @@ impl KernelRuntime {
             facts,
             cache,
             loaded: Mutex::new(HashMap::new()),
+            active_clusters: Mutex::new(HashMap::new()),
         })
     }
 
@@ -278,6 +282,121 @@ impl KernelRuntime {
         params: P,
         order: LaunchOrder,
     ) -> Result<(), KernelError> {
+        let config = self.checked_config(stream, kernel, grid_blocks, dynamic_shared_bytes)?;
+        // Programmatic launches need sm_90 and cuLaunchKernelEx (a 12.0 driver): without
+        // them, a plain launch (the kernel's griddepcontrol.wait then returns at once).
+        if order == LaunchOrder::Programmatic && self.launches_with_attributes() {
+            let attribute = sys::CUlaunchAttribute {
+                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                pad: [0; 4],
+                value: sys::CUlaunchAttributeValue {
+                    programmaticStreamSerializationAllowed: 1,
+                },
+            };
+            return self.launch_with_attribute(stream, kernel, config, params, attribute);
+        }
+        let block_params = ParamBlock(params);
+        let mut launch = stream.launch_builder(&kernel.function);
+        launch.arg(&block_params);
+        // SAFETY: the entry point generated for `kernel.spec` takes exactly one argument,
+        // `const oxicub::<P::CXX_NAME>` by value, whose layout is asserted equal to `P`'s (see
+        // `ParamBlock`). The device pointers inside `params` come from buffers of this context
+        // that the caller checked to hold the lengths in `params`, and the kernels only access
+        // indices below those lengths. The block size is within the function's limit, and the
+        // dynamic shared memory is within the function's limit (raised above) and the device's;
+        // kernels that use none are launched with 0 bytes.
+        unsafe { launch.launch(config) }.during("cuLaunchKernel")?;
+        Ok(())
+    }
+
+    /// Whether launches can carry attributes (clusters, programmatic dependencies): sm_90 and
+    /// later, with cuLaunchKernelEx (a CUDA 12.0 driver or newer).
+    pub(crate) fn launches_with_attributes(&self) -> bool {
+        self.facts.arch.compute_capability().0 >= 9 && self.facts.driver_version >= 12_000
+    }
+
+    /// [`KernelRuntime::launch_with_shared`] in clusters of `cluster_blocks` consecutive blocks
+    /// (which share their shared memory), after the previous kernel on `stream`. Needs
+    /// [`KernelRuntime::launches_with_attributes`] and a grid that is a multiple of
+    /// `cluster_blocks`.
+    pub(crate) fn launch_clustered<P: KernelParams>(
+        &self,
+        stream: &CudaStream,
+        kernel: &LoadedKernel,
+        grid_blocks: u32,
+        dynamic_shared_bytes: u32,
+        params: P,
+        cluster_blocks: u32,
+    ) -> Result<(), KernelError> {
+        if !self.launches_with_attributes()
+            || cluster_blocks == 0
+            || grid_blocks % cluster_blocks != 0
+        {
+            return Err(KernelError::InvalidSpec {
+                kernel: kernel.spec.to_string(),
+                reason: format!(
+                    "a launch of {grid_blocks} blocks in clusters of {cluster_blocks} needs sm_90 \
+                     and a CUDA 12 driver, and whole clusters"
+                ),
+            });
+        }
+        let config = self.checked_config(stream, kernel, grid_blocks, dynamic_shared_bytes)?;
+        self.launch_with_attribute(
+            stream,
+            kernel,
+            config,
+            params,
+            cluster_attribute(cluster_blocks),
+        )
+    }
+
+    /// How many clusters of `cluster_blocks` blocks of `kernel`, with `dynamic_shared_bytes`
+    /// each, can be resident at once (0 where clusters cannot be launched or none fits).
+    pub(crate) fn max_active_clusters(
+        &self,
+        stream: &CudaStream,
+        kernel: &LoadedKernel,
+        dynamic_shared_bytes: u32,
+        cluster_blocks: u32,
+    ) -> Result<u32, KernelError> {
+        if !self.launches_with_attributes() || cluster_blocks == 0 {
+            return Ok(0);
+        }
+        let key = (kernel.spec.clone(), dynamic_shared_bytes, cluster_blocks);
+        let known = |map: &HashMap<(KernelSpec, u32, u32), u32>| map.get(&key).copied();
+        if let Some(clusters) = self.active_clusters.lock().ok().and_then(|map| known(&map)) {
+            return Ok(clusters);
+        }
+        let config = self.checked_config(stream, kernel, cluster_blocks, dynamic_shared_bytes)?;
+        let mut attribute = cluster_attribute(cluster_blocks);
+        let config = extended_config(&config, stream, &mut attribute);
+        let mut clusters: std::ffi::c_int = 0;
+        self.ctx.bind_to_thread().during("cuCtxSetCurrent")?;
+        // SAFETY: `clusters` and `config` (with its one attribute) outlive the call; the
+        // function belongs to this runtime's context, which is current on this thread, and its
+        // dynamic shared memory limit covers the configuration's (raised by checked_config).
+        unsafe {
+            sys::cuOccupancyMaxActiveClusters(&mut clusters, kernel.function.cu_function(), &config)
+        }
+        .result()
+        .during("cuOccupancyMaxActiveClusters")?;
+        let clusters = u32::try_from(clusters).unwrap_or(0);
+        if let Ok(mut map) = self.active_clusters.lock() {
+            map.insert(key, clusters);
+        }
+        Ok(clusters)
+    }
+
+    /// The checks every launch makes (the stream's context, the block size, the grid, the
+    /// shared memory against the device's limit), and the function's dynamic shared memory
+    /// limit raised to `dynamic_shared_bytes` where it is below: the launch configuration.
+    fn checked_config(
+        &self,
+        stream: &CudaStream,
+        kernel: &LoadedKernel,
+        grid_blocks: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<LaunchConfig, KernelError> {
         if stream.context() != &self.ctx {
             return Err(KernelError::WrongContext {
                 buffer: "stream",
@@ -324,62 +443,25 @@ impl KernelRuntime {
                 .dynamic_limit
                 .fetch_max(dynamic_shared_bytes, Ordering::Relaxed);
         }
-        let config = LaunchConfig {
+        Ok(LaunchConfig {
             grid_dim: (grid_blocks, 1, 1),
             block_dim: (block, 1, 1),
             shared_mem_bytes: dynamic_shared_bytes,
-        };
-        // Programmatic launches need sm_90 and cuLaunchKernelEx (a 12.0 driver): without
-        // them, a plain launch (the kernel's griddepcontrol.wait then returns at once).
-        if order == LaunchOrder::Programmatic
-            && self.facts.arch.compute_capability().0 >= 9
-            && self.facts.driver_version >= 12_000
-        {
-            return self.launch_programmatic(stream, kernel, config, params);
-        }
-        let block_params = ParamBlock(params);
-        let mut launch = stream.launch_builder(&kernel.function);
-        launch.arg(&block_params);
-        // SAFETY: the entry point generated for `kernel.spec` takes exactly one argument,
-        // `const oxicub::<P::CXX_NAME>` by value, whose layout is asserted equal to `P`'s (see
-        // `ParamBlock`). The device pointers inside `params` come from buffers of this context
-        // that the caller checked to hold the lengths in `params`, and the kernels only access
-        // indices below those lengths. The block size is within the function's limit, and the
-        // dynamic shared memory is within the function's limit (raised above) and the device's;
-        // kernels that use none are launched with 0 bytes.
-        unsafe { launch.launch(config) }.during("cuLaunchKernel")?;
-        Ok(())
+        })
     }
 
-    /// A [`LaunchOrder::Programmatic`] launch on sm_90 and later, through
-    /// cuLaunchKernelEx with programmatic stream serialization allowed (cudarc's launch builder
-    /// takes no launch attributes). The caller has checked `config` (a 1-D grid of 1-D blocks).
-    fn launch_programmatic<P: KernelParams>(
+    /// A launch through cuLaunchKernelEx with one launch attribute (cudarc's launch builder
+    /// takes none), on sm_90 and later. The caller has checked `config` (a 1-D grid of 1-D
+    /// blocks) with `checked_config`.
+    fn launch_with_attribute<P: KernelParams>(
         &self,
         stream: &CudaStream,
         kernel: &LoadedKernel,
         config: LaunchConfig,
         params: P,
+        mut attribute: sys::CUlaunchAttribute,
     ) -> Result<(), KernelError> {
-        let mut attribute = sys::CUlaunchAttribute {
-            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-            pad: [0; 4],
-            value: sys::CUlaunchAttributeValue {
-                programmaticStreamSerializationAllowed: 1,
-            },
-        };
-        let config = sys::CUlaunchConfig {
-            gridDimX: config.grid_dim.0,
-            gridDimY: 1,
-            gridDimZ: 1,
-            blockDimX: config.block_dim.0,
-            blockDimY: 1,
-            blockDimZ: 1,
-            sharedMemBytes: config.shared_mem_bytes,
-            hStream: stream.cu_stream(),
-            attrs: &mut attribute,
-            numAttrs: 1,
-        };
+        let config = extended_config(&config, stream, &mut attribute);
         let mut block_params = ParamBlock(params);
         let mut arguments = [(&mut block_params as *mut ParamBlock<P>).cast::<c_void>()];
         self.ctx.bind_to_thread().during("cuCtxSetCurrent")?;
@@ -400,5 +482,41 @@ impl KernelRuntime {
         .result()
         .during("cuLaunchKernelEx")?;
         Ok(())
+    }
+}
+
+/// `config` (a 1-D grid of 1-D blocks) on `stream` with one launch attribute, for
+/// cuLaunchKernelEx and the occupancy queries; `attribute` must outlive the result's use.
+fn extended_config(
+    config: &LaunchConfig,
+    stream: &CudaStream,
+    attribute: &mut sys::CUlaunchAttribute,
+) -> sys::CUlaunchConfig {
+    sys::CUlaunchConfig {
+        gridDimX: config.grid_dim.0,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: config.block_dim.0,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: config.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: attribute,
+        numAttrs: 1,
+    }
+}
+
+/// The launch attribute for clusters of `blocks` consecutive blocks along x.
+fn cluster_attribute(blocks: u32) -> sys::CUlaunchAttribute {
+    sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue {
+            clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
+                x: blocks,
+                y: 1,
+                z: 1,
+            },
+        },
     }
 }

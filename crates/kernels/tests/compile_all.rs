@@ -67,8 +67,8 @@ fn batched_topk_float_specs_compile_below_sm_90() {
 
 /// What representative calls instantiate, from their static bounds alone: MoE routing
 /// (`segment_size::Static<256>`, `k::Static<8>`) compiles the warp tier and nothing for large k
-/// or large segments; sparse attention only the stream tier; unbounded per-segment
-/// parameters every tier.
+/// or large segments; sparse attention only the stream tier (its filter and final selection, and
+/// their clustered form); unbounded per-segment parameters every tier.
 #[test]
 fn batched_topk_calls_instantiate_only_what_their_bounds_allow() {
     use oxicub_kernels::families::batched_topk::{specs_for, BatchedTiers};
@@ -85,7 +85,7 @@ fn batched_topk_calls_instantiate_only_what_their_bounds_allow() {
             "sparse attention [q x 131072] k = Static<2048>",
             (131_072, 131_072),
             (2048, 2048),
-            2,
+            3,
         ),
         (
             "segments Uniform<512, 2048>, k Uniform<1, 64>",
@@ -97,7 +97,7 @@ fn batched_topk_calls_instantiate_only_what_their_bounds_allow() {
             "per-segment sizes and k, unbounded",
             (0, i64::MAX),
             (0, i64::MAX),
-            5,
+            6,
         ),
     ];
     let mut all = Vec::new();

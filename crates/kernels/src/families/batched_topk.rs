@@ -5,6 +5,7 @@
 //! per-segment checks are reported through a small status buffer that the caller reads when
 //! it chooses to synchronise.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::SyncOnDrop;
@@ -14,7 +15,7 @@ use super::{keep, SelectedValues};
 use crate::error::DriverResultExt;
 use crate::params::{kernel_params, KernelParams};
 use crate::radix::{KeyType, RadixBits, RadixKey};
-use crate::runtime::LaunchOrder;
+use crate::runtime::{LaunchOrder, LoadedKernel};
 use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
 use crate::{KernelError, KernelRuntime, KernelSpec, ValueType};
 
@@ -319,6 +320,9 @@ pub enum BatchedKernel {
     StreamFilter,
     /// The stream tier's final selection: a block of 1024 threads per segment.
     StreamFinal,
+    /// The stream tier in one launch (sm_90): a cluster of two 1024-thread blocks per segment
+    /// filters its keys and selects from the candidates held in their shared memory.
+    StreamCluster,
 }
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
@@ -394,6 +398,9 @@ impl KernelSpec {
             BatchedKernel::StreamFinal => {
                 (key, value_bytes, Tier::BlockPerSegment, 4, 2, STREAM_MAX_K)
             }
+            BatchedKernel::StreamCluster => {
+                (key, value_bytes, Tier::BlocksPerSegment, 4, 3, STREAM_MAX_K)
+            }
         };
         let mut consts = vec![
             ("TIER", code),
@@ -413,7 +420,7 @@ impl KernelSpec {
             consts.push(("MIN_BLOCKS", 2));
         }
         let block_threads = match kernel {
-            BatchedKernel::StreamFinal => STREAM_FINAL_THREADS,
+            BatchedKernel::StreamFinal | BatchedKernel::StreamCluster => STREAM_FINAL_THREADS,
             BatchedKernel::StreamFilter => STREAM_FILTER_THREADS,
             _ => BLOCK_THREADS,
         };
@@ -471,18 +478,26 @@ pub fn specs_for(
         ));
     }
     if tiers.contains(BatchedTiers::STREAM) {
-        for kernel in [BatchedKernel::StreamFilter, BatchedKernel::StreamFinal] {
+        for kernel in STREAM_KERNELS {
             specs.push(KernelSpec::batched_topk(key, value_bytes, kernel));
         }
     }
     specs
 }
 
+/// The stream tier's kernels: the filter and the final selection, or (a direct call of few
+/// segments on sm_90) both in one clustered launch.
+const STREAM_KERNELS: [BatchedKernel; 3] = [
+    BatchedKernel::StreamFilter,
+    BatchedKernel::StreamFinal,
+    BatchedKernel::StreamCluster,
+];
+
 /// Every `batched_topk` spec dispatch can produce: each key type and value width with each
 /// tier (and each warp width).
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::batched_topk::specs().len(), 1 + 12 * 3 * 8);
+/// assert_eq!(oxicub_kernels::families::batched_topk::specs().len(), 1 + 12 * 3 * 9);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = vec![KernelSpec::batched_topk(
@@ -501,16 +516,9 @@ pub fn specs() -> Vec<KernelSpec> {
             }
             specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Block));
             specs.push(KernelSpec::batched_topk(key, bytes, BatchedKernel::Large));
-            specs.push(KernelSpec::batched_topk(
-                key,
-                bytes,
-                BatchedKernel::StreamFilter,
-            ));
-            specs.push(KernelSpec::batched_topk(
-                key,
-                bytes,
-                BatchedKernel::StreamFinal,
-            ));
+            for kernel in STREAM_KERNELS {
+                specs.push(KernelSpec::batched_topk(key, bytes, kernel));
+            }
         }
     }
     specs
@@ -865,6 +873,15 @@ pub fn batched_topk<K: RadixKey, V>(
         stream_capacity
     };
     let stream_shape = stream_layout::<K>(&plan, tiers, largest, stream_slots);
+    // A direct call of the stream tier whose segments all fit on the device at once as
+    // clusters takes the one clustered launch (sm_90); it needs no scratch.
+    let stream_direct = stream_tier && direct && plan.per_segment_max > 0;
+    let cluster = if stream_direct && direct_bin_is_stream(&plan, tiers, &stream_shape) {
+        cluster_launch::<K>(runtime, stream, value_bytes, &plan, max_segments)?
+    } else {
+        None
+    };
+    let stream_scratch = |words: u64| if cluster.is_some() { 0 } else { words };
     let bin_words = if direct {
         0
     } else {
@@ -890,9 +907,9 @@ pub fn batched_topk<K: RadixKey, V>(
     let mut large_selected = scratch(selected_len)?;
     let ranks_len = if global_sort { selected_len } else { 0 };
     let mut large_ranks = scratch(ranks_len)?;
-    let mut stream_ranks = scratch(stream_shape.rank_words)?;
-    let mut stream_indices = scratch(stream_shape.index_words)?;
-    let mut stream_counts = scratch(stream_shape.count_words)?;
+    let mut stream_ranks = scratch(stream_scratch(stream_shape.rank_words))?;
+    let mut stream_indices = scratch(stream_scratch(stream_shape.index_words))?;
+    let mut stream_counts = scratch(stream_scratch(stream_shape.count_words))?;
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     // Listed: the segments' element addresses are offsets from a keys base of 0.
@@ -1084,7 +1101,28 @@ pub fn batched_topk<K: RadixKey, V>(
                 0,
             )?;
         }
-        if stream_tier {
+        if let Some(cluster) = &cluster {
+            let layout = &cluster.layout;
+            let params = BatchedTopKParams {
+                stage: STAGE_SELECT,
+                stream_total: layout.candidates,
+                stream_sorted_cap: layout.candidates,
+                stream_sorted_offset: layout.copy_offset,
+                stream_bins_offset: layout.bins_offset,
+                stream_index_offset: layout.index_offset,
+                stream_rank_offset: layout.rank_offset,
+                ..params
+            };
+            runtime.launch_clustered(
+                stream,
+                &cluster.kernel,
+                cluster.grid,
+                layout.shared_bytes,
+                params,
+                CLUSTER_BLOCKS,
+            )?;
+            CLUSTERED_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+        } else if stream_tier {
             // The filter, a block per (list position, chunk) up to as many as are resident at
             // once (the blocks stride over the rest, so calls with more chunks than one wave,
             // which tests make, run its grid-stride path), then the final selection, a block
@@ -1328,6 +1366,142 @@ fn stream_layout<K: RadixKey>(
     }
 }
 
+/// Blocks per cluster of the stream tier's clustered launch (BT_CLUSTER_BLOCKS).
+const CLUSTER_BLOCKS: u32 = 2;
+
+static CLUSTERED_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many clustered launches of the stream tier ([`BatchedKernel::StreamCluster`]) this
+/// process has made: which path a call took, for tests and benchmarks (nothing else depends on
+/// it).
+///
+/// ```
+/// let before = oxicub_kernels::families::batched_topk::clustered_launches();
+/// assert!(oxicub_kernels::families::batched_topk::clustered_launches() >= before);
+/// ```
+pub fn clustered_launches() -> u64 {
+    CLUSTERED_LAUNCHES.load(Ordering::Relaxed)
+}
+
+/// The dynamic shared memory of the clustered launch's blocks (batched_topk_stream.cuh,
+/// PART 3): a block's candidates, its copy of the selected buckets (where the sample bins and
+/// the exact path's index and rank buffers also lie) and its bucket counts, starts and
+/// positions; the exact path's sort region aliases the candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ClusterLayout {
+    /// Candidates a block holds (and the copy's length).
+    candidates: u64,
+    copy_offset: u64,
+    bins_offset: u64,
+    index_offset: u64,
+    rank_offset: u64,
+    shared_bytes: u32,
+}
+
+fn cluster_layout(key_bytes: u64, selected: u64) -> Option<ClusterLayout> {
+    let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
+    let candidates = if key_bytes <= 4 {
+        STREAM_CANDIDATES
+    } else {
+        STREAM_CANDIDATES / 2
+    };
+    let align = |x: u64| x.div_ceil(16) * 16;
+    let region = align(candidates * (rank_bytes + 4));
+    let copy_offset = region;
+    let bins_offset = copy_offset + region;
+    let shared = bins_offset + (3 * STREAM_BUCKETS + 1) * 4;
+    let index_offset = copy_offset;
+    let rank_offset = align(index_offset + selected * 4);
+    // The exact path's packed sort entries (two words each for 8-byte keys) fit the
+    // candidates' region, its buffers the copy's, and the sample's bins (4096 words at most)
+    // the copy's too.
+    let sort_entry = if key_bytes <= 4 { 8 } else { 16 };
+    let fits = selected.next_power_of_two() * sort_entry <= region
+        && rank_offset + selected * rank_bytes <= bins_offset
+        && 4 * 4096 <= region;
+    fits.then(|| ClusterLayout {
+        candidates,
+        copy_offset,
+        bins_offset,
+        index_offset,
+        rank_offset,
+        shared_bytes: u32::try_from(shared).unwrap_or(u32::MAX),
+    })
+}
+
+/// The clustered launch of a direct call: its kernel, layout and grid (a cluster per segment).
+struct ClusterLaunch {
+    kernel: LoadedKernel,
+    layout: ClusterLayout,
+    grid: u32,
+}
+
+/// The clustered launch, when the device launches clusters and every segment's cluster is
+/// resident at once (more segments than that would run in waves, each a chain of barriers:
+/// the filter and final selection take them instead).
+fn cluster_launch<K: RadixKey>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    value_bytes: u8,
+    plan: &BatchedTopKPlan<'_, '_>,
+    segments: u64,
+) -> Result<Option<ClusterLaunch>, KernelError> {
+    if !runtime.launches_with_attributes() || !clusters_enabled() {
+        return Ok(None);
+    }
+    let key_bytes = std::mem::size_of::<K>() as u64;
+    let selected = plan.per_segment_max.min(STREAM_MAX_K as u64);
+    let Some(layout) = cluster_layout(key_bytes, selected) else {
+        return Ok(None);
+    };
+    let spec = KernelSpec::batched_topk(K::KEY_TYPE, value_bytes, BatchedKernel::StreamCluster);
+    let kernel = runtime.kernel(&spec)?;
+    let resident =
+        runtime.max_active_clusters(stream, &kernel, layout.shared_bytes, CLUSTER_BLOCKS)?;
+    let grid = segments.saturating_mul(u64::from(CLUSTER_BLOCKS));
+    Ok(
+        (segments <= u64::from(resident) && grid <= u64::from(u32::MAX)).then(|| ClusterLaunch {
+            kernel,
+            layout,
+            grid: grid as u32,
+        }),
+    )
+}
+
+/// Whether the clustered launch may be used: yes unless the environment variable
+/// `OXICUB_STREAM_CLUSTERS` is `off` (read once; for side-by-side measurements and as a way
+/// around a driver that mishandles clusters).
+fn clusters_enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var("OXICUB_STREAM_CLUSTERS").map_or(true, |v| v != "off"))
+}
+
+/// Whether the segments of a direct call (all alike) go to the stream tier: the order of the
+/// device's bt_bin. Only which launches are made depends on it; each kernel still takes just
+/// the segments of its own tier.
+fn direct_bin_is_stream(
+    plan: &BatchedTopKPlan<'_, '_>,
+    tiers: BatchedTiers,
+    stream: &StreamLayout,
+) -> bool {
+    let (
+        BatchedLayout::Strided {
+            sizes: PerSegmentOr::Uniform(size),
+            ..
+        },
+        PerSegmentOr::Uniform(k),
+    ) = (plan.layout, plan.k)
+    else {
+        return false;
+    };
+    let written = k.min(size);
+    let warp = tiers.contains(BatchedTiers::WARP)
+        && size <= u64::from(plan.warp_items) * 32
+        && written <= WARP_MAX_K as u64;
+    let block = tiers.contains(BatchedTiers::BLOCK) && size <= SORT_CAP as u64;
+    !warp && !block && size <= stream.max_size && written <= STREAM_MAX_K as u64
+}
+
 /// [`keep`] for a buffer that may not exist (pointer 0).
 fn keep_opt<'a>(
     guards: &mut Vec<SyncOnDrop<'a>>,
@@ -1375,6 +1549,7 @@ mod tests {
             ("BT_STREAM_CANDIDATES", STREAM_CANDIDATES),
             ("BT_STREAM_TASK", STREAM_COPY_TASK),
             ("BT_STREAM_FILTER_THREADS", u64::from(STREAM_FILTER_THREADS)),
+            ("BT_CLUSTER_BLOCKS", u64::from(CLUSTER_BLOCKS)),
         ] {
             let line = format!("constexpr u32 {name} = {value};");
             assert!(TABLE.header.contains(&line), "the header lacks `{line}`");
