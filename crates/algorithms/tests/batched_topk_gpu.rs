@@ -1748,8 +1748,8 @@ fn stream_cluster_sorted_smooth_and_clustered_rows() {
 
 /// The paths out of the buckets: all-equal keys (every key a candidate: the candidates
 /// overflow a block), a sample that misses while NaNs rank below the threshold, NaN,
-/// infinities and signed zeros, ties at the k-th key (12-bit scores), an outlier NaN that
-/// stretches the buckets, k = 2048 of 2049 keys (no sample: nothing is cut) and of 4000, and
+/// infinities and signed zeros, ties at the k-th key (12-bit scores), an outlier NaN above
+/// every sampled key (bucket 0, open-ended), k = 2048 of 2049 keys (no sample: nothing is cut) and of 4000, and
 /// k = 1.
 #[test]
 fn stream_cluster_ties_nan_sample_misses_and_every_k() {

@@ -5,7 +5,6 @@
 //! per-segment checks are reported through a small status buffer that the caller reads when
 //! it chooses to synchronise.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::SyncOnDrop;
@@ -877,7 +876,7 @@ pub fn batched_topk<K: RadixKey, V>(
     // clusters takes the one clustered launch (sm_90); it needs no scratch.
     let stream_direct = stream_tier && direct && plan.per_segment_max > 0;
     let cluster = if stream_direct && direct_bin_is_stream(&plan, tiers, &stream_shape) {
-        cluster_launch::<K>(runtime, stream, value_bytes, &plan, max_segments)?
+        cluster_launch::<K>(runtime, stream, value_bytes, &plan, max_segments)
     } else {
         None
     };
@@ -1121,7 +1120,7 @@ pub fn batched_topk<K: RadixKey, V>(
                 params,
                 CLUSTER_BLOCKS,
             )?;
-            CLUSTERED_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+            CLUSTERED_LAUNCHES.with(|n| n.set(n.get() + 1));
         } else if stream_tier {
             // The filter, a block per (list position, chunk) up to as many as are resident at
             // once (the blocks stride over the rest, so calls with more chunks than one wave,
@@ -1369,18 +1368,21 @@ fn stream_layout<K: RadixKey>(
 /// Blocks per cluster of the stream tier's clustered launch (BT_CLUSTER_BLOCKS).
 const CLUSTER_BLOCKS: u32 = 2;
 
-static CLUSTERED_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// The clustered launches made on this thread (a call launches on its caller's thread).
+    static CLUSTERED_LAUNCHES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 
 /// How many clustered launches of the stream tier ([`BatchedKernel::StreamCluster`]) this
-/// process has made: which path a call took, for tests and benchmarks (nothing else depends on
-/// it).
+/// thread has made: which path a call took, for tests and benchmarks (nothing else depends on
+/// it). Per thread, so tests running side by side do not see each other's launches.
 ///
 /// ```
 /// let before = oxicub_kernels::families::batched_topk::clustered_launches();
 /// assert!(oxicub_kernels::families::batched_topk::clustered_launches() >= before);
 /// ```
 pub fn clustered_launches() -> u64 {
-    CLUSTERED_LAUNCHES.load(Ordering::Relaxed)
+    CLUSTERED_LAUNCHES.with(std::cell::Cell::get)
 }
 
 /// The dynamic shared memory of the clustered launch's blocks (batched_topk_stream.cuh,
@@ -1445,27 +1447,30 @@ fn cluster_launch<K: RadixKey>(
     value_bytes: u8,
     plan: &BatchedTopKPlan<'_, '_>,
     segments: u64,
-) -> Result<Option<ClusterLaunch>, KernelError> {
+) -> Option<ClusterLaunch> {
     if !runtime.launches_with_attributes() || !clusters_enabled() {
-        return Ok(None);
+        return None;
     }
     let key_bytes = std::mem::size_of::<K>() as u64;
     let selected = plan.per_segment_max.min(STREAM_MAX_K as u64);
-    let Some(layout) = cluster_layout(key_bytes, selected) else {
-        return Ok(None);
-    };
+    let layout = cluster_layout(key_bytes, selected)?;
     let spec = KernelSpec::batched_topk(K::KEY_TYPE, value_bytes, BatchedKernel::StreamCluster);
-    let kernel = runtime.kernel(&spec)?;
-    let resident =
-        runtime.max_active_clusters(stream, &kernel, layout.shared_bytes, CLUSTER_BLOCKS)?;
+    let shared = u64::from(layout.shared_bytes) + spec.static_shared_bytes();
+    if shared > u64::from(runtime.facts().shared_per_block_optin) {
+        return None;
+    }
+    // The clustered launch is an optimisation: where it cannot be prepared (its kernel does
+    // not build, the occupancy query fails), the filter and final selection run instead.
+    let kernel = runtime.kernel(&spec).ok()?;
+    let resident = runtime
+        .max_active_clusters(stream, &kernel, layout.shared_bytes, CLUSTER_BLOCKS)
+        .ok()?;
     let grid = segments.saturating_mul(u64::from(CLUSTER_BLOCKS));
-    Ok(
-        (segments <= u64::from(resident) && grid <= u64::from(u32::MAX)).then(|| ClusterLaunch {
-            kernel,
-            layout,
-            grid: grid as u32,
-        }),
-    )
+    (segments <= u64::from(resident) && grid <= u64::from(u32::MAX)).then(|| ClusterLaunch {
+        kernel,
+        layout,
+        grid: grid as u32,
+    })
 }
 
 /// Whether the clustered launch may be used: yes unless the environment variable
