@@ -387,6 +387,14 @@ impl KernelRuntime {
         Ok(clusters)
     }
 
+    /// Whether a block of `spec` with `dynamic_shared_bytes` of dynamic shared memory (and its
+    /// static shared memory) fits the device's per-block limit: checked before every launch,
+    /// and by callers that would rather not compile a kernel that cannot launch.
+    pub(crate) fn shared_memory_fits(&self, spec: &KernelSpec, dynamic_shared_bytes: u32) -> bool {
+        u64::from(dynamic_shared_bytes) + spec.static_shared_bytes()
+            <= u64::from(self.facts.shared_per_block_optin)
+    }
+
     /// The checks every launch makes (the stream's context, the block size, the grid, the
     /// shared memory against the device's limit), and the function's dynamic shared memory
     /// limit raised to `dynamic_shared_bytes` where it is below: the launch configuration.
@@ -421,12 +429,11 @@ impl KernelRuntime {
                 limit: u64::from(self.facts.max_grid_x),
             });
         }
-        let shared = u64::from(dynamic_shared_bytes) + kernel.spec.static_shared_bytes();
-        if shared > u64::from(self.facts.shared_per_block_optin) {
+        if !self.shared_memory_fits(&kernel.spec, dynamic_shared_bytes) {
             return Err(KernelError::Resources {
                 kernel: kernel.spec.to_string(),
                 resource: "bytes of shared memory per block",
-                requested: shared,
+                requested: u64::from(dynamic_shared_bytes) + kernel.spec.static_shared_bytes(),
                 limit: u64::from(self.facts.shared_per_block_optin),
             });
         }

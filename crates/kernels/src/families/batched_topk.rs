@@ -1400,7 +1400,9 @@ struct ClusterLayout {
     shared_bytes: u32,
 }
 
-fn cluster_layout(key_bytes: u64, selected: u64) -> Option<ClusterLayout> {
+/// The layout for keys of `key_bytes` and `selected` (at most STREAM_MAX_K) items a segment;
+/// `cluster_regions_fit` pins that the regions that share words fit.
+fn cluster_layout(key_bytes: u64, selected: u64) -> ClusterLayout {
     let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
     let candidates = if key_bytes <= 4 {
         STREAM_CANDIDATES
@@ -1413,22 +1415,14 @@ fn cluster_layout(key_bytes: u64, selected: u64) -> Option<ClusterLayout> {
     let bins_offset = copy_offset + region;
     let shared = bins_offset + (3 * STREAM_BUCKETS + 1) * 4;
     let index_offset = copy_offset;
-    let rank_offset = align(index_offset + selected * 4);
-    // The exact path's packed sort entries (two words each for 8-byte keys) fit the
-    // candidates' region, its buffers the copy's, and the sample's bins (4096 words at most)
-    // the copy's too.
-    let sort_entry = if key_bytes <= 4 { 8 } else { 16 };
-    let fits = selected.next_power_of_two() * sort_entry <= region
-        && rank_offset + selected * rank_bytes <= bins_offset
-        && 4 * 4096 <= region;
-    fits.then(|| ClusterLayout {
+    ClusterLayout {
         candidates,
         copy_offset,
         bins_offset,
         index_offset,
-        rank_offset,
+        rank_offset: align(index_offset + selected * 4),
         shared_bytes: u32::try_from(shared).unwrap_or(u32::MAX),
-    })
+    }
 }
 
 /// The clustered launch of a direct call: its kernel, layout and grid (a cluster per segment).
@@ -1453,10 +1447,9 @@ fn cluster_launch<K: RadixKey>(
     }
     let key_bytes = std::mem::size_of::<K>() as u64;
     let selected = plan.per_segment_max.min(STREAM_MAX_K as u64);
-    let layout = cluster_layout(key_bytes, selected)?;
+    let layout = cluster_layout(key_bytes, selected);
     let spec = KernelSpec::batched_topk(K::KEY_TYPE, value_bytes, BatchedKernel::StreamCluster);
-    let shared = u64::from(layout.shared_bytes) + spec.static_shared_bytes();
-    if shared > u64::from(runtime.facts().shared_per_block_optin) {
+    if !runtime.shared_memory_fits(&spec, layout.shared_bytes) {
         return None;
     }
     // The clustered launch is an optimisation: where it cannot be prepared (its kernel does
@@ -1540,6 +1533,30 @@ mod tests {
                 let chunks: std::collections::BTreeSet<u64> =
                     (0..ctas).map(|k| (block + k * grid) % ctas).collect();
                 assert_eq!(chunks.len() as u64, ctas, "ctas {ctas}, grid {grid}");
+            }
+        }
+    }
+
+    /// The clustered launch's shared-memory regions that share words fit one another for every
+    /// key width and every selection the tier takes: the exact path's packed sort entries (two
+    /// words each for 8-byte keys) in the candidates' region, its index and rank buffers in the
+    /// copy's, and the sample's bins (4096 words at most) in the copy's too.
+    #[test]
+    fn cluster_regions_fit() {
+        for key_bytes in [1u64, 2, 4, 8] {
+            for selected in [1u64, 1000, STREAM_MAX_K as u64] {
+                let layout = cluster_layout(key_bytes, selected);
+                let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
+                let sort_entry = if key_bytes <= 4 { 8 } else { 16 };
+                let region = layout.copy_offset;
+                assert!(selected.next_power_of_two() * sort_entry <= region);
+                assert!(layout.rank_offset + selected * rank_bytes <= layout.bins_offset);
+                assert!(4 * 4096 <= region);
+                assert_eq!(layout.bins_offset - layout.copy_offset, region);
+                assert!(
+                    u64::from(layout.shared_bytes) < 200 * 1024,
+                    "{key_bytes} bytes"
+                );
             }
         }
     }
