@@ -1804,6 +1804,53 @@ fn stream_cluster_ties_nan_sample_misses_and_every_k() {
     }
 }
 
+/// Keys the f32 compare of the streaming pass takes but whose rank is below the threshold
+/// (dead entries: they keep their place among the candidates, in no bucket): NaNs of both
+/// signs among uniform scores, for min (where every NaN passes the compare and ranks last; one
+/// key in 37 a NaN, more of them than k: about half the candidates are dead) and for max (NaNs
+/// rank first: one key in 500), with -0.0 and +0.0 among them (one key in 400: among the k
+/// best for min).
+#[test]
+fn stream_cluster_dead_entries_nan_and_signed_zeros() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    const SIZE: usize = 131_072;
+    let negative_nan = f32::from_bits(0xFFC0_0001);
+    let rows = |every: usize, seed: u64| -> Vec<Vec<f32>> {
+        (0..3)
+            .map(|r| {
+                let mut keys = unit_scores(SIZE, seed + r, 24);
+                for (i, key) in keys.iter_mut().enumerate() {
+                    if i % every == 5 {
+                        *key = if i % 2 == 0 { f32::NAN } else { negative_nan };
+                    } else if i % 400 == 7 {
+                        *key = if i % 2 == 0 { 0.0 } else { -0.0 };
+                    }
+                }
+                keys
+            })
+            .collect()
+    };
+    for_every_env!(check_rows(
+        &cuda,
+        &rows(37, 130),
+        2048,
+        SelectDirection::Min
+    ));
+    for_every_env!(check_rows(
+        &cuda,
+        &rows(500, 140),
+        2048,
+        SelectDirection::Max
+    ));
+    check_rows(
+        &cuda,
+        &rows(37, 150),
+        100,
+        SelectDirection::Min,
+        &Env::new(),
+    );
+}
+
 /// Every key type, rows whose length is not a multiple of a vector or a block's share (a tail
 /// of scalar keys), rows that do not start 16-byte aligned (all scalar loads), and more
 /// segments than clusters fit at once (the filter and final selection take those).

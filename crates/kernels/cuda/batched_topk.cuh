@@ -225,16 +225,24 @@ __device__ __forceinline__ u32 bt_bin(const BatchedTopKParams& p, u64 size, u64 
     return BT_TIER_LARGE;
 }
 
+// Segment `seg` of a direct call (BT_DIRECT): every value comes from the parameters, checked
+// on the host (every segment is valid and alike); false when it is not in `bin` or writes
+// nothing.
+__device__ __forceinline__ bool bt_direct_descriptor(const BatchedTopKParams& p, u64 seg,
+                                                     u32 bin, u64* begin, u64* size,
+                                                     u64* written, u32* dir) {
+    *begin = seg * p.stride;
+    *size = p.size_value;
+    *written = p.k_value < p.size_value ? p.k_value : p.size_value;
+    *dir = p.direction_value;
+    return *written != 0 && bt_bin(p, *size, *written) == bin;
+}
+
 // Reads a segment's descriptor; false when it is invalid, not in `bin`, or writes nothing.
 __device__ __forceinline__ bool bt_descriptor(const BatchedTopKParams& p, u64 seg, u32 bin,
                                               u64* begin, u64* size, u64* written, u32* dir) {
     if (p.flags & BT_DIRECT) {
-        // Checked on the host: every segment is valid and alike.
-        *begin = seg * p.stride;
-        *size = p.size_value;
-        *written = p.k_value < p.size_value ? p.k_value : p.size_value;
-        *dir = p.direction_value;
-        return *written != 0 && bt_bin(p, *size, *written) == bin;
+        return bt_direct_descriptor(p, seg, bin, begin, size, written, dir);
     }
     const u64* desc = reinterpret_cast<const u64*>(p.descriptors) + seg * BT_DESC_WORDS;
     const u64 flags = desc[3];

@@ -74,6 +74,9 @@ struct BtStreamBatch {
     static constexpr u32 BATCH = UNROLL * 32u;           // vectors per warp
 };
 
+// floor(log2(x)) for x >= 1, at compile time.
+constexpr u32 bt_log2(u32 x) { return x <= 1u ? 0u : 1u + bt_log2(x / 2u); }
+
 // The filter's sample: every block of a segment reads the same VECTORS 16-byte vectors per
 // thread, spread evenly over the segment, so at least 2048 keys (f32: 2048, f64: 2048, 2-byte
 // keys 4096, 1-byte keys 8192). Whole vectors rather than single keys: a sample of single keys
@@ -85,6 +88,7 @@ struct BtStreamSample {
     static constexpr u32 VECTORS = VEC >= 4u ? 1u : 4u / VEC;  // per thread
     static constexpr u32 PER_THREAD = VECTORS * VEC;         // keys per thread
     static constexpr u32 GROUPS = VECTORS * BLOCK_THREADS;    // vectors per segment
+    static constexpr u32 GROUPS_LOG = bt_log2(GROUPS);
     static_assert(PER_THREAD <= 32u, "one valid bit per sampled key");
 };
 
@@ -196,6 +200,7 @@ struct BtStreamState {
     u32 boundary;          // bucket path: the bucket of the k-th item
     u32 work;              // bucket path: sum of the squared bucket sizes
     u32 reached;           // final: the candidates at or above the segment's threshold
+    u32 dead;              // cluster: dead entries among them (bt_cluster_append)
     u32 hits_done;         // filter: the warps that counted their sample hits
 };
 
@@ -669,10 +674,18 @@ __device__ __forceinline__ u32 bt_draw_sample(
     const u32 tid = threadIdx.x;
     Bits raw[Sample::PER_THREAD];
     const bool sample_aligned = (((unsigned long long)segment) & 15ull) == 0;
+    // A segment of at least GROUPS vectors (every large one) has groups == GROUPS, a power of
+    // two: a shift instead of a 64-bit division (~70 instructions at the kernel's start).
+    static_assert(Sample::GROUPS == 1u << Sample::GROUPS_LOG, "GROUPS is a power of two");
+    constexpr u32 GROUPS_LOG = Sample::GROUPS_LOG;
+    const bool every_group = groups == Sample::GROUPS;  // uniform
 #pragma unroll
     for (u32 u = 0; u < Sample::VECTORS; ++u) {
         const u32 g = u * BLOCK_THREADS + tid;
-        const u32 v = g < groups ? (u32)((u64)g * segment_vectors / groups) : 0u;
+        const u64 scaled = (u64)g * segment_vectors;
+        const u32 v = g >= groups ? 0u
+            : every_group         ? (u32)(scaled >> GROUPS_LOG)
+                                  : (u32)(scaled / groups);
         sample_vector[u] = v;
         uint4 w = make_uint4(0u, 0u, 0u, 0u);
         if (g < groups && sample_aligned) {
@@ -1197,9 +1210,10 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
 // (the host's choice, sm_90 and later), a cluster of BT_CLUSTER_BLOCKS blocks of 1024 threads per
 // segment does the filter and the final selection in one launch. Each block draws the segment's
 // sample (the same one, so the same threshold and buckets), streams its half of the segment in
-// register batches (each warp a contiguous part, the next batch in flight) and appends the keys
-// at or above the threshold (ranked exactly, so every candidate reaches it) to its own
-// shared memory, counting them in its own buckets (BtOpenBuckets). After a cluster barrier each
+// register batches (each warp a contiguous part, the next batch in flight; the direction a
+// compile-time constant there) and appends the keys at or above the threshold to its own
+// shared memory, counting them in its own buckets (BtOpenBuckets; the f32 / f64 test's extra
+// hits stay as dead entries, bt_cluster_append). After a cluster barrier each
 // block reads both blocks' counts over DSMEM: when the candidates hold the k best (none
 // overflowed, at least k of them), both find the same bucket starts, scatter their own
 // candidates into both blocks' copies (a candidate's place: its bucket's start + the bucket's
@@ -1208,6 +1222,11 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
 // sample that missed, buckets too uneven) the first block runs the exact path over every key of
 // the segment. Against PART 1 + PART 2 this drops the second launch, the final's wait for the
 // filter's grid and its two global round trips (NOTES-batched, eleventh session).
+//
+// The kernel runs at 64 registers (1024 threads), where the streaming loop is written for the
+// compiler: its state is induction variables and values kept in uniform registers (a direct
+// call's segment comes from the parameters alone), because whatever the compiler could
+// recompute it did, in every batch (NOTES-batched, twelfth session).
 //
 // Dynamic shared memory (the host's offsets): [candidates: stream_total ranks, then as many u32
 // indices; the exact path's sort region aliases it] [copy at stream_sorted_offset: stream_total
@@ -1248,6 +1267,13 @@ __device__ __forceinline__ u32 bt_cluster_rank() {
     return r;
 }
 
+// The blocks in this block's cluster.
+__device__ __forceinline__ u32 bt_cluster_blocks() {
+    u32 n;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    return n;
+}
+
 // Every thread of every block of the cluster: the blocks' shared memory writes before it are
 // visible to the others' reads after it.
 __device__ __forceinline__ void bt_cluster_sync() {
@@ -1265,73 +1291,29 @@ __device__ __forceinline__ T* bt_cluster_map(T* p, u32 rank) {
 #endif
 
 // Appends the lane's hits (bit u * VEC + e of `flags`: key e of vector u, index
-// first + u * 32 * VEC + e) to the block's candidates, warp by warp (a warp scan, one atomic),
-// counting each in its bucket; s.reached counts every hit (past `cap`: an overflow, nothing
-// stored). The flags come from RadixHitTest, a superset for f32 and f64 (NaNs, the other zero),
-// so those hits are ranked exactly first. Two forms, chosen per warp batch: a few hits (uniform
-// scores: ~14 in a warp's 512 keys) are walked one by one, each key picked from the lane's
-// words by a select tree (a runtime index into registers would put them in local memory); many
-// (sorted or clustered rows, where a few warps hold every candidate) go through every key slot
-// at once, so those warps do not walk 16 hits a lane. Keeping every key's rank in registers
-// for the append instead made the streaming loop slower (64 registers: NOTES-batched, eleventh
-// session).
-template <class Key, class R, u32 UNROLL, u32 WARPS>
+// first + u * 32 * VEC + e) to the block's candidates, warp by warp (a warp scan, one atomic);
+// s.reached counts every hit (past `cap`: an overflow, nothing stored). The flags come from
+// RadixHitTest, a superset for f32 and f64 (NaNs, the other zero): each hit is ranked as it is
+// stored, and one ranked below the threshold stays in its place as a dead entry (counted in
+// s.dead, in no bucket; the scatter skips it), so the hits are walked once. Two forms, chosen
+// per warp batch: a few hits (uniform scores: ~14 in a warp's 512 keys) are walked one by one,
+// each key picked from the lane's words by a select tree (a runtime index into registers would
+// put them in local memory); many (sorted or clustered rows, where a few warps hold every
+// candidate) go through every key slot at once, so those warps do not walk 16 hits a lane.
+// DIR is the direction (0 max, 1 min), a compile-time constant here: the flip of every rank
+// folds away.
+template <class Key, class R, u32 DIR, u32 UNROLL, u32 WARPS>
 __device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32 flags, u32 first,
-                                                  u32 dir, R threshold,
-                                                  BtStreamState<R, WARPS>& s, u32 cap,
-                                                  R* cand_ranks, u32* cand_indices, u32* fill,
-                                                  const BtOpenBuckets<R>& bucket) {
+                                                  R threshold, BtStreamState<R, WARPS>& s,
+                                                  u32 cap, R* cand_ranks, u32* cand_indices,
+                                                  u32* fill, const BtOpenBuckets<R>& bucket) {
     typedef typename Key::Bits Bits;
     constexpr u32 VEC = BtStreamBatch<Bits>::VEC;
     constexpr u32 KEYS = UNROLL * VEC;
     constexpr u32 DENSE = 64;  // hits in a warp batch from which every slot is gone through
     const u32 lane = threadIdx.x & 31u;
-    const u32 superset = __reduce_add_sync(0xFFFFFFFFu, (u32)__popc(flags));
-    if (superset == 0u) {
-        return;
-    }
-    const bool dense = superset > DENSE;  // warp-uniform
-    auto slot_rank = [&](u32 b) -> R {    // key slot b, a compile-time constant
-        return bt_rank_word<Key>(bt_vector_key<Bits>(v4[b / VEC], b % VEC), dir);
-    };
-    u32 words[4u * UNROLL];
-#pragma unroll
-    for (u32 u = 0; u < UNROLL; ++u) {
-        words[4u * u] = v4[u].x;
-        words[4u * u + 1u] = v4[u].y;
-        words[4u * u + 2u] = v4[u].z;
-        words[4u * u + 3u] = v4[u].w;
-    }
-    auto picked_rank = [&](u32 b) -> R {  // key slot b, a runtime index
-        Bits raw;
-        if constexpr (sizeof(Bits) == 8) {
-            raw = (Bits)((u64)bt_select_word(words, 2u * b) |
-                         ((u64)bt_select_word(words, 2u * b + 1u) << 32));
-        } else {
-            constexpr u32 PER_WORD = 4u / (u32)sizeof(Bits);
-            raw = (Bits)(bt_select_word(words, b / PER_WORD) >>
-                         (8u * (u32)sizeof(Bits) * (b % PER_WORD)));
-        }
-        return bt_rank_word<Key>(raw, dir);
-    };
-    if constexpr (RadixHitTest<Key>::FLOAT_COMPARE) {
-        if (dense) {
-            u32 exact = 0;
-#pragma unroll
-            for (u32 b = 0; b < KEYS; ++b) {
-                if ((flags >> b) & 1u) {
-                    exact |= (slot_rank(b) >= threshold ? 1u : 0u) << b;
-                }
-            }
-            flags = exact;
-        } else {
-            for (u32 rest = flags; rest != 0u; rest &= rest - 1u) {
-                const u32 b = (u32)__ffs(rest) - 1u;
-                if (picked_rank(b) < threshold) {
-                    flags &= ~(1u << b);
-                }
-            }
-        }
+    if (!__any_sync(0xFFFFFFFFu, flags != 0u)) {
+        return;  // most warp batches of sorted or clustered rows
     }
     const u32 count = (u32)__popc(flags);
     u32 inclusive = count;
@@ -1340,8 +1322,9 @@ __device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32
         const u32 y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
         inclusive += lane >= offset ? y : 0u;
     }
+    const u32 hits = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
     u32 base = 0;
-    if (lane == 31u && inclusive != 0u) {
+    if (lane == 31u) {
         base = atomicAdd(&s.reached, inclusive);
     }
     u32 at = __shfl_sync(0xFFFFFFFFu, base, 31) + inclusive - count;
@@ -1349,21 +1332,118 @@ __device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32
         if (at < cap) {
             cand_ranks[at] = r;
             cand_indices[at] = first + b / VEC * 32u * VEC + b % VEC;
-            atomicAdd(&fill[bucket(r)], 1u);
+            if (!RadixHitTest<Key>::FLOAT_COMPARE || r >= threshold) {
+                atomicAdd(&fill[bucket(r)], 1u);
+            } else {
+                atomicAdd(&s.dead, 1u);
+            }
         }
         ++at;
     };
-    if (dense) {
+    if (hits > DENSE) {  // warp-uniform
 #pragma unroll
         for (u32 b = 0; b < KEYS; ++b) {
             if ((flags >> b) & 1u) {
-                put(b, slot_rank(b));
+                put(b, bt_rank_word<Key>(bt_vector_key<Bits>(v4[b / VEC], b % VEC), DIR));
             }
         }
     } else {
+        u32 words[4u * UNROLL];
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) {
+            words[4u * u] = v4[u].x;
+            words[4u * u + 1u] = v4[u].y;
+            words[4u * u + 2u] = v4[u].z;
+            words[4u * u + 3u] = v4[u].w;
+        }
         for (u32 rest = flags; rest != 0u; rest &= rest - 1u) {
             const u32 b = (u32)__ffs(rest) - 1u;
-            put(b, picked_rank(b));
+            Bits raw;
+            if constexpr (sizeof(Bits) == 8) {
+                raw = (Bits)((u64)bt_select_word(words, 2u * b) |
+                             ((u64)bt_select_word(words, 2u * b + 1u) << 32));
+            } else {
+                constexpr u32 PER_WORD = 4u / (u32)sizeof(Bits);
+                raw = (Bits)(bt_select_word(words, b / PER_WORD) >>
+                             (8u * (u32)sizeof(Bits) * (b % PER_WORD)));
+            }
+            put(b, bt_rank_word<Key>(raw, DIR));
+        }
+    }
+}
+
+// This block's streaming pass for direction DIR (both directions are compiled and the segment's
+// picks one, so the hit test and every rank lose the runtime flip): keys [lo, hi) of the
+// segment (a warp's part), their vectors in register batches (the next batch in flight), the
+// keys past the vectors one per lane.
+template <class Key, class R, u32 DIR, u32 WARPS>
+__device__ __forceinline__ void bt_cluster_stream(const typename Key::Bits* segment, u32 lo,
+                                                  u32 hi, R threshold, BtStreamState<R, WARPS>& s,
+                                                  u32 cap, R* cand_ranks, u32* cand_indices,
+                                                  u32* fill, const BtOpenBuckets<R>& bucket) {
+    typedef typename Key::Bits Bits;
+    constexpr u32 VEC = BtStreamBatch<Bits>::VEC;
+    constexpr u32 UNROLL = BtStreamBatch<Bits>::UNROLL;
+    constexpr u32 BATCH = BtStreamBatch<Bits>::BATCH;
+    const u32 lane = threadIdx.x & 31u;
+    const Bits* src = segment + lo;
+    const bool aligned = (((unsigned long long)src) & 15ull) == 0;
+    const u32 vectors = aligned ? (hi - lo) / VEC : 0u;
+    // Keys at or above the threshold (a superset for f32 and f64, ranked exactly on append).
+    const RadixHitTest<Key> hit((Bits)threshold, DIR ? (Bits)~(Bits)0 : (Bits)0);
+    // The loop's state is three induction variables: the lane's next vector (`at`: vector u of
+    // its batch is at[u * 32], an immediate offset), the index of its batch's first key, and
+    // its vectors left (vector u valid while u * 32 < left). Computed from the warp's part in
+    // every batch instead, the addresses cost ~50 instructions a batch.
+    const uint4* at = reinterpret_cast<const uint4*>(src) + lane;
+    u32 first = lo + lane * VEC;
+    int left = (int)vectors - (int)lane;
+    uint4 cur[UNROLL];
+    uint4 next[UNROLL];
+    auto load_batch = [&](uint4(&v4)[UNROLL], const uint4* from, int from_left) {
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) {
+            v4[u] = (int)(u * 32u) < from_left ? __ldcs(from + u * 32u)
+                                               : make_uint4(0u, 0u, 0u, 0u);
+        }
+    };
+    if (vectors != 0) {
+        load_batch(cur, at, left);
+    }
+    for (u32 batches = (vectors + BATCH - 1u) / BATCH; batches != 0; --batches) {  // uniform
+        if (batches > 1u) {
+            load_batch(next, at + BATCH, left - (int)BATCH);
+        }
+        u32 flags = 0;
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) {
+            const bool valid = (int)(u * 32u) < left;
+#pragma unroll
+            for (u32 e = 0; e < VEC; ++e) {
+                flags |= (valid && hit(bt_vector_key<Bits>(cur[u], e)) ? 1u : 0u) << (u * VEC + e);
+            }
+        }
+        bt_cluster_append<Key, R, DIR, UNROLL>(cur, flags, first, threshold, s, cap, cand_ranks,
+                                               cand_indices, fill, bucket);
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) {
+            cur[u] = next[u];
+        }
+        at += BATCH;
+        first += BATCH * VEC;
+        left -= (int)BATCH;
+    }
+    // The keys past the vectors (an unaligned part, or a tail of fewer than VEC keys).
+    for (u32 from = lo + vectors * VEC; from < hi; from += 32u) {  // warp-uniform
+        const u32 j = from + lane;
+        const R r = j < hi ? bt_rank_word<Key>(segment[j], DIR) : (R)0;
+        const bool take = j < hi && r >= threshold;
+        const u32 at = warp_append<u32>(take, 0xFFFFFFFFu,
+                                        [&](u32 n) { return atomicAdd(&s.reached, n); });
+        if (take && at < cap) {
+            cand_ranks[at] = r;
+            cand_indices[at] = j;
+            atomicAdd(&fill[bucket(r)], 1u);
         }
     }
 }
@@ -1375,8 +1455,6 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     typedef typename Key::Bits Bits;
     typedef BtStreamSample<Bits, BLOCK_THREADS> Sample;
     constexpr u32 VEC = BtStreamBatch<Bits>::VEC;
-    constexpr u32 UNROLL = BtStreamBatch<Bits>::UNROLL;
-    constexpr u32 BATCH = BtStreamBatch<Bits>::BATCH;
     constexpr u32 PER = BT_BUCKETS / BLOCK_THREADS;
     static_assert(PER == 4, "a thread's bucket counts are one 16-byte vector");
     extern __shared__ __align__(16) unsigned char bt_dynamic[];
@@ -1398,15 +1476,22 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     R* rank_buffer = reinterpret_cast<R*>(bt_dynamic + p.stream_rank_offset);
     u64* sort_region = reinterpret_cast<u64*>(bt_dynamic);
 
+    // The host launches this kernel for direct calls only, in clusters of BT_CLUSTER_BLOCKS
+    // (cluster_launch): a wrong launch traps instead of selecting from the wrong keys. The
+    // segment's values then come from the parameters alone, so the compiler keeps them in
+    // uniform registers: the descriptor path's per-thread copies, live across the streaming
+    // loop, pushed it past 64 registers.
+    if ((p.flags & BT_DIRECT) == 0 || bt_cluster_blocks() != BT_CLUSTER_BLOCKS) {
+        __trap();
+    }
     // Both blocks of a cluster take the same segment, so every return below is cluster-uniform.
-    const u64 slot = blockIdx.x / BT_CLUSTER_BLOCKS;
-    if (slot >= bt_bin_count(p, BT_TIER_STREAM)) {
+    const u64 seg = blockIdx.x / BT_CLUSTER_BLOCKS;
+    if (seg >= p.num_segments) {
         return;
     }
-    const u64 seg = bt_bin_segment(p, BT_TIER_STREAM, slot);
     u64 begin, size64, written64;
     u32 dir;
-    if (!bt_descriptor(p, seg, BT_TIER_STREAM, &begin, &size64, &written64, &dir)) {
+    if (!bt_direct_descriptor(p, seg, BT_TIER_STREAM, &begin, &size64, &written64, &dir)) {
         return;
     }
     const u32 size = (u32)size64;  // <= stream_max_size < 2^32
@@ -1418,12 +1503,10 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     for (u32 b = tid; b < BT_BUCKETS; b += BLOCK_THREADS) {
         fill[b] = 0;
     }
-    for (u32 b = tid; b < BT_BINS; b += BLOCK_THREADS) {
-        s.histogram[b] = 0;  // the exact path's
-    }
     if (tid == 0) {
         s.sample_best = 0;
         s.reached = 0;
+        s.dead = 0;
         s.work = 0;
     }
     __syncthreads();
@@ -1453,56 +1536,12 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     const u32 part = ((block_hi - block_lo + WARPS - 1u) / WARPS + VEC - 1u) / VEC * VEC;
     const u32 lo = min(block_hi, block_lo + warp * part);
     const u32 hi = min(block_hi, lo + part);
-    const Bits* src = segment + lo;
-    const bool aligned = (((unsigned long long)src) & 15ull) == 0;
-    const u32 vectors = aligned ? (hi - lo) / VEC : 0u;
-    const uint4* src4 = reinterpret_cast<const uint4*>(src);
-    // Keys at or above the threshold (a superset for f32 and f64, ranked exactly on append).
-    const RadixHitTest<Key> hit((Bits)threshold, dir ? (Bits)~(Bits)0 : (Bits)0);
-    uint4 cur[UNROLL];
-    uint4 next[UNROLL];
-    auto load_batch = [&](uint4(&v4)[UNROLL], u32 base) {
-#pragma unroll
-        for (u32 u = 0; u < UNROLL; ++u) {
-            const u32 v = base + u * 32u + lane;
-            v4[u] = v < vectors ? __ldcs(src4 + v) : make_uint4(0u, 0u, 0u, 0u);
-        }
-    };
-    if (vectors != 0) {
-        load_batch(cur, 0);
-    }
-    for (u32 base = 0; base < vectors; base += BATCH) {  // warp-uniform
-        if (base + BATCH < vectors) {
-            load_batch(next, base + BATCH);
-        }
-        u32 flags = 0;
-#pragma unroll
-        for (u32 u = 0; u < UNROLL; ++u) {
-            const bool valid = base + u * 32u + lane < vectors;
-#pragma unroll
-            for (u32 e = 0; e < VEC; ++e) {
-                flags |= (valid && hit(bt_vector_key<Bits>(cur[u], e)) ? 1u : 0u) << (u * VEC + e);
-            }
-        }
-        bt_cluster_append<Key, R, UNROLL>(cur, flags, lo + (base + lane) * VEC, dir, threshold,
-                                          s, cap, cand_ranks, cand_indices, fill, bucket);
-#pragma unroll
-        for (u32 u = 0; u < UNROLL; ++u) {
-            cur[u] = next[u];
-        }
-    }
-    // The keys past the vectors (an unaligned part, or a tail of fewer than VEC keys).
-    for (u32 from = lo + vectors * VEC; from < hi; from += 32u) {  // warp-uniform
-        const u32 j = from + lane;
-        const R r = j < hi ? bt_rank_word<Key>(segment[j], dir) : (R)0;
-        const bool take = j < hi && r >= threshold;
-        const u32 at = warp_append<u32>(take, 0xFFFFFFFFu,
-                                        [&](u32 n) { return atomicAdd(&s.reached, n); });
-        if (take && at < cap) {
-            cand_ranks[at] = r;
-            cand_indices[at] = j;
-            atomicAdd(&fill[bucket(r)], 1u);
-        }
+    if (dir == 0u) {  // uniform
+        bt_cluster_stream<Key, R, 0>(segment, lo, hi, threshold, s, cap, cand_ranks, cand_indices,
+                                     fill, bucket);
+    } else {
+        bt_cluster_stream<Key, R, 1>(segment, lo, hi, threshold, s, cap, cand_ranks, cand_indices,
+                                     fill, bucket);
     }
     bt_cluster_sync();  // both blocks' candidates and bucket counts are complete
 
@@ -1510,13 +1549,14 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     // both take the same path.
     const u32 lane_count =
         lane < BT_CLUSTER_BLOCKS ? *bt_cluster_map(&s.reached, lane) : 0u;
-    u32 n = 0;
+    const u32 lane_dead = lane < BT_CLUSTER_BLOCKS ? *bt_cluster_map(&s.dead, lane) : 0u;
+    u32 n = 0;  // candidates at or above the threshold
     bool overflow = false;
 #pragma unroll
     for (u32 b = 0; b < BT_CLUSTER_BLOCKS; ++b) {
         const u32 c = __shfl_sync(0xFFFFFFFFu, lane_count, b);
         overflow |= c > cap;
-        n += c;
+        n += c - __shfl_sync(0xFFFFFFFFu, lane_dead, b);
     }
     const u32 own = min(s.reached, cap);
     bool fast = false;
@@ -1563,7 +1603,7 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
             for (u32 i = tid; i < own; i += BLOCK_THREADS) {
                 const R r = cand_ranks[i];
                 const u32 b = bucket(r);
-                if (b <= boundary) {
+                if (b <= boundary && r >= bucket.lo) {  // not a dead entry
                     const u32 at = atomicAdd(&pos[b], 1u);
                     const u32 index = cand_indices[i];
 #pragma unroll
@@ -1583,6 +1623,9 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
                                              rank_in_cluster * BLOCK_THREADS + tid,
                                              BT_CLUSTER_BLOCKS * BLOCK_THREADS);
     } else if (rank_in_cluster == 0) {
+        for (u32 b = tid; b < BT_BINS; b += BLOCK_THREADS) {
+            s.histogram[b] = 0;  // the exact path's select expects it clear (its first barrier)
+        }
         const BtGlobalItems<Key, R> items{segment, dir};
         bt_stream_exact<Key, R, BLOCK_THREADS, VALUE_BYTES>(p, items, size, written, begin, dir,
                                                             out_base, s, index_buffer,
