@@ -15,13 +15,17 @@
 //                 then either the leader pulls the others' counts and candidates over DSMEM and
 //                 selects (PUSH = false), or every block reads the counts, scatters its own
 //                 candidates into every block's copy and ranks its share (PUSH = true).
+//                 PRE (WHICH=1..4): the first one or two batches of the streaming pass loaded before
+//                 the threshold is known (1, 2: before the sample; 3, 4: once the sample has
+//                 arrived), so DRAM works while the block waits on the sample. Measured: no
+//                 faster (1 batch at the sample: -0.2 us) or slower (NOTES-batched, twelfth session).
 //   mode 0 = all, 3 = no final selection, 2 = streaming and a count only: their differences place
 //   the time. There is no fallback: a row whose candidates overflow or miss is counted in `fails`.
 //
 // Build and run on a GPU machine (the device tool: carry the folder holding it):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -o topk_on_chip topk_on_chip.cu
-//   WHICH=rcp ./topk_on_chip 64 131072 2048     (r: row_topk, c: cluster pull, p: cluster push;
-//                                                 ASC=1: ascending rows)
+//   WHICH=rcp ./topk_on_chip 64 131072 2048     (r: row_topk, c: cluster pull, p: cluster push,
+//                                                 1-4: push with PRE; ASC=1: ascending rows)
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -163,9 +167,9 @@ __device__ __forceinline__ float4 load_sample(const float* row, u32 n) {
 // The threshold: a rank at or below the m-th best of the block's samples (within 1/64 of its
 // distance below the best sample), m = e + 6 sqrt(e) + 4 for e the samples expected among the k
 // best. s.best and `bins` are zero on entry.
-template <u32 THREADS>
+template <u32 THREADS, class Arrived>
 __device__ __forceinline__ void sample_threshold(const float4& sv, u32 n, u32 k, Shared& s, u32* bins, u32* thr,
-                                                 u32* best_out) {
+                                                 u32* best_out, Arrived arrived) {
     const u32 tid = threadIdx.x, lane = tid & 31u;
     const u32 r4[4] = {f2rank(__float_as_uint(sv.x)), f2rank(__float_as_uint(sv.y)),
                        f2rank(__float_as_uint(sv.z)), f2rank(__float_as_uint(sv.w))};
@@ -176,6 +180,7 @@ __device__ __forceinline__ void sample_threshold(const float4& sv, u32 n, u32 k,
     for (u32 o = 16; o > 0; o >>= 1) best = max(best, __shfl_xor_sync(~0u, best, o));
     if (lane == 0) atomicMax(&s.best, best);
     __syncthreads();
+    arrived();  // the sample is in registers: loads issued from here do not delay it
     best = s.best;
 #pragma unroll
     for (u32 i = 0; i < 4; ++i) atomicAdd(&bins[bin_of(best - r4[i])], 1u);
@@ -219,9 +224,9 @@ struct Buckets {
 
 // Clears the block's counters, the sample bins and the bucket counts, finds the threshold and
 // returns the buckets over it. Every thread of the block calls it.
-template <u32 THREADS>
+template <u32 THREADS, class Arrived = void (*)()>
 __device__ __forceinline__ Buckets sample_buckets(const float4& sv, u32 n, u32 k, Shared& s, u32* bins, u32* fill,
-                                                  u32* thr) {
+                                                  u32* thr, Arrived arrived = [] {}) {
     const u32 tid = threadIdx.x;
     if (tid == 0) {
         s.best = 0;
@@ -232,7 +237,7 @@ __device__ __forceinline__ Buckets sample_buckets(const float4& sv, u32 n, u32 k
     for (u32 b = tid; b < BUCKETS; b += THREADS) fill[b] = 0;
     __syncthreads();
     u32 best;
-    sample_threshold<THREADS>(sv, n, k, s, bins, thr, &best);
+    sample_threshold<THREADS>(sv, n, k, s, bins, thr, &best, arrived);
     return Buckets(*thr, best);
 }
 
@@ -460,7 +465,7 @@ row_topk(const float* __restrict__ keys, u32 n, u32 k, float* out_keys, u32* out
 // selects while the others wait at a second barrier; PUSH = true: every block reads all counts,
 // scatters its own candidates into every block's copy, and after a second barrier each block ranks
 // and writes its share of the selection.
-template <u32 THREADS, u32 CLUSTER, u32 CAP, bool PUSH>
+template <u32 THREADS, u32 CLUSTER, u32 CAP, bool PUSH, u32 PRE>
 __global__ void __launch_bounds__(THREADS, 1)
 cluster_topk(const float* __restrict__ keys, u32 n, u32 k, float* out_keys, u32* out_idx, u32* fails, int mode) {
     constexpr u32 WARPS = THREADS / 32;
@@ -487,16 +492,34 @@ cluster_topk(const float* __restrict__ keys, u32 n, u32 k, float* out_keys, u32*
     const u32 lo = crank * chunk + warp * part;
     const float4* src4 = reinterpret_cast<const float4*>(src + lo);
     const float4 sv = load_sample<THREADS>(src, n);
-    u32 thr;
-    const Buckets bucket = sample_buckets<THREADS>(sv, n, k, s, bins, fill, &thr);
-    const u32 hit_min = mode == 2 ? MODE2_THRESHOLD : thr;
-
+    // PRE 1, 2: that many batches of the streaming pass are loaded before the sample's threshold
+    // is known (PRE 3, 4: 1, 2 batches, once the sample has arrived), so DRAM works while the
+    // block waits on the sample.
     const u32 batches = part / 4 / (UNROLL * 32);
     float4 cur[UNROLL], nxt[UNROLL];
+    auto early = [&] {
+        if (PRE == 1 || PRE == 2 || PRE == 3 || PRE == 4) {
 #pragma unroll
-    for (u32 u = 0; u < UNROLL; ++u) cur[u] = __ldcs(src4 + u * 32 + lane);
+            for (u32 u = 0; u < UNROLL; ++u) cur[u] = __ldcs(src4 + u * 32 + lane);
+        }
+        if ((PRE == 2 || PRE == 4) && batches > 1) {
+#pragma unroll
+            for (u32 u = 0; u < UNROLL; ++u) nxt[u] = __ldcs(src4 + UNROLL * 32 + u * 32 + lane);
+        }
+    };
+    if (PRE == 1 || PRE == 2) early();
+    u32 thr;
+    const Buckets bucket = sample_buckets<THREADS>(sv, n, k, s, bins, fill, &thr, [&] {
+        if (PRE == 3 || PRE == 4) early();
+    });
+    const u32 hit_min = mode == 2 ? MODE2_THRESHOLD : thr;
+
+    if (PRE == 0) {
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) cur[u] = __ldcs(src4 + u * 32 + lane);
+    }
     for (u32 b = 0; b < batches; ++b) {
-        if (b + 1 < batches) {
+        if (b + 1 < batches && !((PRE == 2 || PRE == 4) && b == 0)) {
 #pragma unroll
             for (u32 u = 0; u < UNROLL; ++u) nxt[u] = __ldcs(src4 + (b + 1) * UNROLL * 32 + u * 32 + lane);
         }
@@ -669,10 +692,10 @@ static void run_variant(const char* name, float** bufs, int nbuf, u32 rows, u32 
     run_kernel(kern, rows, THREADS, smem, name, bufs, nbuf, rows, n, k, ok, oi, fails, floor_ms, check);
 }
 
-template <u32 THREADS, u32 CLUSTER, u32 CAP, bool PUSH>
+template <u32 THREADS, u32 CLUSTER, u32 CAP, bool PUSH, u32 PRE = 0>
 static void run_cluster(const char* name, float** bufs, int nbuf, u32 rows, u32 n, u32 k, float* ok, u32* oi,
                         u32* fails, double floor_ms, bool check) {
-    auto kern = cluster_topk<THREADS, CLUSTER, CAP, PUSH>;
+    auto kern = cluster_topk<THREADS, CLUSTER, CAP, PUSH, PRE>;
     const size_t smem = (size_t)(4 * CAP + 3 * BUCKETS + 1) * 4;
     run_kernel(kern, rows * CLUSTER, THREADS, smem, name, bufs, nbuf, rows, n, k, ok, oi, fails, floor_ms, check,
                CLUSTER);
@@ -785,6 +808,10 @@ int main(int argc, char** argv) {
     if (strchr(which, 'r')) run_variant<1024, 2, 4, 6144>("row 1024t 32K x4", bufs.data(), nbuf, rows, n, k, ok, oi, fails, floor_ms, true);
     if (strchr(which, 'c')) run_cluster<1024, 2, 8192, false>("cluster 2x1024t pull", bufs.data(), nbuf, rows, n, k, ok, oi, fails, floor_ms, true);
     if (strchr(which, 'p')) run_cluster<1024, 2, 8192, true>("cluster 2x1024t push", bufs.data(), nbuf, rows, n, k, ok, oi, fails, floor_ms, true);
+    if (strchr(which, '1')) run_cluster<1024, 2, 8192, true, 1>("cluster push, 1 batch early", bufs.data(), nbuf, rows, n, k, ok, oi, fails, floor_ms, true);
+    if (strchr(which, '2')) run_cluster<1024, 2, 8192, true, 2>("cluster push, 2 batches early", bufs.data(), nbuf, rows, n, k, ok, oi, fails, floor_ms, true);
+    if (strchr(which, '3')) run_cluster<1024, 2, 8192, true, 3>("cluster push, 1 batch at sample", bufs.data(), nbuf, rows, n, k, ok, oi, fails, floor_ms, true);
+    if (strchr(which, '4')) run_cluster<1024, 2, 8192, true, 4>("cluster push, 2 batches at sample", bufs.data(), nbuf, rows, n, k, ok, oi, fails, floor_ms, true);
 
     return 0;
 }
