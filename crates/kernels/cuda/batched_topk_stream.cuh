@@ -657,34 +657,64 @@ __device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u3
     return largest < best ? best - largest : (R)0;
 }
 
-// Draws this thread's share of a segment's sample (BtStreamSample): vector u of the thread is
+// A segment's sample (BtStreamSample), the same in every block of the segment: its `groups`
+// vectors spread over the segment's `segment_vectors` whole vectors, and whether it cuts.
+// The samples among the `written` best keys are binomial with mean
+// e = samples * written / size; m = e + 6 sqrt(e) + 4 lies beyond its tail, so fewer than
+// `written` keys reach the m-th best sample only with negligible probability. A segment whose
+// m would not be below its samples (k close to the size) is not sampled: its threshold is 0,
+// every key.
+template <class Bits, u32 BLOCK_THREADS>
+struct BtSamplePlan {
+    typedef BtStreamSample<Bits, BLOCK_THREADS> Sample;
+    u32 segment_vectors;
+    u32 groups;
+    u32 m;
+    bool sampled;
+    __device__ __forceinline__ BtSamplePlan(u32 size, u32 written) {
+        segment_vectors = size / Sample::VEC;  // whole vectors from the segment's first key
+        groups = min(Sample::GROUPS, segment_vectors);
+        const u32 count = groups * Sample::VEC;
+        // Approximate division and root (single instructions, no slow paths): m needs no
+        // more, and every block of a segment computes the same.
+        float root;
+        float reciprocal;
+        asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(reciprocal) : "f"((float)size));
+        const float expected = (float)count * (float)written * reciprocal;
+        asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(root) : "f"(expected));
+        const float m_float = ceilf(expected + 6.0f * root + 4.0f);
+        sampled = written != size && m_float < (float)count;
+        m = sampled ? (u32)m_float : 0u;
+    }
+};
+
+// Draws this thread's share of a segment's sample (plan.sampled): vector u of the thread is
 // group g = u * BLOCK_THREADS + tid, the segment's vector g * segment_vectors / groups, so the
 // `groups` vectors spread over the segment (every block of the segment draws the same ones).
-// Fills the vectors' positions and their keys' ranks; returns the valid bits (key i of the
+// Fills the vectors' positions and their raw keys (loads that may still be in flight: the
+// ranks come from bt_sample_ranks, at their first use); returns the valid bits (key i of the
 // thread valid when its group is below `groups`).
 template <class Key, u32 BLOCK_THREADS>
 __device__ __forceinline__ u32 bt_draw_sample(
-    const typename Key::Bits* segment, u32 segment_vectors, u32 groups, u32 dir,
+    const typename Key::Bits* segment, const BtSamplePlan<typename Key::Bits, BLOCK_THREADS>& plan,
     u32 (&sample_vector)[BtStreamSample<typename Key::Bits, BLOCK_THREADS>::VECTORS],
-    typename BtRankWord<sizeof(typename Key::Bits)>::Type (
-        &rank)[BtStreamSample<typename Key::Bits, BLOCK_THREADS>::PER_THREAD]) {
+    typename Key::Bits (&raw)[BtStreamSample<typename Key::Bits, BLOCK_THREADS>::PER_THREAD]) {
     typedef typename Key::Bits Bits;
     typedef BtStreamSample<Bits, BLOCK_THREADS> Sample;
     constexpr u32 VEC = Sample::VEC;
     const u32 tid = threadIdx.x;
-    Bits raw[Sample::PER_THREAD];
+    const u32 groups = plan.groups;
     const bool sample_aligned = (((unsigned long long)segment) & 15ull) == 0;
     // A segment of at least GROUPS vectors (every large one) has groups == GROUPS, a power of
     // two: a shift instead of a 64-bit division (~70 instructions at the kernel's start).
     static_assert(Sample::GROUPS == 1u << Sample::GROUPS_LOG, "GROUPS is a power of two");
-    constexpr u32 GROUPS_LOG = Sample::GROUPS_LOG;
     const bool every_group = groups == Sample::GROUPS;  // uniform
 #pragma unroll
     for (u32 u = 0; u < Sample::VECTORS; ++u) {
         const u32 g = u * BLOCK_THREADS + tid;
-        const u64 scaled = (u64)g * segment_vectors;
+        const u64 scaled = (u64)g * plan.segment_vectors;
         const u32 v = g >= groups ? 0u
-            : every_group         ? (u32)(scaled >> GROUPS_LOG)
+            : every_group         ? (u32)(scaled >> Sample::GROUPS_LOG)
                                   : (u32)(scaled / groups);
         sample_vector[u] = v;
         uint4 w = make_uint4(0u, 0u, 0u, 0u);
@@ -700,10 +730,20 @@ __device__ __forceinline__ u32 bt_draw_sample(
     u32 valid = 0;
 #pragma unroll
     for (u32 i = 0; i < Sample::PER_THREAD; ++i) {
-        rank[i] = bt_rank_word<Key>(raw[i], dir);
         valid |= ((i / VEC) * BLOCK_THREADS + tid < groups ? 1u : 0u) << i;
     }
     return valid;
+}
+
+// The ranks of the drawn sample's keys.
+template <class Key, u32 N>
+__device__ __forceinline__ void bt_sample_ranks(
+    const typename Key::Bits (&raw)[N], u32 dir,
+    typename BtRankWord<sizeof(typename Key::Bits)>::Type (&rank)[N]) {
+#pragma unroll
+    for (u32 i = 0; i < N; ++i) {
+        rank[i] = bt_rank_word<Key>(raw[i], dir);
+    }
 }
 
 // The filter regions of a segment of `size` keys: a warp's part of each chunk the filter runs.
@@ -816,8 +856,6 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         const uint4* src4 = reinterpret_cast<const uint4*>(src);
 
         // The threshold (0, every key, when the sample would not cut: k close to the size).
-        // The samples among the `written` best keys are binomial with mean
-        // e = samples * written / size; m = e + 6 sqrt(e) + 4 lies beyond its tail.
         typedef BtStreamSample<Bits, BLOCK_THREADS> Sample;
         R threshold = 0;
         // This warp's region (of the segment's `regions`) and its slots: an even share of the
@@ -827,12 +865,8 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         const u32 region_in_segment = c * WARPS + warp;
         u32 slot_first = region_in_segment * capacity;
         u32 slot_count = capacity;
-        const u32 segment_vectors = size / VEC;  // whole vectors from the segment's first key
-        const u32 groups = min(Sample::GROUPS, segment_vectors);
-        const u32 count = groups * VEC;
-        const float expected = (float)count * (float)written / (float)size;
-        const float m = ceilf(expected + 6.0f * sqrtf(expected) + 4.0f);
-        const bool sampled = written != size && m < (float)count;
+        const BtSamplePlan<Bits, BLOCK_THREADS> plan(size, written);
+        const bool sampled = plan.sampled;
         if (sampled) {
             if (w != blockIdx.x) {
                 // Cleared for this work item once every warp has read the previous one's hits
@@ -842,10 +876,11 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
                 clear_sample();
             }
             u32 sample_vector[Sample::VECTORS];
+            Bits raw[Sample::PER_THREAD];
             R rank[Sample::PER_THREAD];
-            const u32 valid = bt_draw_sample<Key, BLOCK_THREADS>(segment, segment_vectors, groups,
-                                                                 dir, sample_vector, rank);
-            threshold = bt_sample_threshold<R, BLOCK_THREADS>(rank, valid, (u32)m, s, sample_bins);
+            const u32 valid = bt_draw_sample<Key>(segment, plan, sample_vector, raw);
+            bt_sample_ranks<Key>(raw, dir, rank);
+            threshold = bt_sample_threshold<R, BLOCK_THREADS>(rank, valid, plan.m, s, sample_bins);
 #pragma unroll
             for (u32 u = 0; u < Sample::VECTORS; ++u) {
                 // Keys of vector u at or above the threshold (all in one region: part % VEC
@@ -1390,7 +1425,7 @@ __device__ __forceinline__ void bt_cluster_stream(const typename Key::Bits* segm
     const bool aligned = (((unsigned long long)src) & 15ull) == 0;
     const u32 vectors = aligned ? (hi - lo) / VEC : 0u;
     // Keys at or above the threshold (a superset for f32 and f64, ranked exactly on append).
-    const RadixHitTest<Key> hit((Bits)threshold, DIR ? (Bits)~(Bits)0 : (Bits)0);
+    const RadixHitTest<Key, (int)DIR> hit((Bits)threshold, DIR ? (Bits)~(Bits)0 : (Bits)0);
     // The loop's state is three induction variables: the lane's next vector (`at`: vector u of
     // its batch is at[u * 32], an immediate offset), the index of its batch's first key, and
     // its vectors left (vector u valid while u * 32 < left). Computed from the warp's part in
@@ -1497,6 +1532,14 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     const u32 size = (u32)size64;  // <= stream_max_size < 2^32
     const u32 written = (u32)written64;
     const Bits* segment = reinterpret_cast<const Bits*>(p.keys) + begin;
+    // The sample's loads first: clearing the shared memory below, and its barrier, overlap
+    // their latency (the ranks come after the barrier). Drawn whether or not the plan samples
+    // (a segment it does not is rare: k close to its size), so that they need not wait for
+    // the plan's arithmetic.
+    const BtSamplePlan<Bits, BLOCK_THREADS> plan(size, written);
+    u32 sample_vector[Sample::VECTORS];
+    Bits raw[Sample::PER_THREAD];
+    const u32 valid = bt_draw_sample<Key>(segment, plan, sample_vector, raw);
     for (u32 b = tid; b < BtSampleBins<R>::ALLOCATED; b += BLOCK_THREADS) {
         sample_bins[b] = 0;
     }
@@ -1512,19 +1555,12 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     __syncthreads();
 
     // The threshold, as the filter's (0, every key, when the sample would not cut).
-    const u32 segment_vectors = size / VEC;
-    const u32 groups = min(Sample::GROUPS, segment_vectors);
-    const u32 count = groups * VEC;
-    const float expected = (float)count * (float)written / (float)size;
-    const float m = ceilf(expected + 6.0f * sqrtf(expected) + 4.0f);
     R threshold = 0;
-    R best = (R)~(R)0;
-    if (written != size && m < (float)count) {
-        u32 sample_vector[Sample::VECTORS];
+    R best = (R)(Bits)~(Bits)0;  // unsampled: the key width's best rank tops the buckets
+    if (plan.sampled) {
         R rank[Sample::PER_THREAD];
-        const u32 valid = bt_draw_sample<Key, BLOCK_THREADS>(segment, segment_vectors, groups,
-                                                             dir, sample_vector, rank);
-        threshold = bt_sample_threshold<R, BLOCK_THREADS>(rank, valid, (u32)m, s, sample_bins,
+        bt_sample_ranks<Key>(raw, dir, rank);
+        threshold = bt_sample_threshold<R, BLOCK_THREADS>(rank, valid, plan.m, s, sample_bins,
                                                           &best);
     }
     const BtOpenBuckets<R> bucket(threshold, best);

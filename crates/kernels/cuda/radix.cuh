@@ -130,19 +130,22 @@ __device__ __forceinline__ void radix_hit_intervals(typename Key::Bits t, typena
 // 16-bit floats: radix_hit_intervals (exact). f32 and f64: one float compare against the key of
 // rank T, unordered (a NaN passes): a superset (-0.0 and +0.0 compare equal, so either passes
 // with the other; a T among the NaN codes passes every key), which a filter may take, since
-// what passes is ranked exactly afterwards. The min direction compares the negated key.
-template <class Key>
+// what passes is ranked exactly afterwards. The min direction compares the negated key; with
+// the direction a compile-time constant (DIR 0 max, 1 min; -1: from `flip` at run time) it
+// compares the other way instead, one instruction a key instead of two.
+template <class Key, int DIR = -1>
 struct RadixHitTest {
     typedef typename Key::Bits Bits;
     static constexpr bool FLOAT_COMPARE = Key::KEY_KIND == KIND_FLOAT && sizeof(Bits) >= 4;
+    static constexpr bool ABOVE = FLOAT_COMPARE && DIR == 1;  // min: !(raw > bound)
     Bits lo[2];
     Bits width[2];
-    Bits negate;  // float compare: the sign bit for min, 0 for max
-    Bits bound;   // float compare: the raw key of rank T (min: negated)
+    Bits negate;  // float compare: the sign bit for min, 0 for max (0 when ABOVE)
+    Bits bound;   // float compare: the raw key of rank T (min, not ABOVE: negated)
 
     __device__ __forceinline__ RadixHitTest(Bits t, Bits flip) {
         if constexpr (FLOAT_COMPARE) {
-            negate = flip != 0 ? Key::SIGN : (Bits)0;
+            negate = flip != 0 && !ABOVE ? Key::SIGN : (Bits)0;
             bound = (Bits)(Key::from_radix((Bits)(t ^ flip)) ^ negate);
         } else {
             radix_hit_intervals<Key>(t, flip, lo, width);
@@ -150,7 +153,11 @@ struct RadixHitTest {
     }
 
     __device__ __forceinline__ bool operator()(Bits raw) const {
-        if constexpr (FLOAT_COMPARE && sizeof(Bits) == 4) {
+        if constexpr (ABOVE && sizeof(Bits) == 4) {
+            return !(__uint_as_float((u32)raw) > __uint_as_float((u32)bound));
+        } else if constexpr (ABOVE) {
+            return !(__longlong_as_double((long long)raw) > __longlong_as_double((long long)bound));
+        } else if constexpr (FLOAT_COMPARE && sizeof(Bits) == 4) {
             return !(__uint_as_float((u32)(raw ^ negate)) < __uint_as_float((u32)bound));
         } else if constexpr (FLOAT_COMPARE) {
             return !(__longlong_as_double((long long)(raw ^ negate)) <
