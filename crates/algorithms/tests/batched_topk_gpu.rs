@@ -1746,17 +1746,24 @@ fn stream_cluster_sorted_smooth_and_clustered_rows() {
     check_rows(&cuda, &rows, 100, SelectDirection::Max, &Env::new());
 }
 
-/// The paths out of the buckets: all-equal keys (every key a candidate: the candidates
-/// overflow a block), a sample that misses while NaNs rank below the threshold, NaN,
-/// infinities and signed zeros, ties at the k-th key (12-bit scores), an outlier NaN above
-/// every sampled key (bucket 0, open-ended), k = 2048 of 2049 keys (no sample: nothing is cut) and of 4000, and
-/// k = 1.
+/// All-equal keys: every key is a candidate, so the candidates overflow a block and the
+/// cluster's first block takes the exact path over every key (small enough for
+/// compute-sanitizer's racecheck).
+#[test]
+fn stream_cluster_exact_path_all_equal_keys() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let equal = vec![vec![7u32; 20_000]; 3];
+    for_every_env!(check_rows(&cuda, &equal, 2048, SelectDirection::Max));
+}
+
+/// The paths out of the buckets (all-equal keys: the test above): a sample that misses while
+/// NaNs rank below the threshold, NaN, infinities and signed zeros, ties at the k-th key
+/// (12-bit scores), an outlier NaN above every sampled key (bucket 0, open-ended), k = 2048 of
+/// 2049 keys (no sample: nothing is cut) and of 4000, and k = 1.
 #[test]
 fn stream_cluster_ties_nan_sample_misses_and_every_k() {
     let Some(cuda) = gpu_or_skip() else { return };
     const SIZE: usize = 131_072;
-    let equal = vec![vec![7u32; SIZE]; 3];
-    for_every_env!(check_rows(&cuda, &equal, 2048, SelectDirection::Max));
     let specials = F32_SPECIALS;
     let special: Vec<Vec<f32>> = (0..3)
         .map(|r| {
@@ -1849,6 +1856,71 @@ fn stream_cluster_dead_entries_nan_and_signed_zeros() {
         SelectDirection::Min,
         &Env::new(),
     );
+}
+
+/// Segments at the stream tier's largest size (262 144 f32 keys, 131 072 f64 keys), and 8-byte
+/// keys whose candidates crowd into one block or a few buckets (the crowded rows as f64: a
+/// block holds half the candidates of a 4-byte key's).
+#[test]
+fn stream_cluster_largest_segments_and_crowded_8_byte_rows() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    const LARGEST_F32: usize = 262_144;
+    let largest: Vec<Vec<f32>> = vec![
+        unit_scores(LARGEST_F32, 160, 24),
+        (0..LARGEST_F32)
+            .map(|j| j as f32 / LARGEST_F32 as f32)
+            .collect(),
+    ];
+    for dir in [SelectDirection::Max, SelectDirection::Min] {
+        check_rows(&cuda, &largest, 2048, dir, &Env::new());
+    }
+    let crowded: Vec<Vec<f64>> = crowded_rows(161)
+        .iter()
+        .map(|row| row.iter().map(|&x| f64::from(x)).collect())
+        .collect();
+    for dir in [SelectDirection::Max, SelectDirection::Min] {
+        for_every_env!(check_rows(&cuda, &crowded, 2048, dir));
+    }
+}
+
+/// The clustered launch's edge: the most segments whose clusters are all resident at once
+/// (the device's count, found here by bisection: every probe is checked against the host)
+/// take it, one more does not.
+#[test]
+fn stream_cluster_segment_count_at_the_resident_clusters() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    const SIZE: usize = 4096;
+    let clustered_with = |n: usize| -> bool {
+        let keys: Vec<f32> = sample_keys(n * SIZE, 97 + n as u64);
+        let shape = Shape {
+            n,
+            stride: SIZE,
+            size: SIZE,
+            k: 100,
+            dir: SelectDirection::Max,
+            short: 0,
+        };
+        let before = oxicub_kernels::families::batched_topk::clustered_launches();
+        check_strided(&cuda, &keys, shape, &Env::new());
+        oxicub_kernels::families::batched_topk::clustered_launches() > before
+    };
+    assert!(
+        clustered_with(1),
+        "one segment did not take the clustered launch"
+    );
+    // At most one cluster per two SMs: 400 segments never fit.
+    let (mut fits, mut too_many) = (1usize, 400usize);
+    while too_many - fits > 1 {
+        let mid = (fits + too_many) / 2;
+        if clustered_with(mid) {
+            fits = mid;
+        } else {
+            too_many = mid;
+        }
+    }
+    assert!(clustered_with(fits), "{fits} segments");
+    assert!(!clustered_with(fits + 1), "{} segments", fits + 1);
+    println!("clusters resident at once: {fits}");
 }
 
 /// Every key type, rows whose length is not a multiple of a vector or a block's share (a tail

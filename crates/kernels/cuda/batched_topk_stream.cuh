@@ -408,19 +408,23 @@ __device__ __forceinline__ void bt_stream_exact(const BatchedTopKParams& p, cons
     __syncthreads();  // the sort region and counters are reused by the next segment
 }
 
+// The shift that maps the distances [0, span] onto BT_BUCKETS buckets: span >> shift fits in
+// BT_BUCKET_LOG bits.
+template <class R>
+__device__ __forceinline__ u32 bt_bucket_shift(R span) {
+    constexpr u32 RANK_BITS = 8u * (u32)sizeof(R);
+    const u32 span_bits = span == 0 ? 0u
+        : RANK_BITS - (sizeof(R) == 8 ? (u32)__clzll((long long)span) : (u32)__clz((int)span));
+    return span_bits > BT_BUCKET_LOG ? span_bits - BT_BUCKET_LOG : 0u;
+}
+
 // The buckets of the final selection over the ranks [lo, hi]: bucket b (0 = best) holds the
 // ranks r with (r - lo) >> shift == BT_BUCKETS - 1 - b, so the buckets are ordered.
 template <class R>
 struct BtBuckets {
     R lo;
     u32 shift;
-    __device__ __forceinline__ BtBuckets(R low, R high) : lo(low) {
-        constexpr u32 RANK_BITS = 8u * (u32)sizeof(R);
-        const R span = high - low;
-        const u32 span_bits = span == 0 ? 0u
-            : RANK_BITS - (sizeof(R) == 8 ? (u32)__clzll((long long)span) : (u32)__clz((int)span));
-        shift = span_bits > BT_BUCKET_LOG ? span_bits - BT_BUCKET_LOG : 0u;
-    }
+    __device__ __forceinline__ BtBuckets(R low, R high) : lo(low), shift(bt_bucket_shift(high - low)) {}
     __device__ __forceinline__ u32 operator()(R r) const {
         return BT_BUCKETS - 1u - (u32)((r - lo) >> shift);
     }
@@ -1280,13 +1284,9 @@ struct BtOpenBuckets {
     R top;
     u32 shift;
     __device__ __forceinline__ BtOpenBuckets(R threshold, R best) : lo(threshold) {
-        constexpr u32 RANK_BITS = 8u * (u32)sizeof(R);
         const R extra = (best - threshold) / 8u + 1u;
         top = best > (R)~(R)0 - extra ? (R)~(R)0 : best + extra;
-        const R span = top - lo;
-        const u32 span_bits = span == 0 ? 0u
-            : RANK_BITS - (sizeof(R) == 8 ? (u32)__clzll((long long)span) : (u32)__clz((int)span));
-        shift = span_bits > BT_BUCKET_LOG ? span_bits - BT_BUCKET_LOG : 0u;
+        shift = bt_bucket_shift(top - lo);
     }
     __device__ __forceinline__ u32 operator()(R r) const {
         const R d = r >= top ? top - lo : r - lo;
@@ -1324,6 +1324,25 @@ __device__ __forceinline__ T* bt_cluster_map(T* p, u32 rank) {
     return reinterpret_cast<T*>(r);
 }
 #endif
+
+// Stores the candidate (r, index) at place `at` of the block's candidates (nothing past
+// `cap`: an overflow) and counts it in its bucket, or, ranked below the threshold (only an extra
+// hit of the f32 / f64 compare is), as a dead entry.
+template <class Key, class R, u32 WARPS>
+__device__ __forceinline__ void bt_cluster_store(u32 at, R r, u32 index, R threshold,
+                                                 BtStreamState<R, WARPS>& s, u32 cap,
+                                                 R* cand_ranks, u32* cand_indices, u32* fill,
+                                                 const BtOpenBuckets<R>& bucket) {
+    if (at < cap) {
+        cand_ranks[at] = r;
+        cand_indices[at] = index;
+        if (!RadixHitTest<Key>::FLOAT_COMPARE || r >= threshold) {
+            atomicAdd(&fill[bucket(r)], 1u);
+        } else {
+            atomicAdd(&s.dead, 1u);
+        }
+    }
+}
 
 // Appends the lane's hits (bit u * VEC + e of `flags`: key e of vector u, index
 // first + u * 32 * VEC + e) to the block's candidates, warp by warp (a warp scan, one atomic);
@@ -1364,15 +1383,8 @@ __device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32
     }
     u32 at = __shfl_sync(0xFFFFFFFFu, base, 31) + inclusive - count;
     auto put = [&](u32 b, R r) {
-        if (at < cap) {
-            cand_ranks[at] = r;
-            cand_indices[at] = first + b / VEC * 32u * VEC + b % VEC;
-            if (!RadixHitTest<Key>::FLOAT_COMPARE || r >= threshold) {
-                atomicAdd(&fill[bucket(r)], 1u);
-            } else {
-                atomicAdd(&s.dead, 1u);
-            }
-        }
+        bt_cluster_store<Key>(at, r, first + b / VEC * 32u * VEC + b % VEC, threshold, s, cap,
+                              cand_ranks, cand_indices, fill, bucket);
         ++at;
     };
     if (hits > DENSE) {  // warp-uniform
@@ -1475,10 +1487,9 @@ __device__ __forceinline__ void bt_cluster_stream(const typename Key::Bits* segm
         const bool take = j < hi && r >= threshold;
         const u32 at = warp_append<u32>(take, 0xFFFFFFFFu,
                                         [&](u32 n) { return atomicAdd(&s.reached, n); });
-        if (take && at < cap) {
-            cand_ranks[at] = r;
-            cand_indices[at] = j;
-            atomicAdd(&fill[bucket(r)], 1u);
+        if (take) {
+            bt_cluster_store<Key>(at, r, j, threshold, s, cap, cand_ranks, cand_indices, fill,
+                                  bucket);
         }
     }
 }
