@@ -854,14 +854,13 @@ fn stream_tier_all_equal_nan_signed_zeros_and_a_tie_at_the_kth_key() {
     for_every_env!(check_case(&cuda, &outlier));
 }
 
-/// A sample that misses while NaNs fill the candidates past k. The keys at positions 0..4
-/// of every 64 (which hold the sampled vectors of a 131072-key segment: for f32 keys 256 g
-/// .. 256 g + 4, for f64 128 g .. 128 g + 2) are the segment's 8192 best numbers, so only
-/// about 4 m keys reach the threshold, and one key in 64 is a NaN (of either sign: every NaN
+/// A sample that misses while NaNs fill the candidates past k. The keys that every sample of
+/// a 131072-key segment reads (sample_miss_row) are its 8192 best numbers, so only a few m
+/// keys reach the threshold, and one other key in 32 is a NaN (of either sign: every NaN
 /// ranks above +inf). For min (segment 1) the NaNs rank last, below the threshold, yet the
-/// f32 / f64 filter's float compare passes them: the candidates hold more than k keys without holding
-/// the k best, and must not be taken for them. For max (segment 0) the NaNs are the k best
-/// and reach any threshold: the candidates hold them.
+/// f32 / f64 filter's float compare passes them: the candidates hold more than k keys without
+/// holding the k best, and must not be taken for them. For max (segment 0) the NaNs are the k
+/// best and reach any threshold: the candidates hold them.
 #[test]
 fn stream_tier_sample_miss_with_nans_below_the_threshold() {
     let Some(cuda) = gpu_or_skip() else { return };
@@ -886,17 +885,19 @@ fn stream_tier_sample_miss_with_nans_below_the_threshold() {
     for_every_env!(check_case(&cuda, &case));
 }
 
-/// A row of 131072 keys for direction `dir` (0 max) whose sampled positions (0..4 of every
-/// 64) hold its best numbers, and a NaN at 32 of every 64 (negative for max), so the sample
-/// misses while NaNs rank below the threshold for min.
+/// A row of 131072 keys for direction `dir` (0 max) whose sampled positions hold its best
+/// numbers: the positions p with p % 128 < 8, which hold every run that the filter's and the
+/// clustered kernel's samples read, for f32 and f64 keys (runs of 8 or 4 keys at strides of
+/// 128, 256 or 512 keys: BtStreamSample). Of the other keys, one in 32 is a NaN (negative for
+/// max), so the sample misses while NaNs rank below the threshold for min.
 fn sample_miss_row(dir: u8, seed: u64) -> Vec<f64> {
     let mut rng = SplitMix64::new(seed);
     (0..131_072)
-        .map(|i| match (i % 64, dir) {
-            (0..4, 0) => 1000.0 + i as f64,
-            (0..4, _) => -1000.0 - i as f64,
-            (32, 0) => -f64::NAN,
-            (32, _) => f64::NAN,
+        .map(|i| match (i % 128 < 8, i % 32, dir) {
+            (true, _, 0) => 1000.0 + i as f64,
+            (true, _, _) => -1000.0 - i as f64,
+            (false, 16, 0) => -f64::NAN,
+            (false, 16, _) => f64::NAN,
             _ => unit_f64(&mut rng),
         })
         .collect()
@@ -1779,7 +1780,7 @@ fn stream_cluster_ties_nan_sample_misses_and_every_k() {
     for dir in [SelectDirection::Max, SelectDirection::Min] {
         for_every_env!(check_rows(&cuda, &special, 2048, dir));
     }
-    // The sampled vectors' keys are the rows' best numbers and one key in 64 a NaN
+    // The sampled keys are the rows' best numbers and one other key in 32 a NaN
     // (sample_miss_row): for min the NaNs rank last.
     for (dir, code) in [(SelectDirection::Max, 0), (SelectDirection::Min, 1)] {
         let rows = vec![sample_miss_row(code, 82), sample_miss_row(code, 83)];

@@ -74,21 +74,27 @@ struct BtStreamBatch {
     static constexpr u32 BATCH = UNROLL * 32u;           // vectors per warp
 };
 
-// floor(log2(x)) for x >= 1, at compile time.
-constexpr u32 bt_log2(u32 x) { return x <= 1u ? 0u : 1u + bt_log2(x / 2u); }
-
 // The filter's sample: every block of a segment reads the same VECTORS 16-byte vectors per
-// thread, spread evenly over the segment, so at least 2048 keys (f32: 2048, f64: 2048, 2-byte
-// keys 4096, 1-byte keys 8192). Whole vectors rather than single keys: a sample of single keys
-// made twice the L2 requests of the block's streaming pass (2048 against ~1000 for a 128 KiB
-// chunk), and those requests, all at the kernel's start, were the filter's critical path.
+// thread (the filter's 512 threads: 2048 keys of 4 or 8 bytes, 4096 of 2, 8192 of 1; twice that
+// in the clustered kernel's 1024), in runs of CHUNK consecutive vectors (32 bytes: a DRAM
+// burst, an L2 sector) spread evenly over the segment. Whole vectors rather than single keys:
+// a sample of single keys made twice the L2 requests of the block's streaming pass (2048
+// against ~1000 for a 128 KiB chunk), and those requests, all at the kernel's start, were the
+// filter's critical path. Runs of two: a lone vector opens a DRAM row for 16 bytes, and the
+// sample's arrival is the kernel's first wait (~3 us at [64x131072]). Not longer runs: the
+// keys between two runs can all lie above the best sample (sorted or clustered rows), where
+// the cluster's open bucket 0 takes them, and past a few hundred keys that bucket costs more
+// than the bucket path allows (runs of 32 sent ascending rows to the exact path:
+// NOTES-batched, twelfth session).
 template <class Bits, u32 BLOCK_THREADS>
 struct BtStreamSample {
     static constexpr u32 VEC = BtStreamBatch<Bits>::VEC;
     static constexpr u32 VECTORS = VEC >= 4u ? 1u : 4u / VEC;  // per thread
     static constexpr u32 PER_THREAD = VECTORS * VEC;         // keys per thread
     static constexpr u32 GROUPS = VECTORS * BLOCK_THREADS;    // vectors per segment
-    static constexpr u32 GROUPS_LOG = bt_log2(GROUPS);
+    static constexpr u32 CHUNK = 2u;                           // consecutive vectors per run
+    static constexpr u32 RUNS = GROUPS / CHUNK;
+    static_assert(GROUPS % CHUNK == 0, "whole runs");
     static_assert(PER_THREAD <= 32u, "one valid bit per sampled key");
 };
 
@@ -693,8 +699,10 @@ struct BtSamplePlan {
 };
 
 // Draws this thread's share of a segment's sample (plan.sampled): vector u of the thread is
-// group g = u * BLOCK_THREADS + tid, the segment's vector g * segment_vectors / groups, so the
-// `groups` vectors spread over the segment (every block of the segment draws the same ones).
+// group g = u * BLOCK_THREADS + tid. A segment of fewer than GROUPS vectors has every vector
+// sampled (group g is vector g); a larger one has RUNS runs of CHUNK consecutive vectors
+// spread evenly over it (group g is vector g % CHUNK of run g / CHUNK).
+// Every block of the segment draws the same ones.
 // Fills the vectors' positions and their raw keys (loads that may still be in flight: the
 // ranks come from bt_sample_ranks, at their first use); returns the valid bits (key i of the
 // thread valid when its group is below `groups`).
@@ -709,17 +717,14 @@ __device__ __forceinline__ u32 bt_draw_sample(
     const u32 tid = threadIdx.x;
     const u32 groups = plan.groups;
     const bool sample_aligned = (((unsigned long long)segment) & 15ull) == 0;
-    // A segment of at least GROUPS vectors (every large one) has groups == GROUPS, a power of
-    // two: a shift instead of a 64-bit division (~70 instructions at the kernel's start).
-    static_assert(Sample::GROUPS == 1u << Sample::GROUPS_LOG, "GROUPS is a power of two");
-    const bool every_group = groups == Sample::GROUPS;  // uniform
+    const bool runs = groups == Sample::GROUPS;  // uniform; else groups == segment_vectors
+    const u32 run_stride = plan.segment_vectors / Sample::RUNS;  // >= CHUNK when runs
 #pragma unroll
     for (u32 u = 0; u < Sample::VECTORS; ++u) {
         const u32 g = u * BLOCK_THREADS + tid;
-        const u64 scaled = (u64)g * plan.segment_vectors;
         const u32 v = g >= groups ? 0u
-            : every_group         ? (u32)(scaled >> Sample::GROUPS_LOG)
-                                  : (u32)(scaled / groups);
+            : runs               ? g / Sample::CHUNK * run_stride + g % Sample::CHUNK
+                                 : g;
         sample_vector[u] = v;
         uint4 w = make_uint4(0u, 0u, 0u, 0u);
         if (g < groups && sample_aligned) {
