@@ -1427,12 +1427,7 @@ __device__ __forceinline__ void bt_large_pivot(const BatchedTopKParams& p, u64* 
     const u32 digit = BT_BINS - 1u - threadIdx.x;
     const u64 c = __ldcg(&histogram[digit]);
     histogram[digit] = 0;
-    u64 x = c;
-#pragma unroll
-    for (u32 offset = 1; offset < 32; offset <<= 1) {
-        const u64 y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
-        x += lane >= offset ? y : 0ull;
-    }
+    const u64 x = warp_inclusive_sum(c);
     if (lane == 31u) {
         warp_sums[warp] = x;
     }

@@ -275,12 +275,7 @@ __device__ __forceinline__ BtSelection<R> bt_block_select(const Items& items, u3
         const bool scans = tid < BT_BINS;
         const u32 digit = BT_BINS - 1u - (scans ? tid : 0u);
         const u32 c = scans ? s.histogram[digit] : 0u;
-        u32 x = c;
-#pragma unroll
-        for (u32 offset = 1; offset < 32; offset <<= 1) {
-            const u32 y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
-            x += lane >= offset ? y : 0u;
-        }
+        const u32 x = warp_inclusive_sum(c);
         if (scans && lane == 31u) {
             s.warp_totals[warp] = x;
         }
@@ -1007,12 +1002,7 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             for (u32 u = 0; u < UNROLL; ++u) {
                 counts |= (P)__popc((flags >> (u * VEC)) & SLOT_MASK) << (FIELD * u);
             }
-            P inclusive = counts;
-#pragma unroll
-            for (u32 offset = 1; offset < 32; offset <<= 1) {
-                const P y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-                inclusive += lane >= offset ? y : (P)0;
-            }
+            const P inclusive = warp_inclusive_sum(counts);
             const P total = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
             const P before = inclusive - counts;  // the lanes below, per slot
             // A hit's position: start[its slot] + this lane's hits below it (in any slot).
@@ -1375,12 +1365,7 @@ __device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32
         return;  // most warp batches of sorted or clustered rows
     }
     const u32 count = (u32)__popc(flags);
-    u32 inclusive = count;
-#pragma unroll
-    for (u32 offset = 1; offset < 32; offset <<= 1) {
-        const u32 y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-        inclusive += lane >= offset ? y : 0u;
-    }
+    const u32 inclusive = warp_inclusive_sum(count);
     const u32 hits = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
     u32 base = 0;
     if (lane == 31u) {

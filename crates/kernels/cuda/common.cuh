@@ -49,6 +49,19 @@ __device__ __forceinline__ u64 warp_append(bool flag, u64* counter) {
     return warp_append<u64>(flag, 0xFFFFFFFFu, [counter](u64 n) { return atomicAdd(counter, n); });
 }
 
+// Inclusive sum of `x` over the lanes of a converged warp: lane i gets the sum of lanes 0..i
+// (u32, u64 or packed narrow counters, as block_exclusive_sum).
+template <class T>
+__device__ __forceinline__ T warp_inclusive_sum(T x) {
+    const u32 lane = threadIdx.x & 31u;
+#pragma unroll
+    for (u32 offset = 1; offset < 32; offset <<= 1) {
+        const T y = __shfl_up_sync(0xFFFFFFFFu, x, offset);
+        x += lane >= offset ? y : (T)0;
+    }
+    return x;
+}
+
 // Exclusive sum of `x` over the block (u32 or u64; several narrow counters packed in one word
 // add lane-wise as long as no sum overflows its field); every thread of the block must call it.
 // `warp_totals` is shared memory of BLOCK_THREADS / 32 words; `*total` gets the block's sum.
@@ -56,12 +69,7 @@ template <u32 BLOCK_THREADS, class T>
 __device__ __forceinline__ T block_exclusive_sum(T x, T* warp_totals, T* total) {
     const u32 lane = threadIdx.x & 31u;
     const u32 warp = threadIdx.x >> 5;
-    T inclusive = x;
-#pragma unroll
-    for (u32 offset = 1; offset < 32; offset <<= 1) {
-        const T y = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
-        inclusive += lane >= offset ? y : (T)0;
-    }
+    const T inclusive = warp_inclusive_sum(x);
     if (lane == 31u) {
         warp_totals[warp] = inclusive;
     }

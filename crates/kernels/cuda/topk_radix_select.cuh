@@ -233,12 +233,7 @@ __device__ __forceinline__ void topk_prefilter(const TopKRadixSelectParams& para
     };
     // Appends this lane's `hits` items (chosen by `take`) for the whole warp.
     auto append = [&](u32 hits, auto&& take) {
-        u32 inclusive = hits;
-#pragma unroll
-        for (u32 d = 1; d < 32; d <<= 1) {
-            const u32 up = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
-            inclusive += lane >= d ? up : 0u;
-        }
+        const u32 inclusive = warp_inclusive_sum(hits);
         const u32 total = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
         if (hits != 0) {
             take(written + inclusive - hits);
