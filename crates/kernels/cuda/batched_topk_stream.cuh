@@ -236,6 +236,20 @@ struct BtSharedItems {
     const u32* indices;
     __device__ __forceinline__ R rank(u32 j) const { return ranks[j]; }
     __device__ __forceinline__ u32 index(u32 j) const { return indices[j]; }
+    __device__ __forceinline__ void get(u32 j, R& r, u32& i) const {
+        r = ranks[j];
+        i = indices[j];
+    }
+};
+
+// Items as (rank, index) pairs of 4-byte ranks in shared memory: one 8-byte access an item.
+struct BtPairItems {
+    const uint2* pairs;
+    __device__ __forceinline__ void get(u32 j, u32& r, u32& i) const {
+        const uint2 v = pairs[j];
+        r = v.x;
+        i = v.y;
+    }
 };
 
 // MSB-first radix select, 8 bits a pass, of the `want` best of the block's `n` items. Stops
@@ -433,11 +447,14 @@ struct BtBuckets {
 
 // The bucket path's starts: thread t holds the counts of buckets [t PER, (t + 1) PER) in
 // `local`; starts[b] gets bucket b's first position (starts[BT_BUCKETS] the total), s.boundary
-// the bucket of the `written`-th item and s.work the sum of the squared counts (zero on entry).
-// Ends in a block barrier.
+// the bucket of the `written`-th item and s.work the sum of the squared counts (zero on entry);
+// places[b], when given, the start plus below[b - t PER] (the first place of this block's own
+// items of the bucket), before the barrier. Ends in a block barrier.
 template <u32 BLOCK_THREADS, u32 PER, class R, u32 WARPS>
 __device__ __forceinline__ void bt_bucket_starts(const u32 (&local)[PER], u32 written,
-                                                 BtStreamState<R, WARPS>& s, u32* starts) {
+                                                 BtStreamState<R, WARPS>& s, u32* starts,
+                                                 u32* places = nullptr,
+                                                 const u32* below = nullptr) {
     const u32 tid = threadIdx.x;
     u32 sum = 0;
     u32 squares = 0;
@@ -456,6 +473,9 @@ __device__ __forceinline__ void bt_bucket_starts(const u32 (&local)[PER], u32 wr
     for (u32 i = 0; i < PER; ++i) {
         const u32 b = tid * PER + i;
         starts[b] = start;
+        if (places != nullptr) {
+            places[b] = start + below[i];
+        }
         if (start <= written - 1u && written - 1u < start + local[i]) {
             s.boundary = b;
         }
@@ -476,16 +496,17 @@ __device__ __forceinline__ void bt_bucket_starts(const u32 (&local)[PER], u32 wr
 // kept. In the boundary bucket, the group holding position k - 1 is the k-th rank's ties,
 // `keep` of which are kept (the first or the last by index, as the tie-break says); groups
 // before it are kept, groups after it dropped. So no item needs the k-th rank itself.
-template <class Key, class R, int VALUE_BYTES, class Bucket>
-__device__ __forceinline__ void bt_bucket_write(const BatchedTopKParams& p, const R* copy_ranks,
-                                                const u32* copy_indices, const u32* starts,
-                                                u32 boundary_start, u32 selected_end, u32 written,
-                                                u64 begin, u32 dir, u64 out_base,
-                                                const Bucket& bucket, u32 j0, u32 step) {
+template <class Key, class R, int VALUE_BYTES, class Items, class Bucket>
+__device__ __forceinline__ void bt_bucket_write(const BatchedTopKParams& p, const Items& copy,
+                                                const u32* starts, u32 boundary_start,
+                                                u32 selected_end, u32 written, u64 begin, u32 dir,
+                                                u64 out_base, const Bucket& bucket, u32 j0,
+                                                u32 step) {
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
     for (u32 j = j0; j < selected_end; j += step) {
-        const R r = copy_ranks[j];
-        const u32 index = copy_indices[j];
+        R r;
+        u32 index;
+        copy.get(j, r, index);
         const u32 b = bucket(r);
         const u32 first = starts[b];
         const u32 last = starts[b + 1u];
@@ -493,10 +514,12 @@ __device__ __forceinline__ void bt_bucket_write(const BatchedTopKParams& p, cons
         u32 equal = 0;
         u32 first_of_equal = 0;
         for (u32 t = first; t < last; ++t) {
-            const R rt = copy_ranks[t];
+            R rt;
+            u32 it;
+            copy.get(t, rt, it);
             above += rt > r ? 1u : 0u;
             equal += rt == r ? 1u : 0u;
-            first_of_equal += rt == r && copy_indices[t] < index ? 1u : 0u;
+            first_of_equal += rt == r && it < index ? 1u : 0u;
         }
         const u32 group = first + above;
         const u32 pos = group + first_of_equal;
@@ -560,9 +583,9 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
         }
     }
     __syncthreads();
-    bt_bucket_write<Key, R, VALUE_BYTES>(p, copy_ranks, copy_indices, starts, boundary_start,
-                                         selected_end, written, begin, dir, out_base, bucket, tid,
-                                         BLOCK_THREADS);
+    bt_bucket_write<Key, R, VALUE_BYTES>(p, BtSharedItems<R>{copy_ranks, copy_indices}, starts,
+                                         boundary_start, selected_end, written, begin, dir,
+                                         out_base, bucket, tid, BLOCK_THREADS);
     __syncthreads();  // the state is reused by the next segment
     return true;
 }
@@ -616,10 +639,14 @@ __device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u3
     for (u32 u = 0; u < PER_THREAD; ++u) {
         best = (valid >> u) & 1u && rank[u] > best ? rank[u] : best;
     }
+    if constexpr (sizeof(R) == 4) {
+        best = bt_warp_max(best);  // one redux
+    } else {
 #pragma unroll
-    for (u32 offset = 16; offset > 0; offset >>= 1) {
-        const R other = __shfl_xor_sync(0xFFFFFFFFu, best, offset);
-        best = other > best ? other : best;
+        for (u32 offset = 16; offset > 0; offset >>= 1) {
+            const R other = __shfl_xor_sync(0xFFFFFFFFu, best, offset);
+            best = other > best ? other : best;
+        }
     }
     if ((tid & 31u) == 0) {
         atomicMax(&s.sample_best, best);
@@ -1264,10 +1291,29 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
 //
 // Dynamic shared memory (the host's offsets): [candidates: stream_total ranks, then as many u32
 // indices; the exact path's sort region aliases it] [copy at stream_sorted_offset: stream_total
-// ranks, then as many indices; the sample bins alias it, and the exact path's index and rank
-// buffers (stream_index_offset, stream_rank_offset) lie in it] [at stream_bins_offset: bucket
-// counts, bucket starts (BT_BUCKETS + 1) and scatter positions, u32 each].
+// (rank, index) pairs for 4-byte ranks, else stream_total ranks then as many indices; the
+// sample bins alias it, then the walk's stage while the keys stream (a batch per warp), and
+// the exact path's index and rank buffers (stream_index_offset, stream_rank_offset) lie in it]
+// [at stream_bins_offset: bucket counts, bucket starts (BT_BUCKETS + 1) and scatter positions,
+// u32 each].
 constexpr u32 BT_CLUSTER_BLOCKS = 2;
+
+// This warp's part [*lo, *hi) of its block's half of a segment of `size` keys (multiples of
+// VEC keys).
+template <u32 VEC, u32 WARPS>
+__device__ __forceinline__ void bt_cluster_part(u32 size, u32 rank_in_cluster, u32 warp, u32* lo,
+                                                u32* hi) {
+    const u32 half = ((size + 1u) / 2u + VEC - 1u) / VEC * VEC;
+    const u32 block_lo = min(size, rank_in_cluster * half);
+    const u32 block_hi = min(size, block_lo + half);
+    const u32 part = ((block_hi - block_lo + WARPS - 1u) / WARPS + VEC - 1u) / VEC * VEC;
+    *lo = min(block_hi, block_lo + warp * part);
+    *hi = min(block_hi, *lo + part);
+}
+
+// Compile-time booleans for generic lambdas (NVRTC has no <type_traits>).
+struct BtFalse { static constexpr bool value = false; };
+struct BtTrue { static constexpr bool value = true; };
 
 // The buckets of the cluster's selection: over the ranks [lo, top], those above `top` in bucket
 // 0 (bucket 0 the best). The candidates' highest rank is not known while they are counted, so
@@ -1345,17 +1391,21 @@ __device__ __forceinline__ void bt_cluster_store(u32 at, R r, u32 index, R thres
 // RadixHitTest, a superset for f32 and f64 (NaNs, the other zero): each hit is ranked as it is
 // stored, and one ranked below the threshold stays in its place as a dead entry (counted in
 // s.dead, in no bucket; the scatter skips it), so the hits are walked once. Two forms, chosen
-// per warp batch: a few hits (uniform scores: ~14 in a warp's 512 keys) are walked one by one,
-// each key picked from the lane's words by a select tree (a runtime index into registers would
-// put them in local memory); many (sorted or clustered rows, where a few warps hold every
-// candidate) go through every key slot at once, so those warps do not walk 16 hits a lane.
+// per warp batch: a few hits (uniform scores: ~14 in a warp's 512 keys) are walked one by one;
+// many (sorted or clustered rows, where a few warps hold every candidate) go through every key
+// slot at once, so those warps do not walk 16 hits a lane. The walk, for keys of up to 4 bytes:
+// the lane's vectors go to its words of `stage`, each lane stores its hits' raw keys and
+// indices, and the warp then ranks and counts them a hit per lane; for 8-byte keys each key is
+// picked from the lane's words by a select tree (a runtime index into registers would put them
+// in local memory) and ranked by the lane that holds it.
 // DIR is the direction (0 max, 1 min), a compile-time constant here: the flip of every rank
 // folds away.
 template <class Key, class R, u32 DIR, u32 UNROLL, u32 WARPS>
 __device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32 flags, u32 first,
                                                   R threshold, BtStreamState<R, WARPS>& s,
                                                   u32 cap, R* cand_ranks, u32* cand_indices,
-                                                  u32* fill, const BtOpenBuckets<R>& bucket) {
+                                                  u32* fill, const BtOpenBuckets<R>& bucket,
+                                                  uint4* stage) {
     typedef typename Key::Bits Bits;
     constexpr u32 VEC = BtStreamBatch<Bits>::VEC;
     constexpr u32 KEYS = UNROLL * VEC;
@@ -1382,6 +1432,50 @@ __device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32
         for (u32 b = 0; b < KEYS; ++b) {
             if ((flags >> b) & 1u) {
                 put(b, bt_rank_word<Key>(bt_vector_key<Bits>(v4[b / VEC], b % VEC), DIR));
+            }
+        }
+    } else if constexpr (sizeof(Bits) <= 4) {
+        // The lane's vectors in its own words of the stage (no other lane reads them, so no
+        // barrier): each hit is one shared load instead of a select tree over 16 registers.
+#pragma unroll
+        for (u32 u = 0; u < UNROLL; ++u) {
+            stage[u * 32u] = v4[u];
+        }
+        const Bits* keys = reinterpret_cast<const Bits*>(stage);
+        // Each lane puts its hits' raw keys and indices at their places (its key b is at
+        // offset b / VEC * 32 VEC + b % VEC of both its stage and its batch's first index);
+        // then the warp ranks and counts them a hit per lane, so the rank and bucket steps run
+        // once a warp batch instead of once per hit of the lane with the most.
+        const u32 warp_first = at - (inclusive - count);
+        auto place_hits = [&](auto checked) {
+            u32 place = at;
+            for (u32 rest = flags; rest != 0u;) {
+                const u32 b = 31u - (u32)__clz(rest);  // the highest hit first
+                rest ^= 1u << b;
+                const u32 offset = b * 32u - b % VEC * 31u;  // b / VEC * 32 VEC + b % VEC
+                if (!decltype(checked)::value || place < cap) {
+                    cand_ranks[place] = (R)keys[offset];
+                    cand_indices[place] = first + offset;
+                }
+                ++place;
+            }
+        };
+        if (warp_first + hits <= cap) {  // warp-uniform: all but an overflowing batch
+            place_hits(BtFalse{});
+        } else {
+            place_hits(BtTrue{});
+        }
+        __syncwarp();
+        for (u32 j = lane; j < hits; j += 32u) {  // hits <= DENSE: one or two rounds
+            const u32 q = warp_first + j;
+            if (q < cap) {
+                const R r = bt_rank_word<Key>((Bits)cand_ranks[q], DIR);
+                cand_ranks[q] = r;
+                if (!RadixHitTest<Key>::FLOAT_COMPARE || r >= threshold) {
+                    atomicAdd(&fill[bucket(r)], 1u);
+                } else {
+                    atomicAdd(&s.dead, 1u);
+                }
             }
         }
     } else {
@@ -1417,7 +1511,8 @@ template <class Key, class R, u32 DIR, u32 WARPS>
 __device__ __forceinline__ void bt_cluster_stream(const typename Key::Bits* segment, u32 lo,
                                                   u32 hi, R threshold, BtStreamState<R, WARPS>& s,
                                                   u32 cap, R* cand_ranks, u32* cand_indices,
-                                                  u32* fill, const BtOpenBuckets<R>& bucket) {
+                                                  u32* fill, const BtOpenBuckets<R>& bucket,
+                                                  uint4* stage) {
     typedef typename Key::Bits Bits;
     constexpr u32 VEC = BtStreamBatch<Bits>::VEC;
     constexpr u32 UNROLL = BtStreamBatch<Bits>::UNROLL;
@@ -1433,23 +1528,23 @@ __device__ __forceinline__ void bt_cluster_stream(const typename Key::Bits* segm
     // its vectors left (vector u valid while u * 32 < left). Computed from the warp's part in
     // every batch instead, the addresses cost ~50 instructions a batch.
     const uint4* at = reinterpret_cast<const uint4*>(src) + lane;
+    stage += (threadIdx.x >> 5) * BATCH + lane;  // the lane's vector u at stage[u * 32]
     u32 first = lo + lane * VEC;
     int left = (int)vectors - (int)lane;
-    uint4 cur[UNROLL];
-    uint4 next[UNROLL];
+    // A vector past `left` is not loaded (its stale words are never read: its keys are not
+    // hits), so a full batch spends nothing on zero fills.
     auto load_batch = [&](uint4(&v4)[UNROLL], const uint4* from, int from_left) {
 #pragma unroll
         for (u32 u = 0; u < UNROLL; ++u) {
-            v4[u] = (int)(u * 32u) < from_left ? __ldcs(from + u * 32u)
-                                               : make_uint4(0u, 0u, 0u, 0u);
+            if ((int)(u * 32u) < from_left) {
+                v4[u] = __ldcs(from + u * 32u);
+            }
         }
     };
-    if (vectors != 0) {
-        load_batch(cur, at, left);
-    }
-    for (u32 batches = (vectors + BATCH - 1u) / BATCH; batches != 0; --batches) {  // uniform
+    // One batch in `now` (the next, when there is one, loading into `later`).
+    auto step = [&](uint4(&now)[UNROLL], uint4(&later)[UNROLL], u32 batches) {
         if (batches > 1u) {
-            load_batch(next, at + BATCH, left - (int)BATCH);
+            load_batch(later, at + BATCH, left - (int)BATCH);
         }
         u32 flags = 0;
 #pragma unroll
@@ -1457,18 +1552,32 @@ __device__ __forceinline__ void bt_cluster_stream(const typename Key::Bits* segm
             const bool valid = (int)(u * 32u) < left;
 #pragma unroll
             for (u32 e = 0; e < VEC; ++e) {
-                flags |= (valid && hit(bt_vector_key<Bits>(cur[u], e)) ? 1u : 0u) << (u * VEC + e);
+                if (valid && hit(bt_vector_key<Bits>(now[u], e))) {
+                    flags |= 1u << (u * VEC + e);
+                }
             }
         }
-        bt_cluster_append<Key, R, DIR, UNROLL>(cur, flags, first, threshold, s, cap, cand_ranks,
-                                               cand_indices, fill, bucket);
-#pragma unroll
-        for (u32 u = 0; u < UNROLL; ++u) {
-            cur[u] = next[u];
-        }
+        bt_cluster_append<Key, R, DIR, UNROLL>(now, flags, first, threshold, s, cap, cand_ranks,
+                                               cand_indices, fill, bucket, stage);
         at += BATCH;
         first += BATCH * VEC;
         left -= (int)BATCH;
+    };
+    // Two buffers that trade roles every batch (unrolled by two), so no batch is copied from
+    // one to the other: with `cur = next` the compiler moved 16 registers a batch.
+    uint4 even[UNROLL];
+    uint4 odd[UNROLL];
+    u32 batches = (vectors + BATCH - 1u) / BATCH;  // uniform
+    if (batches != 0) {
+        load_batch(even, at, left);
+    }
+    while (batches != 0) {
+        step(even, odd, batches);
+        if (--batches == 0) {
+            break;
+        }
+        step(odd, even, batches);
+        --batches;
     }
     // The keys past the vectors (an unaligned part, or a tail of fewer than VEC keys).
     for (u32 from = lo + vectors * VEC; from < hi; from += 32u) {  // warp-uniform
@@ -1561,29 +1670,47 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     if (plan.sampled) {
         R rank[Sample::PER_THREAD];
         bt_sample_ranks<Key>(raw, dir, rank);
+        {
+            // The sample has arrived, and DRAM is idle while the threshold is computed: this
+            // warp's first batch goes to L2 now (H200, [64x131072]: -0.7 us; half its part or
+            // all of it: slower, the prefetches then delay the first loads). Its part is
+            // computed here and again for the stream: kept live across the threshold, it
+            // spilled.
+            u32 first_lo, first_hi;
+            bt_cluster_part<VEC, WARPS>(size, rank_in_cluster, warp, &first_lo, &first_hi);
+            const Bits* from = segment + first_lo;
+            const u32 vectors = (first_hi - first_lo) / VEC;
+            if (lane == 0u && (((unsigned long long)from) & 15ull) == 0 && vectors != 0u) {
+                prefetch_l2(from, 16u * min(vectors, BtStreamBatch<Bits>::BATCH));
+            }
+        }
         threshold = bt_sample_threshold<R, BLOCK_THREADS>(rank, valid, plan.m, s, sample_bins,
                                                           &best);
     }
     const BtOpenBuckets<R> bucket(threshold, best);
 
-    // This block's half of the segment, and this warp's part of it (multiples of VEC keys).
-    const u32 half = ((size + 1u) / 2u + VEC - 1u) / VEC * VEC;
-    const u32 block_lo = min(size, rank_in_cluster * half);
-    const u32 block_hi = min(size, block_lo + half);
-    const u32 part = ((block_hi - block_lo + WARPS - 1u) / WARPS + VEC - 1u) / VEC * VEC;
-    const u32 lo = min(block_hi, block_lo + warp * part);
-    const u32 hi = min(block_hi, lo + part);
+    u32 lo, hi;
+    bt_cluster_part<VEC, WARPS>(size, rank_in_cluster, warp, &lo, &hi);
+    // The walk's stage (keys of up to 4 bytes): a batch per warp in the copy, unused while the
+    // keys stream (the host's layout holds WARPS batches there).
+    uint4* stage = reinterpret_cast<uint4*>(copy_ranks);
     if (dir == 0u) {  // uniform
         bt_cluster_stream<Key, R, 0>(segment, lo, hi, threshold, s, cap, cand_ranks, cand_indices,
-                                     fill, bucket);
+                                     fill, bucket, stage);
     } else {
         bt_cluster_stream<Key, R, 1>(segment, lo, hi, threshold, s, cap, cand_ranks, cand_indices,
-                                     fill, bucket);
+                                     fill, bucket, stage);
     }
     bt_cluster_sync();  // both blocks' candidates and bucket counts are complete
 
-    // Both blocks' counts (lane b of every warp reads block b's): the same in both blocks, so
-    // both take the same path.
+    // Both blocks' counts (lane b of every warp reads block b's totals): the same in both
+    // blocks, so both take the same path. Every DSMEM read is issued at once: the bucket counts
+    // are read before it is known whether they will be used.
+    uint4 block_fill[BT_CLUSTER_BLOCKS];
+#pragma unroll
+    for (u32 b = 0; b < BT_CLUSTER_BLOCKS; ++b) {
+        block_fill[b] = reinterpret_cast<const uint4*>(bt_cluster_map(fill, b))[tid];
+    }
     const u32 lane_count =
         lane < BT_CLUSTER_BLOCKS ? *bt_cluster_map(&s.reached, lane) : 0u;
     const u32 lane_dead = lane < BT_CLUSTER_BLOCKS ? *bt_cluster_map(&s.dead, lane) : 0u;
@@ -1611,7 +1738,7 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
         }
 #pragma unroll
         for (u32 b = 0; b < BT_CLUSTER_BLOCKS; ++b) {
-            const uint4 f = reinterpret_cast<const uint4*>(bt_cluster_map(fill, b))[tid];
+            const uint4 f = block_fill[b];
             const u32 counts[PER] = {f.x, f.y, f.z, f.w};
 #pragma unroll
             for (u32 i = 0; i < PER; ++i) {
@@ -1619,17 +1746,14 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
                 below[i] += b < rank_in_cluster ? counts[i] : 0u;
             }
         }
-        bt_bucket_starts<BLOCK_THREADS>(local, written, s, starts);
-#pragma unroll
-        for (u32 i = 0; i < PER; ++i) {
-            pos[tid * PER + i] = starts[tid * PER + i] + below[i];
-        }
+        bt_bucket_starts<BLOCK_THREADS>(local, written, s, starts, pos, below);
         const u32 boundary = s.boundary;
         boundary_start = starts[boundary];
         selected_end = starts[boundary + 1u];
         fast = s.work <= BT_BUCKET_WORK * n && selected_end <= cap;
-        __syncthreads();  // pos
         if (fast) {
+            // The copy: (rank, index) pairs for 4-byte ranks (one 8-byte store a block, and
+            // one load an item when ranking), two arrays for 8-byte ones.
             R* copies_r[BT_CLUSTER_BLOCKS];
             u32* copies_i[BT_CLUSTER_BLOCKS];
 #pragma unroll
@@ -1645,8 +1769,12 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
                     const u32 index = cand_indices[i];
 #pragma unroll
                     for (u32 c = 0; c < BT_CLUSTER_BLOCKS; ++c) {
-                        copies_r[c][at] = r;
-                        copies_i[c][at] = index;
+                        if constexpr (sizeof(R) == 4) {
+                            reinterpret_cast<uint2*>(copies_r[c])[at] = make_uint2(r, index);
+                        } else {
+                            copies_r[c][at] = r;
+                            copies_i[c][at] = index;
+                        }
                     }
                 }
             }
@@ -1655,10 +1783,17 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     bt_cluster_sync();  // both copies are complete; no block touches the other's memory after it
     const u64 out_base = seg * p.out_stride;
     if (fast) {
-        bt_bucket_write<Key, R, VALUE_BYTES>(p, copy_ranks, copy_indices, starts, boundary_start,
-                                             selected_end, written, begin, dir, out_base, bucket,
-                                             rank_in_cluster * BLOCK_THREADS + tid,
-                                             BT_CLUSTER_BLOCKS * BLOCK_THREADS);
+        const u32 j0 = rank_in_cluster * BLOCK_THREADS + tid;
+        constexpr u32 STEP = BT_CLUSTER_BLOCKS * BLOCK_THREADS;
+        if constexpr (sizeof(R) == 4) {
+            bt_bucket_write<Key, R, VALUE_BYTES>(
+                p, BtPairItems{reinterpret_cast<const uint2*>(copy_ranks)}, starts, boundary_start,
+                selected_end, written, begin, dir, out_base, bucket, j0, STEP);
+        } else {
+            bt_bucket_write<Key, R, VALUE_BYTES>(p, BtSharedItems<R>{copy_ranks, copy_indices},
+                                                 starts, boundary_start, selected_end, written,
+                                                 begin, dir, out_base, bucket, j0, STEP);
+        }
     } else if (rank_in_cluster == 0) {
         for (u32 b = tid; b < BT_BINS; b += BLOCK_THREADS) {
             s.histogram[b] = 0;  // the exact path's select expects it clear (its first barrier)

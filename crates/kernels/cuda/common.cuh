@@ -115,4 +115,11 @@ __device__ __forceinline__ u32 block_flag_scan(bool flag, u32* warp_totals, u32*
     return offset + below;
 }
 
+// A bulk prefetch of `bytes` (a multiple of 16) at `p` (16-byte aligned) into L2 (sm_90).
+__device__ __forceinline__ void prefetch_l2(const void* p, u32 bytes) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
 }  // namespace oxicub

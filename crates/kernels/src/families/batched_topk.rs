@@ -1386,9 +1386,9 @@ pub fn clustered_launches() -> u64 {
 }
 
 /// The dynamic shared memory of the clustered launch's blocks (batched_topk_stream.cuh,
-/// PART 3): a block's candidates, its copy of the selected buckets (where the sample bins and
-/// the exact path's index and rank buffers also lie) and its bucket counts, starts and
-/// positions; the exact path's sort region aliases the candidates.
+/// PART 3): a block's candidates, its copy of the selected buckets (where the sample bins, the
+/// streaming walk's stage and the exact path's index and rank buffers also lie) and its bucket
+/// counts, starts and positions; the exact path's sort region aliases the candidates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ClusterLayout {
     /// Candidates a block holds (and the copy's length).
@@ -1552,6 +1552,12 @@ mod tests {
                 assert!(selected.next_power_of_two() * sort_entry <= region);
                 assert!(layout.rank_offset + selected * rank_bytes <= layout.bins_offset);
                 assert!(4 * 4096 <= region);
+                if key_bytes <= 4 {
+                    // The walk's stage: a batch (UNROLL 16-byte vectors a lane) per warp of
+                    // the 1024-thread block (BtStreamBatch).
+                    let unroll = if key_bytes >= 2 { 4 } else { 2 };
+                    assert!(32 * unroll * 32 * 16 <= region, "{key_bytes} bytes");
+                }
                 assert_eq!(layout.bins_offset - layout.copy_offset, region);
                 assert!(
                     u64::from(layout.shared_bytes) < 200 * 1024,
