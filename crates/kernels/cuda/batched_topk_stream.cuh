@@ -64,6 +64,12 @@ constexpr u32 BT_BUCKET_LOG = 12;
 // The bucket path ranks an item by comparing it with every item of its bucket: it is taken
 // when the sum of the squared bucket sizes is at most this many comparisons per candidate.
 constexpr u32 BT_BUCKET_WORK = 64;
+// The same for the clustered kernel, whose other path is the exact one over every key of the
+// segment in one block (~0.25 ms at 131072 keys): smooth rows (an AR(1) series, coefficient
+// 0.99) crowd the open bucket 0 past 64 comparisons a candidate (70-91 measured) in ~1 row in
+// 300. At 256 the largest bucket the check lets through is ~sqrt(256 n) (~1000 items at
+// n = 4000): each of its items compares with the others, a few microseconds.
+constexpr u32 BT_CLUSTER_BUCKET_WORK = 256;
 
 // A warp's batch in the filter: UNROLL 16-byte vectors per lane (at most 32 keys, one hit bit
 // each), loaded into registers and staged in shared memory (BATCH vectors per warp).
@@ -1750,7 +1756,7 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
         const u32 boundary = s.boundary;
         boundary_start = starts[boundary];
         selected_end = starts[boundary + 1u];
-        fast = s.work <= BT_BUCKET_WORK * n && selected_end <= cap;
+        fast = s.work <= BT_CLUSTER_BUCKET_WORK * n && selected_end <= cap;
         if (fast) {
             // The copy: (rank, index) pairs for 4-byte ranks (one 8-byte store a block, and
             // one load an item when ranking), two arrays for 8-byte ones.
