@@ -1747,6 +1747,24 @@ fn stream_cluster_sorted_smooth_and_clustered_rows() {
     check_rows(&cuda, &rows, 100, SelectDirection::Max, &Env::new());
 }
 
+/// Candidates that overflow a block through the walk (the append form for a few hits a warp
+/// batch): rows of 262144 f32 keys, 1 at the positions p % 512 < 60 and 0 elsewhere (negated for
+/// min). The sample (runs of 8 keys every 512) reads only ones, so the threshold is 1: every warp
+/// batch (512 keys, aligned) holds exactly 60 hits, below the walk's limit of 64, and each block's
+/// 15360 pass its 8192 places: the batch that crosses them takes the walk's checked placement,
+/// and the cluster's first block then the exact path (ties broken by index).
+#[test]
+fn stream_cluster_overflow_in_the_walk() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    for (dir, one) in [(SelectDirection::Max, 1.0f32), (SelectDirection::Min, -1.0)] {
+        let row: Vec<f32> = (0..262_144usize)
+            .map(|p| if p % 512 < 60 { one } else { 0.0 })
+            .collect();
+        let rows = vec![row.clone(), row];
+        for_every_env!(check_rows(&cuda, &rows, 2048, dir));
+    }
+}
+
 /// All-equal keys: every key is a candidate, so the candidates overflow a block and the
 /// cluster's first block takes the exact path over every key (small enough for
 /// compute-sanitizer's racecheck).

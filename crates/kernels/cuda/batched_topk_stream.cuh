@@ -1484,7 +1484,7 @@ __device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32
                 }
             }
         }
-    } else {
+    } else {  // 8-byte keys
         u32 words[4u * UNROLL];
 #pragma unroll
         for (u32 u = 0; u < UNROLL; ++u) {
@@ -1495,15 +1495,8 @@ __device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32
         }
         for (u32 rest = flags; rest != 0u; rest &= rest - 1u) {
             const u32 b = (u32)__ffs(rest) - 1u;
-            Bits raw;
-            if constexpr (sizeof(Bits) == 8) {
-                raw = (Bits)((u64)bt_select_word(words, 2u * b) |
-                             ((u64)bt_select_word(words, 2u * b + 1u) << 32));
-            } else {
-                constexpr u32 PER_WORD = 4u / (u32)sizeof(Bits);
-                raw = (Bits)(bt_select_word(words, b / PER_WORD) >>
-                             (8u * (u32)sizeof(Bits) * (b % PER_WORD)));
-            }
+            const Bits raw = (Bits)((u64)bt_select_word(words, 2u * b) |
+                                    ((u64)bt_select_word(words, 2u * b + 1u) << 32));
             put(b, bt_rank_word<Key>(raw, DIR));
         }
     }
@@ -1698,7 +1691,10 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     u32 lo, hi;
     bt_cluster_part<VEC, WARPS>(size, rank_in_cluster, warp, &lo, &hi);
     // The walk's stage (keys of up to 4 bytes): a batch per warp in the copy, unused while the
-    // keys stream (the host's layout holds WARPS batches there).
+    // keys stream (the host's layout, cluster_layout: BT_STREAM_CANDIDATES (rank, index) pairs).
+    static_assert(sizeof(Bits) > 4 ||
+                      WARPS * BtStreamBatch<Bits>::BATCH * 16u <= BT_STREAM_CANDIDATES * 8u,
+                  "the walk's stage fits the copy region");
     uint4* stage = reinterpret_cast<uint4*>(copy_ranks);
     if (dir == 0u) {  // uniform
         bt_cluster_stream<Key, R, 0>(segment, lo, hi, threshold, s, cap, cand_ranks, cand_indices,
