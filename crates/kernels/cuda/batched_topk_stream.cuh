@@ -1372,9 +1372,20 @@ __device__ __forceinline__ T* bt_cluster_map(T* p, u32 rank) {
 }
 #endif
 
+// Counts a stored candidate of rank r in its bucket, or, ranked below the threshold (only an
+// extra hit of the f32 / f64 compare is), as a dead entry.
+template <class Key, class R, u32 WARPS>
+__device__ __forceinline__ void bt_cluster_count(R r, R threshold, BtStreamState<R, WARPS>& s,
+                                                 u32* fill, const BtOpenBuckets<R>& bucket) {
+    if (!RadixHitTest<Key>::FLOAT_COMPARE || r >= threshold) {
+        atomicAdd(&fill[bucket(r)], 1u);
+    } else {
+        atomicAdd(&s.dead, 1u);
+    }
+}
+
 // Stores the candidate (r, index) at place `at` of the block's candidates (nothing past
-// `cap`: an overflow) and counts it in its bucket, or, ranked below the threshold (only an extra
-// hit of the f32 / f64 compare is), as a dead entry.
+// `cap`: an overflow) and counts it (bt_cluster_count).
 template <class Key, class R, u32 WARPS>
 __device__ __forceinline__ void bt_cluster_store(u32 at, R r, u32 index, R threshold,
                                                  BtStreamState<R, WARPS>& s, u32 cap,
@@ -1383,11 +1394,7 @@ __device__ __forceinline__ void bt_cluster_store(u32 at, R r, u32 index, R thres
     if (at < cap) {
         cand_ranks[at] = r;
         cand_indices[at] = index;
-        if (!RadixHitTest<Key>::FLOAT_COMPARE || r >= threshold) {
-            atomicAdd(&fill[bucket(r)], 1u);
-        } else {
-            atomicAdd(&s.dead, 1u);
-        }
+        bt_cluster_count<Key>(r, threshold, s, fill, bucket);
     }
 }
 
@@ -1477,11 +1484,7 @@ __device__ __forceinline__ void bt_cluster_append(const uint4 (&v4)[UNROLL], u32
             if (q < cap) {
                 const R r = bt_rank_word<Key>((Bits)cand_ranks[q], DIR);
                 cand_ranks[q] = r;
-                if (!RadixHitTest<Key>::FLOAT_COMPARE || r >= threshold) {
-                    atomicAdd(&fill[bucket(r)], 1u);
-                } else {
-                    atomicAdd(&s.dead, 1u);
-                }
+                bt_cluster_count<Key>(r, threshold, s, fill, bucket);
             }
         }
     } else {  // 8-byte keys
