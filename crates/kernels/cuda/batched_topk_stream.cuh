@@ -214,6 +214,10 @@ struct BtStreamState {
     u32 reached;           // final: the candidates at or above the segment's threshold
     u32 dead;              // cluster: dead entries among them (bt_cluster_append)
     u32 hits_done;         // filter: the warps that counted their sample hits
+    u32 own_selected;      // cluster: this block's candidates in the selected buckets
+    uint2 peer_totals;     // cluster: the other block's (reached, dead), pushed by it
+    u64 peer_counts_in;    // cluster: mbarrier, the other block's counts have landed
+    u64 peer_copy_in;      // cluster: mbarrier, the other block's part of the copy has landed
 };
 
 // Where an MSB-first radix select stopped: the items with (rank & mask) > prefix are taken,
@@ -1280,15 +1284,19 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
 // register batches (each warp a contiguous part, the next batch in flight; the direction a
 // compile-time constant there) and appends the keys at or above the threshold to its own
 // shared memory, counting them in its own buckets (BtOpenBuckets; the f32 / f64 test's extra
-// hits stay as dead entries, bt_cluster_append). After a cluster barrier each
-// block reads both blocks' counts over DSMEM: when the candidates hold the k best (none
-// overflowed, at least k of them), both find the same bucket starts, scatter their own
-// candidates into both blocks' copies (a candidate's place: its bucket's start + the bucket's
-// candidates in the blocks before + a local atomic), and after a second cluster barrier each
-// block ranks and writes half of the selection (bt_bucket_write). Otherwise (an overflow, a
-// sample that missed, buckets too uneven) the first block runs the exact path over every key of
-// the segment. Against PART 1 + PART 2 this drops the second launch, the final's wait for the
-// filter's grid and its two global round trips (NOTES-batched, eleventh session).
+// hits stay as dead entries, bt_cluster_append). Then each block pushes its counts into the
+// other's shared memory (bt_push: st.async, counted on the receiver's mbarrier) and waits for
+// the other's: when the candidates hold the k best (none overflowed, at least k of them), both
+// find the same bucket starts, scatter their own candidates into their own copy and push them
+// into the other's (a candidate's place: its bucket's start + the bucket's candidates in block
+// 0 for block 1 + a local atomic), and once the other's part has landed each block ranks and
+// writes half of the selection (bt_bucket_write). No cluster barrier follows the one at the
+// start (the mbarriers' setup): a barrier's release waited for the memory system at each
+// exchange, ~1 us of the kernel (H100, [64x131072]: 0.0226-0.0229 -> 0.0215-0.0220 ms).
+// Otherwise (an overflow, a sample that missed, buckets too uneven) the first block runs the
+// exact path over every key of the segment. Against PART 1 + PART 2 this drops the second
+// launch, the final's wait for the filter's grid and its two global round trips (NOTES-batched,
+// eleventh session).
 //
 // The kernel runs at 64 registers (1024 threads), where the streaming loop is written for the
 // compiler: its state is induction variables and values kept in uniform registers (a direct
@@ -1300,8 +1308,8 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
 // (rank, index) pairs for 4-byte ranks, else stream_total ranks then as many indices; the
 // sample bins alias it, then the walk's stage while the keys stream (a batch per warp), and
 // the exact path's index and rank buffers (stream_index_offset, stream_rank_offset) lie in it]
-// [at stream_bins_offset: bucket counts, bucket starts (BT_BUCKETS + 1) and scatter positions,
-// u32 each].
+// [at stream_bins_offset: bucket counts, bucket starts (BT_BUCKETS + 1; the other block's
+// counts land there first) and scatter positions, u32 each].
 constexpr u32 BT_CLUSTER_BLOCKS = 2;
 
 // This warp's part [*lo, *hi) of its block's half of a segment of `size` keys (multiples of
@@ -1356,19 +1364,68 @@ __device__ __forceinline__ u32 bt_cluster_blocks() {
     return n;
 }
 
-// Every thread of every block of the cluster: the blocks' shared memory writes before it are
-// visible to the others' reads after it.
-__device__ __forceinline__ void bt_cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
-                 ::: "memory");
-}
-
 // The address of `p` (this block's shared memory) in block `rank` of the cluster.
 template <class T>
 __device__ __forceinline__ T* bt_cluster_map(T* p, u32 rank) {
     u64 r;
     asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));
     return reinterpret_cast<T*>(r);
+}
+
+// The shared::cluster address of `p` (this block's shared memory) in block `rank`.
+__device__ __forceinline__ u32 bt_cluster_address(const void* p, u32 rank) {
+    u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                 : "=r"(r)
+                 : "r"((u32)__cvta_generic_to_shared(p)), "r"(rank));
+    return r;
+}
+
+// The blocks of a cluster hand each other data by pushes: st.async into the other block's
+// shared memory, each counted in bytes on an mbarrier of the receiving block, which waits for
+// them. A cluster barrier would do (its release waits for every store of the block to be
+// visible: MEMBAR.ALL.GPU, ~0.5 us at the end of the streaming), and costs both blocks the
+// slower one's time at each of the two exchanges.
+__device__ __forceinline__ void bt_push(u32 to, u32 bar, uint4 v) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32"
+                 " [%0], {%1, %2, %3, %4}, [%5];"
+                 :: "r"(to), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void bt_push(u32 to, u32 bar, uint2 v) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32"
+                 " [%0], {%1, %2}, [%3];"
+                 :: "r"(to), "r"(v.x), "r"(v.y), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void bt_push(u32 to, u32 bar, u64 v) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];"
+                 :: "r"(to), "l"(v), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void bt_push(u32 to, u32 bar, u32 v) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
+                 :: "r"(to), "r"(v), "r"(bar) : "memory");
+}
+
+// An mbarrier of one arrival (the receiving block's thread 0, with the bytes it expects).
+__device__ __forceinline__ void bt_mbarrier_init(u64* bar) {
+    const u32 at = (u32)__cvta_generic_to_shared(bar);
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(at) : "memory");
+}
+
+// The arrival on `bar`, which then completes once `bytes` more have landed (before or after).
+__device__ __forceinline__ void bt_mbarrier_expect(u64* bar, u32 bytes) {
+    const u32 at = (u32)__cvta_generic_to_shared(bar);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                 :: "r"(at), "r"(bytes) : "memory");
+}
+
+// Waits for the first phase of `bar`; the pushes it counted are then visible to this thread.
+__device__ __forceinline__ void bt_mbarrier_wait(u64* bar) {
+    const u32 at = (u32)__cvta_generic_to_shared(bar);
+    asm volatile("{\n\t.reg .pred done;\n"
+                 "BT_WAIT:\n\t"
+                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], 0;\n\t"
+                 "@!done bra BT_WAIT;\n}"
+                 :: "r"(at) : "memory");
 }
 #endif
 
@@ -1663,8 +1720,14 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
         s.reached = 0;
         s.dead = 0;
         s.work = 0;
+        s.own_selected = 0;
+        bt_mbarrier_init(&s.peer_counts_in);
+        bt_mbarrier_init(&s.peer_copy_in);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    // The other block waits for this arrival before its first push here (after its stream).
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 
     // The threshold, as the filter's (0, every key, when the sample would not cut).
     R threshold = 0;
@@ -1706,27 +1769,28 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
         bt_cluster_stream<Key, R, 1>(segment, lo, hi, threshold, s, cap, cand_ranks, cand_indices,
                                      fill, bucket, stage);
     }
-    bt_cluster_sync();  // both blocks' candidates and bucket counts are complete
+    __syncthreads();  // this block's candidates and bucket counts are complete
+    // The other block's mbarriers are set up: its arrival came after their init.
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    static_assert(BT_CLUSTER_BLOCKS == 2, "a block and its peer");
+    const u32 peer = rank_in_cluster ^ 1u;
 
-    // Both blocks' counts (lane b of every warp reads block b's totals): the same in both
-    // blocks, so both take the same path. Every DSMEM read is issued at once: the bucket counts
-    // are read before it is known whether they will be used.
-    uint4 block_fill[BT_CLUSTER_BLOCKS];
-#pragma unroll
-    for (u32 b = 0; b < BT_CLUSTER_BLOCKS; ++b) {
-        block_fill[b] = reinterpret_cast<const uint4*>(bt_cluster_map(fill, b))[tid];
+    // This block's counts and (reached, dead) to the other's `starts` and state; it waits for
+    // them, and each of its threads reads its own words of `starts` before writing them.
+    const uint4 own_fill = reinterpret_cast<const uint4*>(fill)[tid];
+    {
+        const u32 bar = bt_cluster_address(&s.peer_counts_in, peer);
+        bt_push(bt_cluster_address(starts + PER * tid, peer), bar, own_fill);
+        if (tid == 0) {
+            bt_push(bt_cluster_address(&s.peer_totals, peer), bar, make_uint2(s.reached, s.dead));
+            bt_mbarrier_expect(&s.peer_counts_in, BT_BUCKETS * 4u + 8u);
+        }
     }
-    const u32 lane_count =
-        lane < BT_CLUSTER_BLOCKS ? *bt_cluster_map(&s.reached, lane) : 0u;
-    const u32 lane_dead = lane < BT_CLUSTER_BLOCKS ? *bt_cluster_map(&s.dead, lane) : 0u;
-    u32 n = 0;  // candidates at or above the threshold
-    bool overflow = false;
-#pragma unroll
-    for (u32 b = 0; b < BT_CLUSTER_BLOCKS; ++b) {
-        const u32 c = __shfl_sync(0xFFFFFFFFu, lane_count, b);
-        overflow |= c > cap;
-        n += c - __shfl_sync(0xFFFFFFFFu, lane_dead, b);
-    }
+    bt_mbarrier_wait(&s.peer_counts_in);
+    const uint4 peer_fill = reinterpret_cast<const uint4*>(starts)[tid];
+    const uint2 peer_totals = s.peer_totals;  // (reached, dead)
+    const bool overflow = s.reached > cap || peer_totals.x > cap;
+    const u32 n = s.reached - s.dead + peer_totals.x - peer_totals.y;  // at or above the threshold
     const u32 own = min(s.reached, cap);
     bool fast = false;
     u32 boundary_start = 0;
@@ -1734,22 +1798,14 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     // Every key at or above the threshold is a candidate: with at least k of them, they hold
     // the k best and every tie of the k-th.
     if (!overflow && n >= written) {
+        const u32 own_counts[PER] = {own_fill.x, own_fill.y, own_fill.z, own_fill.w};
+        const u32 peer_counts[PER] = {peer_fill.x, peer_fill.y, peer_fill.z, peer_fill.w};
         u32 local[PER];
-        u32 below[PER];
+        u32 below[PER];  // the bucket's candidates in block 0, for block 1's places
 #pragma unroll
         for (u32 i = 0; i < PER; ++i) {
-            local[i] = 0;
-            below[i] = 0;
-        }
-#pragma unroll
-        for (u32 b = 0; b < BT_CLUSTER_BLOCKS; ++b) {
-            const uint4 f = block_fill[b];
-            const u32 counts[PER] = {f.x, f.y, f.z, f.w};
-#pragma unroll
-            for (u32 i = 0; i < PER; ++i) {
-                local[i] += counts[i];
-                below[i] += b < rank_in_cluster ? counts[i] : 0u;
-            }
+            local[i] = own_counts[i] + peer_counts[i];
+            below[i] = rank_in_cluster == 1u ? peer_counts[i] : 0u;
         }
         bt_bucket_starts<BLOCK_THREADS>(local, written, s, starts, pos, below);
         const u32 boundary = s.boundary;
@@ -1757,35 +1813,44 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
         selected_end = starts[boundary + 1u];
         fast = s.work <= BT_CLUSTER_BUCKET_WORK * n && selected_end <= cap;
         if (fast) {
-            // The copy: (rank, index) pairs for 4-byte ranks (one 8-byte store a block, and
-            // one load an item when ranking), two arrays for 8-byte ones.
-            R* copies_r[BT_CLUSTER_BLOCKS];
-            u32* copies_i[BT_CLUSTER_BLOCKS];
-#pragma unroll
-            for (u32 b = 0; b < BT_CLUSTER_BLOCKS; ++b) {
-                copies_r[b] = bt_cluster_map(copy_ranks, b);
-                copies_i[b] = bt_cluster_map(copy_indices, b);
-            }
+            // Each candidate of the selected buckets to its place in both blocks' copies:
+            // (rank, index) pairs for 4-byte ranks (one 8-byte store a block, and one load
+            // an item when ranking), two arrays for 8-byte ones.
+            constexpr u32 ITEM_BYTES = sizeof(R) == 4 ? 8u : sizeof(R) + 4u;
+            const u32 bar = bt_cluster_address(&s.peer_copy_in, peer);
+            const u32 peer_ranks = bt_cluster_address(copy_ranks, peer);
+            const u32 peer_indices = bt_cluster_address(copy_indices, peer);
+            u32 selected = 0;
             for (u32 i = tid; i < own; i += BLOCK_THREADS) {
                 const R r = cand_ranks[i];
                 const u32 b = bucket(r);
                 if (b <= boundary && r >= bucket.lo) {  // not a dead entry
                     const u32 at = atomicAdd(&pos[b], 1u);
                     const u32 index = cand_indices[i];
-#pragma unroll
-                    for (u32 c = 0; c < BT_CLUSTER_BLOCKS; ++c) {
-                        if constexpr (sizeof(R) == 4) {
-                            reinterpret_cast<uint2*>(copies_r[c])[at] = make_uint2(r, index);
-                        } else {
-                            copies_r[c][at] = r;
-                            copies_i[c][at] = index;
-                        }
+                    ++selected;
+                    if constexpr (sizeof(R) == 4) {
+                        const uint2 item = make_uint2(r, index);
+                        reinterpret_cast<uint2*>(copy_ranks)[at] = item;
+                        bt_push(peer_ranks + 8u * at, bar, item);
+                    } else {
+                        copy_ranks[at] = r;
+                        copy_indices[at] = index;
+                        bt_push(peer_ranks + 8u * at, bar, (u64)r);
+                        bt_push(peer_indices + 4u * at, bar, index);
                     }
                 }
             }
+            selected = bt_warp_sum(selected);
+            if (lane == 0u) {
+                atomicAdd(&s.own_selected, selected);
+            }
+            __syncthreads();  // this block's part of its copy is complete
+            if (tid == 0) {  // the other block's part, pushed by it
+                bt_mbarrier_expect(&s.peer_copy_in, (selected_end - s.own_selected) * ITEM_BYTES);
+            }
+            bt_mbarrier_wait(&s.peer_copy_in);
         }
     }
-    bt_cluster_sync();  // both copies are complete; no block touches the other's memory after it
     const u64 out_base = seg * p.out_stride;
     if (fast) {
         const u32 j0 = rank_in_cluster * BLOCK_THREADS + tid;
