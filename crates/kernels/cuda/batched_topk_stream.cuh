@@ -42,7 +42,7 @@
 // Dynamic shared memory of the final selection (sized by the host): [candidates: stream_total ranks,
 // then as many u32 indices; the exact path's sort region aliases it] [bucket copy at
 // stream_sorted_offset: stream_sorted_cap ranks, then as many u32 indices] [bucket starts and
-// fill counters at stream_bins_offset: 2 * BT_BUCKETS + 1 u32] [index buffer at
+// fill counters at stream_bins_offset: 2 * BT_BUCKETS + 4 u32] [index buffer at
 // stream_index_offset: u32 per selected item] [rank buffer at stream_rank_offset]. Index math
 // within a segment is 32-bit (the host caps segments at stream_max_size < 2^32).
 namespace oxicub {
@@ -433,6 +433,46 @@ __device__ __forceinline__ void bt_stream_exact(const BatchedTopKParams& p, cons
     __syncthreads();  // the sort region and counters are reused by the next segment
 }
 
+// A thread's N consecutive words [tid N, (tid + 1) N) of a 16-byte aligned shared array, as
+// vectors: a word at a time, lane l's word i sits N words from lane l + 1's, an N-way bank
+// conflict on every access (H100: ~0.5 us of the clustered kernel's bucket starts).
+template <u32 N>
+__device__ __forceinline__ void bt_load_words(const u32* a, u32 (&w)[N]) {
+    static_assert(N == 1 || N % 2 == 0, "whole vectors");
+    if constexpr (N % 4 == 0) {
+#pragma unroll
+        for (u32 i = 0; i < N; i += 4) {
+            const uint4 v = reinterpret_cast<const uint4*>(a)[(threadIdx.x * N + i) / 4];
+            w[i] = v.x;
+            w[i + 1] = v.y;
+            w[i + 2] = v.z;
+            w[i + 3] = v.w;
+        }
+    } else if constexpr (N == 2) {
+        const uint2 v = reinterpret_cast<const uint2*>(a)[threadIdx.x];
+        w[0] = v.x;
+        w[1] = v.y;
+    } else {
+        w[0] = a[threadIdx.x];
+    }
+}
+
+template <u32 N>
+__device__ __forceinline__ void bt_store_words(u32* a, const u32 (&w)[N]) {
+    static_assert(N == 1 || N % 2 == 0, "whole vectors");
+    if constexpr (N % 4 == 0) {
+#pragma unroll
+        for (u32 i = 0; i < N; i += 4) {
+            reinterpret_cast<uint4*>(a)[(threadIdx.x * N + i) / 4] =
+                make_uint4(w[i], w[i + 1], w[i + 2], w[i + 3]);
+        }
+    } else if constexpr (N == 2) {
+        reinterpret_cast<uint2*>(a)[threadIdx.x] = make_uint2(w[0], w[1]);
+    } else {
+        a[threadIdx.x] = w[0];
+    }
+}
+
 // The shift that maps the distances [0, span] onto BT_BUCKETS buckets: span >> shift fits in
 // BT_BUCKET_LOG bits.
 template <class R>
@@ -459,7 +499,8 @@ struct BtBuckets {
 // `local`; starts[b] gets bucket b's first position (starts[BT_BUCKETS] the total), s.boundary
 // the bucket of the `written`-th item and s.work the sum of the squared counts (zero on entry);
 // places[b], when given, the start plus below[b - t PER] (the first place of this block's own
-// items of the bucket), before the barrier. Ends in a block barrier.
+// items of the bucket), before the barrier. `starts` and `places` are 16-byte aligned. Ends in
+// a block barrier.
 template <u32 BLOCK_THREADS, u32 PER, class R, u32 WARPS>
 __device__ __forceinline__ void bt_bucket_starts(const u32 (&local)[PER], u32 written,
                                                  BtStreamState<R, WARPS>& s, u32* starts,
@@ -479,17 +520,20 @@ __device__ __forceinline__ void bt_bucket_starts(const u32 (&local)[PER], u32 wr
     }
     u32 all = 0;
     u32 start = block_exclusive_sum<BLOCK_THREADS>(sum, s.warp_totals, &all);
+    u32 first[PER];
+    u32 place[PER];
 #pragma unroll
     for (u32 i = 0; i < PER; ++i) {
-        const u32 b = tid * PER + i;
-        starts[b] = start;
-        if (places != nullptr) {
-            places[b] = start + below[i];
-        }
+        first[i] = start;
+        place[i] = places != nullptr ? start + below[i] : 0u;
         if (start <= written - 1u && written - 1u < start + local[i]) {
-            s.boundary = b;
+            s.boundary = tid * PER + i;
         }
         start += local[i];
+    }
+    bt_store_words(starts, first);
+    if (places != nullptr) {
+        bt_store_words(places, place);
     }
     if (tid == BLOCK_THREADS - 1u) {
         starts[BT_BUCKETS] = start;
@@ -570,11 +614,13 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
     const u32 tid = threadIdx.x;
     // The counters are cleared for the scatter as they are read.
     u32 local[PER_THREAD];
+    u32 zero[PER_THREAD];
+    bt_load_words(fill, local);
 #pragma unroll
     for (u32 i = 0; i < PER_THREAD; ++i) {
-        local[i] = fill[tid * PER_THREAD + i];
-        fill[tid * PER_THREAD + i] = 0;
+        zero[i] = 0;
     }
+    bt_store_words(fill, zero);
     bt_bucket_starts<BLOCK_THREADS>(local, written, s, starts);
     const u32 boundary = s.boundary;
     const u32 boundary_start = starts[boundary];
@@ -635,8 +681,8 @@ struct BtSampleBins {
 // two: the best sample (a block max), then a histogram of the distances below it
 // (BtSampleBins: 1/64 relative precision, so the threshold admits at most ~1.6 % more of the
 // distance than the exact m-th sample), then the bin where the count reaches m. `bins` (shared,
-// BtSampleBins<R>::ALLOCATED words) and s.sample_best are zero on entry and on return; the best
-// sample goes to *best_out when it is given.
+// 16-byte aligned, BtSampleBins<R>::ALLOCATED words) and s.sample_best are zero on entry and on
+// return; the best sample goes to *best_out when it is given.
 template <class R, u32 BLOCK_THREADS, u32 PER_THREAD, u32 WARPS>
 __device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u32 valid, u32 m,
                                                  BtStreamState<R, WARPS>& s, u32* bins,
@@ -672,13 +718,15 @@ __device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u3
     __syncthreads();
     // Thread t owns bins [t * PER_BIN_THREAD, (t + 1) * PER_BIN_THREAD), in distance order.
     u32 local[PER_BIN_THREAD];
+    u32 zero[PER_BIN_THREAD];
     u32 sum = 0;
+    bt_load_words(bins, local);
 #pragma unroll
     for (u32 i = 0; i < PER_BIN_THREAD; ++i) {
-        local[i] = bins[tid * PER_BIN_THREAD + i];
-        bins[tid * PER_BIN_THREAD + i] = 0;  // read by this thread only
+        zero[i] = 0;
         sum += local[i];
     }
+    bt_store_words(bins, zero);  // read by this thread only
     if (tid == 0) {
         s.sample_best = 0;  // every thread read it before the barrier above
     }
@@ -1134,7 +1182,7 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
     u32* copy_indices =
         reinterpret_cast<u32*>(bt_dynamic + p.stream_sorted_offset + (u64)copy_cap * sizeof(R));
     u32* starts = reinterpret_cast<u32*>(bt_dynamic + p.stream_bins_offset);
-    u32* fill = starts + BT_BUCKETS + 1u;
+    u32* fill = starts + BT_BUCKETS + 4u;  // 16-byte aligned (bt_bucket_select)
     u32* index_buffer = reinterpret_cast<u32*>(bt_dynamic + p.stream_index_offset);
     R* rank_buffer = reinterpret_cast<R*>(bt_dynamic + p.stream_rank_offset);
     u64* sort_region = reinterpret_cast<u64*>(bt_dynamic);
@@ -1308,8 +1356,8 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
 // (rank, index) pairs for 4-byte ranks, else stream_total ranks then as many indices; the
 // sample bins alias it, then the walk's stage while the keys stream (a batch per warp), and
 // the exact path's index and rank buffers (stream_index_offset, stream_rank_offset) lie in it]
-// [at stream_bins_offset: bucket counts, bucket starts (BT_BUCKETS + 1; the other block's
-// counts land there first) and scatter positions, u32 each].
+// [at stream_bins_offset: bucket counts, bucket starts (BT_BUCKETS + 1, padded to + 4; the
+// other block's counts land there first) and scatter positions, u32 each].
 constexpr u32 BT_CLUSTER_BLOCKS = 2;
 
 // This warp's part [*lo, *hi) of its block's half of a segment of `size` keys (multiples of
@@ -1674,7 +1722,7 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
         reinterpret_cast<u32*>(bt_dynamic + p.stream_sorted_offset + (u64)cap * sizeof(R));
     u32* fill = reinterpret_cast<u32*>(bt_dynamic + p.stream_bins_offset);
     u32* starts = fill + BT_BUCKETS;
-    u32* pos = starts + BT_BUCKETS + 1u;
+    u32* pos = starts + BT_BUCKETS + 4u;  // 16-byte aligned (bt_bucket_starts)
     u32* sample_bins = reinterpret_cast<u32*>(copy_ranks);  // dead before any scatter
     u32* index_buffer = reinterpret_cast<u32*>(bt_dynamic + p.stream_index_offset);
     R* rank_buffer = reinterpret_cast<R*>(bt_dynamic + p.stream_rank_offset);

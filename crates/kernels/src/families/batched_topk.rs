@@ -1336,7 +1336,7 @@ fn stream_layout<K: RadixKey>(
     let candidate_bytes = (total * (rank_bytes + 4)).max(selected.next_power_of_two() * sort_entry);
     let sorted_offset = align(candidate_bytes);
     let bins_offset = align(sorted_offset + sorted_cap * (rank_bytes + 4));
-    let index_offset = align(bins_offset + (2 * STREAM_BUCKETS + 1) * 4);
+    let index_offset = align(bins_offset + (2 * STREAM_BUCKETS + 4) * 4);
     let rank_offset = align(index_offset + selected * 4);
     let shared = rank_offset + selected * rank_bytes;
     let words = |bytes: u64| bytes.div_ceil(8);
@@ -1414,7 +1414,7 @@ fn cluster_layout(key_bytes: u64, selected: u64) -> ClusterLayout {
     let region = align(candidates * (rank_bytes + 4));
     let copy_offset = region;
     let bins_offset = copy_offset + region;
-    let shared = bins_offset + (3 * STREAM_BUCKETS + 1) * 4;
+    let shared = bins_offset + (3 * STREAM_BUCKETS + 4) * 4;
     let index_offset = copy_offset;
     ClusterLayout {
         candidates,
