@@ -29,15 +29,17 @@
 //                          read from global memory (correct for any input).
 //   PART 3 (cluster)       both in one launch for a direct call whose segments all fit on the
 //                          device at once as clusters of two blocks (sm_90): the blocks keep
-//                          their candidates in shared memory and select them there, over DSMEM
-//                          (bt_stream_cluster, below).
+//                          their candidates in shared memory and select them there, handing
+//                          each other counts and copies by DSMEM pushes (bt_stream_cluster,
+//                          below).
 //
 // Why PART 1 + PART 2 and not only clusters: this tier's first form (NOTES-batched.md c1-c4)
 // was a cluster of 8 blocks per segment with a chain of cluster barriers (sample passes, count
 // exchanges, a sort across the cluster) that left the SMs latency-bound at 8 % of the DRAM
 // bandwidth, and clusters that do not all fit at once run in waves. PART 3 keeps the filter's
-// streaming, takes two cluster barriers per segment, and is used only when every segment's
-// cluster is resident at once.
+// streaming, takes one cluster barrier per segment (its arrive at the start, its wait after the
+// streaming) and two exchanges by pushes, and is used only when every segment's cluster is
+// resident at once.
 //
 // Dynamic shared memory of the final selection (sized by the host): [candidates: stream_total ranks,
 // then as many u32 indices; the exact path's sort region aliases it] [bucket copy at
@@ -1412,14 +1414,6 @@ __device__ __forceinline__ u32 bt_cluster_blocks() {
     return n;
 }
 
-// The address of `p` (this block's shared memory) in block `rank` of the cluster.
-template <class T>
-__device__ __forceinline__ T* bt_cluster_map(T* p, u32 rank) {
-    u64 r;
-    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));
-    return reinterpret_cast<T*>(r);
-}
-
 // The shared::cluster address of `p` (this block's shared memory) in block `rank`.
 __device__ __forceinline__ u32 bt_cluster_address(const void* p, u32 rank) {
     u32 r;
@@ -1478,7 +1472,9 @@ __device__ __forceinline__ void bt_mbarrier_wait(u64* bar) {
 #endif
 
 // Counts a stored candidate of rank r in its bucket, or, ranked below the threshold (only an
-// extra hit of the f32 / f64 compare is), as a dead entry.
+// extra hit of the f32 / f64 compare is), as a dead entry. The final's scatter takes exactly the
+// counted ones (bucket at most the boundary, rank at least the threshold): the other block
+// expects as many pushed items as its counts say, and would wait for a missing one forever.
 template <class Key, class R, u32 WARPS>
 __device__ __forceinline__ void bt_cluster_count(R r, R threshold, BtStreamState<R, WARPS>& s,
                                                  u32* fill, const BtOpenBuckets<R>& bucket) {
@@ -1872,7 +1868,7 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
             for (u32 i = tid; i < own; i += BLOCK_THREADS) {
                 const R r = cand_ranks[i];
                 const u32 b = bucket(r);
-                if (b <= boundary && r >= bucket.lo) {  // not a dead entry
+                if (b <= boundary && r >= bucket.lo) {  // counted, not dead (bt_cluster_count)
                     const u32 at = atomicAdd(&pos[b], 1u);
                     const u32 index = cand_indices[i];
                     ++selected;

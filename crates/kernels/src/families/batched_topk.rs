@@ -351,7 +351,7 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
             Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
             // The state (a histogram, warp sums, three ranks of up to 8 bytes, the filter's
             // sample hits per region of up to 16 chunks, the final's copy tasks (16 bytes each: a
-            // task per region and per 128 of the 8192 candidates on chip), 10 counters, the
+            // task per region and per 128 of the 8192 candidates on chip), 11 counters, the
             // cluster's pushed totals (8 bytes) and two mbarriers (8 bytes each), 16 bytes for
             // the alignment of 8-byte ranks and of the 16-byte tasks) and the filter's batch
             // stage, whose words its sample bins share; the final stage's buffers are dynamic.
@@ -366,7 +366,7 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
                 let region_hits = 4 * 16 * STREAM_FILTER_WARPS;
                 let copy_tasks =
                     16 * (16 * STREAM_FILTER_WARPS + STREAM_CANDIDATES / STREAM_COPY_TASK);
-                4 * BINS + 4 * warps + 24 + region_hits + copy_tasks + 4 * 10 + 8 + 16 + 16 + filter
+                4 * BINS + 4 * warps + 24 + region_hits + copy_tasks + 4 * 11 + 8 + 16 + 16 + filter
             }
             // The control stages' block total.
             _ => 8,
