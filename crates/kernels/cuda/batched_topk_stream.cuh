@@ -44,7 +44,7 @@
 // Dynamic shared memory of the final selection (sized by the host): [candidates: stream_total ranks,
 // then as many u32 indices; the exact path's sort region aliases it] [bucket copy at
 // stream_sorted_offset: stream_sorted_cap ranks, then as many u32 indices] [bucket starts and
-// fill counters at stream_bins_offset: 2 * BT_BUCKETS + 4 u32] [index buffer at
+// fill counters at stream_bins_offset: BT_STARTS_WORDS + BT_BUCKETS u32] [index buffer at
 // stream_index_offset: u32 per selected item] [rank buffer at stream_rank_offset]. Index math
 // within a segment is 32-bit (the host caps segments at stream_max_size < 2^32).
 namespace oxicub {
@@ -53,6 +53,10 @@ constexpr u32 BT_STREAM_MAX_CTAS = 16;   // chunks per segment at most (the host
 constexpr u32 BT_STREAM_FILTER_THREADS = 512;  // the filter's block
 constexpr u32 BT_STREAM_FILTER_WARPS = BT_STREAM_FILTER_THREADS / 32;  // regions per chunk
 constexpr u32 BT_BUCKETS = 4096;         // buckets of the final selection
+// Words of the bucket starts array: BT_BUCKETS + 1 starts, padded so that the array after it
+// is 16-byte aligned (bt_load_words and bt_store_words use vectors).
+constexpr u32 BT_STARTS_WORDS = 4100;
+static_assert(BT_STARTS_WORDS > BT_BUCKETS && BT_STARTS_WORDS % 4 == 0, "starts, then aligned");
 // The candidates a segment holds on chip at most (the host's budget for keys of up to 4 bytes;
 // half that for 8-byte keys).
 constexpr u32 BT_STREAM_CANDIDATES = 8192;
@@ -475,6 +479,18 @@ __device__ __forceinline__ void bt_store_words(u32* a, const u32 (&w)[N]) {
     }
 }
 
+// bt_load_words, then the words cleared (counters read once and reset for their next use).
+template <u32 N>
+__device__ __forceinline__ void bt_take_words(u32* a, u32 (&w)[N]) {
+    u32 zero[N];
+#pragma unroll
+    for (u32 i = 0; i < N; ++i) {
+        zero[i] = 0;
+    }
+    bt_load_words(a, w);
+    bt_store_words(a, zero);
+}
+
 // The shift that maps the distances [0, span] onto BT_BUCKETS buckets: span >> shift fits in
 // BT_BUCKET_LOG bits.
 template <class R>
@@ -616,13 +632,7 @@ __device__ __forceinline__ bool bt_bucket_select(const BatchedTopKParams& p, con
     const u32 tid = threadIdx.x;
     // The counters are cleared for the scatter as they are read.
     u32 local[PER_THREAD];
-    u32 zero[PER_THREAD];
-    bt_load_words(fill, local);
-#pragma unroll
-    for (u32 i = 0; i < PER_THREAD; ++i) {
-        zero[i] = 0;
-    }
-    bt_store_words(fill, zero);
+    bt_take_words(fill, local);
     bt_bucket_starts<BLOCK_THREADS>(local, written, s, starts);
     const u32 boundary = s.boundary;
     const u32 boundary_start = starts[boundary];
@@ -720,15 +730,12 @@ __device__ __forceinline__ R bt_sample_threshold(const R (&rank)[PER_THREAD], u3
     __syncthreads();
     // Thread t owns bins [t * PER_BIN_THREAD, (t + 1) * PER_BIN_THREAD), in distance order.
     u32 local[PER_BIN_THREAD];
-    u32 zero[PER_BIN_THREAD];
+    bt_take_words(bins, local);  // read by this thread only
     u32 sum = 0;
-    bt_load_words(bins, local);
 #pragma unroll
     for (u32 i = 0; i < PER_BIN_THREAD; ++i) {
-        zero[i] = 0;
         sum += local[i];
     }
-    bt_store_words(bins, zero);  // read by this thread only
     if (tid == 0) {
         s.sample_best = 0;  // every thread read it before the barrier above
     }
@@ -1184,7 +1191,7 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
     u32* copy_indices =
         reinterpret_cast<u32*>(bt_dynamic + p.stream_sorted_offset + (u64)copy_cap * sizeof(R));
     u32* starts = reinterpret_cast<u32*>(bt_dynamic + p.stream_bins_offset);
-    u32* fill = starts + BT_BUCKETS + 4u;  // 16-byte aligned (bt_bucket_select)
+    u32* fill = starts + BT_STARTS_WORDS;
     u32* index_buffer = reinterpret_cast<u32*>(bt_dynamic + p.stream_index_offset);
     R* rank_buffer = reinterpret_cast<R*>(bt_dynamic + p.stream_rank_offset);
     u64* sort_region = reinterpret_cast<u64*>(bt_dynamic);
@@ -1358,8 +1365,8 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
 // (rank, index) pairs for 4-byte ranks, else stream_total ranks then as many indices; the
 // sample bins alias it, then the walk's stage while the keys stream (a batch per warp), and
 // the exact path's index and rank buffers (stream_index_offset, stream_rank_offset) lie in it]
-// [at stream_bins_offset: bucket counts, bucket starts (BT_BUCKETS + 1, padded to + 4; the
-// other block's counts land there first) and scatter positions, u32 each].
+// [at stream_bins_offset: bucket counts, bucket starts (BT_STARTS_WORDS; the other block's
+// counts land there first) and scatter positions, u32 each].
 constexpr u32 BT_CLUSTER_BLOCKS = 2;
 
 // This warp's part [*lo, *hi) of its block's half of a segment of `size` keys (multiples of
@@ -1718,7 +1725,7 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
         reinterpret_cast<u32*>(bt_dynamic + p.stream_sorted_offset + (u64)cap * sizeof(R));
     u32* fill = reinterpret_cast<u32*>(bt_dynamic + p.stream_bins_offset);
     u32* starts = fill + BT_BUCKETS;
-    u32* pos = starts + BT_BUCKETS + 4u;  // 16-byte aligned (bt_bucket_starts)
+    u32* pos = starts + BT_STARTS_WORDS;
     u32* sample_bins = reinterpret_cast<u32*>(copy_ranks);  // dead before any scatter
     u32* index_buffer = reinterpret_cast<u32*>(bt_dynamic + p.stream_index_offset);
     R* rank_buffer = reinterpret_cast<R*>(bt_dynamic + p.stream_rank_offset);

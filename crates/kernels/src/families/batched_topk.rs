@@ -115,6 +115,8 @@ const STREAM_CANDIDATES: u64 = 8192;
 const STREAM_COPY_TASK: u64 = 128;
 /// Buckets of the stream tier's final selection (`BT_BUCKETS` in the header).
 const STREAM_BUCKETS: u64 = 4096;
+/// Words of its bucket starts array, padded for 16-byte alignment (`BT_STARTS_WORDS`).
+const STREAM_STARTS_WORDS: u64 = STREAM_BUCKETS + 4;
 /// Threads per block of the stream tier's filter (`BT_STREAM_FILTER_THREADS` in the header).
 const STREAM_FILTER_THREADS: u32 = 512;
 /// Threads per block of the stream tier's final selection.
@@ -1336,7 +1338,7 @@ fn stream_layout<K: RadixKey>(
     let candidate_bytes = (total * (rank_bytes + 4)).max(selected.next_power_of_two() * sort_entry);
     let sorted_offset = align(candidate_bytes);
     let bins_offset = align(sorted_offset + sorted_cap * (rank_bytes + 4));
-    let index_offset = align(bins_offset + (2 * STREAM_BUCKETS + 4) * 4);
+    let index_offset = align(bins_offset + (STREAM_STARTS_WORDS + STREAM_BUCKETS) * 4);
     let rank_offset = align(index_offset + selected * 4);
     let shared = rank_offset + selected * rank_bytes;
     let words = |bytes: u64| bytes.div_ceil(8);
@@ -1414,7 +1416,7 @@ fn cluster_layout(key_bytes: u64, selected: u64) -> ClusterLayout {
     let region = align(candidates * (rank_bytes + 4));
     let copy_offset = region;
     let bins_offset = copy_offset + region;
-    let shared = bins_offset + (3 * STREAM_BUCKETS + 4) * 4;
+    let shared = bins_offset + (STREAM_STARTS_WORDS + 2 * STREAM_BUCKETS) * 4;
     let index_offset = copy_offset;
     ClusterLayout {
         candidates,
@@ -1575,6 +1577,7 @@ mod tests {
         for (name, value) in [
             ("BT_STREAM_RECORD_WORDS", STREAM_RECORD_WORDS),
             ("BT_BUCKETS", STREAM_BUCKETS),
+            ("BT_STARTS_WORDS", STREAM_STARTS_WORDS),
             ("BT_STREAM_CANDIDATES", STREAM_CANDIDATES),
             ("BT_STREAM_TASK", STREAM_COPY_TASK),
             ("BT_STREAM_FILTER_THREADS", u64::from(STREAM_FILTER_THREADS)),
