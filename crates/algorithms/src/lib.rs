@@ -1,8 +1,13 @@
-//! oxicub-algorithms: oxicub's algorithms, their dispatch, and the backends they run on.
+//! oxicub-algorithms: oxicub's algorithms, their front checks, and the backends they run on.
 //!
 //! * Backends: [`Host`] (rayon; the oracle of every GPU test), [`Cuda`] (a cudarc context and
 //!   stream; buffers are cudarc views) and [`AnyBackend`] (picks one at run time:
-//!   [`AnyBackend::auto`]). All implement [`Backend`].
+//!   [`AnyBackend::auto`]). All implement [`Backend`]. Where each kind of parameter value lives
+//!   on a backend: [`ValuesOn`], [`PerSegmentOn`], [`ChoicesOn`]; values that travel as bytes:
+//!   [`DeviceValue`].
+//! * [`segments`]: the segmented problem every segmented algorithm shares (layouts, sizes,
+//!   counts, per-segment checks, [`segments::Pending`] results).
+//! * [`contract`]: the one front check of each algorithm.
 //! * [`radix`]: the radix key transforms and radix-digit histograms.
 //! * [`topk`]: single-problem top-k (max/min, keys, pairs, source indices) under the
 //!   requirement model.
@@ -25,13 +30,21 @@
 
 mod backend;
 pub mod batched_topk;
+pub mod contract;
 mod error;
 pub mod radix;
+pub mod segments;
 pub mod topk;
+mod values;
 
-// Owned by the lead: the per-algorithm front checks (parameters x environment).
-pub mod contract;
-
-pub use backend::{AnyBackend, Backend, Buffer, Cuda, DeviceKeys, Host};
+pub use backend::{
+    AnyBackend, Backend, Buffer, ByteOption, ChoicesOn, Cuda, DeviceKeys, DeviceValue,
+    DeviceValues, Host, PerSegmentOn, ValuesOn,
+};
+#[doc(hidden)]
+pub use backend::{ChoiceValues, ChoiceValuesOn, ParamValues, ParamValuesOn};
 pub use error::Error;
 pub use oxicub_kernels::{DeviceFacts, KernelError};
+pub use values::SourceIndex;
+#[doc(hidden)]
+pub use values::ValuesIn;

@@ -589,10 +589,10 @@ fn strided_run<B, K, E>(
     env: &E,
 ) -> Result<(), String>
 where
-    B: batched_topk::BatchedTopKBackend + oxicub_algorithms::batched_topk::PerSegmentLengths,
+    B: batched_topk::BatchedTopKBackend,
     K: RadixKey,
     E: Environment,
-    direction::Choice<direction::Either>: batched_topk::Directions<B>,
+    direction::Choice<direction::Either>: oxicub_algorithms::ChoicesOn<B>,
 {
     let problem = Problem::strided(
         shape.stride,
@@ -1079,7 +1079,7 @@ fn stream_tier_keys_and_pairs() {
     let Some(cuda) = gpu_or_skip() else { return };
     fn each<K: RefKey, V>(cuda: &Cuda, case: &Case<K>, env: &impl Environment, value: fn(u64) -> V)
     where
-        V: Copy + PartialEq + std::fmt::Debug + Default + Send + Sync + 'static,
+        V: oxicub_algorithms::DeviceValue + PartialEq + std::fmt::Debug + Default,
         V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Into<u64>,
     {
         let n = case.ks.len();
@@ -2008,7 +2008,7 @@ fn stream_cluster_keys_and_pairs() {
         env: &impl Environment,
         value: fn(u64) -> V,
     ) where
-        V: Copy + PartialEq + std::fmt::Debug + Default + Send + Sync + 'static,
+        V: oxicub_algorithms::DeviceValue + PartialEq + std::fmt::Debug + Default,
         V: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
     {
         let k = 2048usize;

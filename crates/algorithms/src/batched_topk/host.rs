@@ -4,11 +4,12 @@
 
 use rayon::prelude::*;
 
-use super::{num_segments_error, Args, CountArg, DirectionArg, LayoutArg, NumSegmentsArg};
-use super::{Outcome, Request, Violation};
-use crate::backend::Host;
+use crate::backend::{ChoiceValues, DeviceValue, ParamValues};
+use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::{RadixBits, RadixKey};
-use crate::topk::ValuesIn;
+use crate::segments::host::{resolve_num_segments, resolve_segment};
+use crate::segments::{total_items_error, Outcome, Violation};
+use crate::values::ValuesIn;
 use crate::Error;
 use oxicub_env::TieBreak;
 use oxicub_params::SelectDirection;
@@ -26,86 +27,34 @@ pub(crate) struct Segment {
     pub(crate) direction: SelectDirection,
 }
 
-/// The number of segments: the host value, or a deferred one clamped into its bounds (an
-/// out-of-bounds value is also returned as the error to report).
-pub(crate) fn resolve_num_segments(
-    request: &Request,
-    num_segments: NumSegmentsArg<&i64>,
-) -> (u64, Option<Error>) {
-    match num_segments {
-        NumSegmentsArg::Host(n) => (n, None),
-        NumSegmentsArg::Deferred(&value) => {
-            let bounds = request.num_segments;
-            if bounds.contains(value) {
-                (value as u64, None)
-            } else {
-                let clamped = value.clamp(bounds.min, bounds.max) as u64;
-                (clamped, Some(num_segments_error(request, value)))
-            }
-        }
-    }
-}
-
-/// Resolves segment `i` and makes every per-segment check, in the order the device makes them.
-pub(crate) fn resolve_segment(
-    request: &Request,
-    args: &Args<'_, Host>,
+/// Resolves segment `i` and makes every per-segment check, in the order the device makes
+/// them: the layout's, then `k`'s, then the direction's.
+pub(crate) fn resolve(
+    request: &BatchedTopKRequest,
+    args: &BatchedTopKArgs<&[i64], &[u8]>,
     i: u64,
 ) -> Result<Segment, (Violation, i64)> {
+    let (begin, size) = resolve_segment(&request.segments, &args.segments, i)?;
     let at = i as usize;
-    let (begin, size) = match args.layout {
-        LayoutArg::Offsets { begin, end } => {
-            let (b, e) = (begin[at], end[at]);
-            if b < 0 || b > e {
-                return Err((Violation::OffsetsOutOfOrder, b));
-            }
-            if e as u64 > request.num_keys {
-                return Err((Violation::PastBuffer, e));
-            }
-            let size = e - b;
-            if !request.sizes.contains(size) {
-                return Err((Violation::SizeOutOfBounds, size));
-            }
-            (b as u64, size as u64)
-        }
-        LayoutArg::Listed => unreachable!("listed segments are joined into offsets first"),
-        LayoutArg::Strided(stride) => {
-            let size = match args.sizes {
-                CountArg::Host(size) => size as i64,
-                CountArg::PerSegment(sizes) => sizes[at],
-                CountArg::BoundsOnly => unreachable!("rejected by the front check"),
-            };
-            if !request.sizes.contains(size) {
-                return Err((Violation::SizeOutOfBounds, size));
-            }
-            let size = size as u64;
-            if size > stride {
-                return Err((Violation::SizeAboveStride, size as i64));
-            }
-            let begin = i.saturating_mul(stride);
-            let end = begin.saturating_add(size);
-            if end > request.num_keys {
-                return Err((Violation::PastBuffer, end.min(i64::MAX as u64) as i64));
-            }
-            (begin, size)
-        }
-    };
     let k = match args.k {
-        CountArg::Host(k) => k as i64,
-        CountArg::PerSegment(k) => k[at],
-        CountArg::BoundsOnly => unreachable!("k always has values"),
+        ParamValues::Host(k) => k,
+        ParamValues::PerSegment(k) => k[at],
+        ParamValues::Deferred(_) | ParamValues::BoundsOnly => {
+            unreachable!("k is a per-segment parameter (`PerSegmentOn`)")
+        }
     };
     if !request.k.contains(k) {
-        return Err((Violation::KOutOfBounds, k));
+        let bounds = request.k;
+        return Err((Violation::OutOfBounds { arg: "k", bounds }, k));
     }
     let direction = match args.direction {
-        DirectionArg::Host(direction) => direction,
-        DirectionArg::PerSegment(dirs) => {
+        ChoiceValues::Host(direction) => direction,
+        ChoiceValues::PerSegment(dirs) => {
             let byte = dirs[at];
             match byte {
                 0 if request.directions & 1 != 0 => SelectDirection::Max,
                 1 if request.directions & 2 != 0 => SelectDirection::Min,
-                _ => return Err((Violation::DirectionNotCompiled, i64::from(byte))),
+                _ => return Err((direction_not_compiled(request), i64::from(byte))),
             }
         }
     };
@@ -115,6 +64,15 @@ pub(crate) fn resolve_segment(
         written: (k as u64).min(size),
         direction,
     })
+}
+
+/// A per-segment direction outside the compiled options.
+pub(crate) fn direction_not_compiled(request: &BatchedTopKRequest) -> Violation {
+    Violation::NotCompiled {
+        arg: "direction",
+        mask: request.directions,
+        legend: "0 = max, 1 = min",
+    }
 }
 
 /// The rank of a key: its radix code, inverted for min, so a larger rank is always better.
@@ -164,20 +122,21 @@ pub(crate) fn select_segment<K: RadixKey>(
 type SegmentResult = Result<(Segment, Vec<usize>), (Violation, i64)>;
 
 /// Runs a checked call on the host.
-pub(super) fn run<K: RadixKey, V: Copy + Send + Sync + 'static>(
-    request: &Request,
-    args: &Args<'_, Host>,
+pub(super) fn run<K: RadixKey, V: DeviceValue>(
+    request: &BatchedTopKRequest,
+    args: &BatchedTopKArgs<&[i64], &[u8]>,
     keys: &[K],
     values: ValuesIn<&[V], V>,
     out_keys: &mut [K],
     out_values: Option<&mut [V]>,
 ) -> Outcome {
-    let (num_segments, num_segments_error) = resolve_num_segments(request, args.num_segments);
+    let (num_segments, num_segments_error) =
+        resolve_num_segments(&request.segments, args.segments.num_segments);
     let tie_break = request.requirements.tie_break;
     let results: Vec<SegmentResult> = (0..num_segments)
         .into_par_iter()
         .map(|i| {
-            let segment = resolve_segment(request, args, i)?;
+            let segment = resolve(request, args, i)?;
             let items = &keys[segment.begin as usize..][..segment.size as usize];
             let selected = select_segment(
                 items,
@@ -195,8 +154,8 @@ pub(super) fn run<K: RadixKey, V: Copy + Send + Sync + 'static>(
         .filter_map(|r| r.as_ref().ok())
         .fold(0u64, |sum, (segment, _)| sum.saturating_add(segment.size))
         .min(i64::MAX as u64) as i64;
-    let total_error = (!request.total_items.contains(total))
-        .then(|| Error::from(super::total_items_error(request.total_items, total)));
+    let total_items = request.segments.total_items;
+    let total_error = (!total_items.contains(total)).then(|| total_items_error(total_items, total));
     let stride = request.out_stride as usize;
     let mut out_values = out_values;
     let mut first_violation = None;
@@ -205,7 +164,7 @@ pub(super) fn run<K: RadixKey, V: Copy + Send + Sync + 'static>(
             Ok(ok) => ok,
             Err((violation, value)) => {
                 if first_violation.is_none() {
-                    first_violation = Some(violation.error(request, i as u64, value));
+                    first_violation = Some(violation.error(i as u64, value));
                 }
                 continue;
             }
@@ -225,5 +184,6 @@ pub(super) fn run<K: RadixKey, V: Copy + Send + Sync + 'static>(
             }
         }
     }
-    Outcome::ready(num_segments_error.or(total_error).or(first_violation))
+    let error: Option<Error> = num_segments_error.or(total_error).or(first_violation);
+    Outcome::ready((), error)
 }

@@ -7,27 +7,19 @@
 //! are joined into one buffer and run as the offsets layout (the host is the oracle; the
 //! [`AnyBackend`](crate::AnyBackend) copies to the device anyway).
 
-use super::{check_value_size, checked, Args, LayoutArg, Outcome, PerSegmentLengths, Problem};
-use super::{BatchedTopKBackend, Directions, Layout, NumSegments, Request, SegmentK, SegmentSizes};
-use crate::backend::Buffer;
-use crate::radix::RadixKey;
-use crate::topk::{SourceIndex, ValuesIn};
-use crate::Error;
 use oxicub_env::Environment;
+use oxicub_params::{
+    role, DiscreteParam, DiscreteParamFor, ParamFor, SelectDirection, SingleValue,
+};
 
-/// The listed layout: segment `i` is the `i`-th slice of the list passed to
-/// [`select_keys_listed`], [`select_pairs_listed`] or [`select_indices_listed`]. Build the
-/// problem with [`Problem::listed`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Listed {
-    _private: (),
-}
-
-impl<B: BatchedTopKBackend + ?Sized> Layout<B> for Listed {
-    fn arg(&self) -> LayoutArg<B::Ints<'_>> {
-        LayoutArg::Listed
-    }
-}
+use super::{BatchedTopKBackend, Problem};
+use crate::backend::{Buffer, ChoicesOn, DeviceValue, PerSegmentOn, ValuesOn};
+use crate::contract::{self, BatchedTopKArgs, BatchedTopKRequest};
+use crate::radix::RadixKey;
+use crate::segments::listed::Joined;
+use crate::segments::{Listed, Outcome, Segments};
+use crate::values::{check_topk_value_width, SourceIndex, ValuesIn};
+use crate::Error;
 
 impl<S, K, D, N> Problem<Listed, S, K, D, N> {
     /// Segment `i` is the `i`-th slice of the list passed with the call (at least
@@ -60,14 +52,7 @@ impl<S, K, D, N> Problem<Listed, S, K, D, N> {
         direction: D,
         num_segments: N,
     ) -> Problem<Listed, S, K, D, N> {
-        Problem {
-            layout: Listed::default(),
-            segment_sizes,
-            k,
-            direction,
-            num_segments,
-            out_stride: None,
-        }
+        Problem::new(Segments::listed(segment_sizes, num_segments), k, direction)
     }
 }
 
@@ -77,8 +62,8 @@ impl<S, K, D, N> Problem<Listed, S, K, D, N> {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_joined<B, K, V>(
     backend: &B,
-    request: &Request,
-    args: Args<'_, B>,
+    request: &BatchedTopKRequest,
+    args: BatchedTopKArgs<&[i64], &[u8]>,
     segments: &[&[K]],
     values: ValuesIn<&[&[V]], V>,
     out_keys: &mut [K],
@@ -86,122 +71,39 @@ pub(super) fn run_joined<B, K, V>(
 ) -> Result<Outcome, Error>
 where
     B: for<'x> BatchedTopKBackend<
-            Ints<'x> = &'x [i64],
-            Bytes<'x> = &'x [u8],
-            Int<'x> = &'x i64,
+            Values<'x, i64> = &'x [i64],
+            Values<'x, u8> = &'x [u8],
             Slice<'x, K> = &'x [K],
             Slice<'x, V> = &'x [V],
             SliceMut<'x, K> = &'x mut [K],
             SliceMut<'x, V> = &'x mut [V],
         > + ?Sized,
     K: RadixKey,
-    V: Copy + Send + Sync + 'static,
+    V: DeviceValue,
 {
-    let joined = Joined::new(segments, values);
+    let keys = Joined::new(segments);
+    let (joined_values, values) = match values {
+        ValuesIn::None => (None, None),
+        ValuesIn::Copy(lists) => (Some(Joined::new(lists)), None),
+        ValuesIn::Index(index) => (None, Some(index)),
+    };
+    let values = match (&joined_values, values) {
+        (Some(joined), _) => ValuesIn::Copy(&joined.items[..]),
+        (None, Some(index)) => ValuesIn::Index(index),
+        (None, None) => ValuesIn::None,
+    };
+    let args = BatchedTopKArgs {
+        segments: keys.args(&args.segments),
+        ..args
+    };
     backend.batched_topk_checked::<K, V>(
         request,
-        joined.args(&args),
-        &joined.keys[..],
-        joined.values(),
+        args,
+        &keys.items[..],
+        values,
         out_keys,
         out_values,
     )
-}
-
-/// The list's slices joined into one buffer, with the offsets of each: how the host backends
-/// run a listed problem.
-struct Joined<K, V> {
-    keys: Vec<K>,
-    values: Option<Vec<V>>,
-    index: Option<fn(u64) -> V>,
-    begin: Vec<i64>,
-    end: Vec<i64>,
-}
-
-impl<K: Copy, V: Copy> Joined<K, V> {
-    fn new(segments: &[&[K]], values: ValuesIn<&[&[V]], V>) -> Joined<K, V> {
-        let total: usize = segments.iter().map(|s| s.len()).sum();
-        let mut keys = Vec::with_capacity(total);
-        let (mut begin, mut end) = (Vec::new(), Vec::new());
-        for segment in segments {
-            begin.push(keys.len() as i64);
-            keys.extend_from_slice(segment);
-            end.push(keys.len() as i64);
-        }
-        let (values, index) = match values {
-            ValuesIn::None => (None, None),
-            ValuesIn::Copy(lists) => (Some(lists.concat()), None),
-            ValuesIn::Index(index) => (None, Some(index)),
-        };
-        Joined {
-            keys,
-            values,
-            index,
-            begin,
-            end,
-        }
-    }
-
-    /// The call's arguments (of a backend with host-memory arguments) with the offsets of the
-    /// joined buffer as the layout.
-    fn args<'s, 'a: 's, B>(&'s self, args: &Args<'a, B>) -> Args<'s, B>
-    where
-        B: for<'x> BatchedTopKBackend<
-                Ints<'x> = &'x [i64],
-                Bytes<'x> = &'x [u8],
-                Int<'x> = &'x i64,
-            > + ?Sized,
-    {
-        Args {
-            layout: LayoutArg::Offsets {
-                begin: &self.begin[..],
-                end: &self.end[..],
-            },
-            sizes: args.sizes,
-            k: args.k,
-            direction: args.direction,
-            num_segments: args.num_segments,
-        }
-    }
-
-    fn values(&self) -> ValuesIn<&[V], V> {
-        match (&self.values, self.index) {
-            (Some(values), _) => ValuesIn::Copy(values),
-            (None, Some(index)) => ValuesIn::Index(index),
-            (None, None) => ValuesIn::None,
-        }
-    }
-}
-
-/// The front check of a listed call: the problem's, then the list's length.
-fn checked_listed<'p, B, K, S, Kp, D, N, E>(
-    problem: &'p Problem<Listed, S, Kp, D, N>,
-    segments: &[B::Slice<'_, K>],
-    env: &E,
-    outputs: &[(&'static str, usize)],
-) -> Result<(super::Request, Args<'p, B>), Error>
-where
-    B: BatchedTopKBackend + PerSegmentLengths,
-    S: SegmentSizes<B>,
-    Kp: SegmentK<B>,
-    D: Directions<B>,
-    N: NumSegments<B>,
-    E: Environment,
-{
-    // As the offsets layout over the slices joined: the total bounds every segment.
-    let total = segments
-        .iter()
-        .fold(0usize, |sum, s| sum.saturating_add(s.len()));
-    let (request, args) = checked::<B, Listed, S, Kp, D, N, E>(problem, total, env, outputs)?;
-    if (segments.len() as u64) < request.max_segments {
-        return Err(Error::BufferTooSmall {
-            arg: "segments",
-            len: segments.len(),
-            required: request.max_segments as usize,
-            required_from: "num_segments (its upper bound when deferred)",
-        });
-    }
-    Ok((request, args))
 }
 
 /// [`select_keys`](super::select_keys) over a listed layout: segment `i` is `segments[i]`.
@@ -226,16 +128,23 @@ pub fn select_keys_listed<B, K, S, Kp, D, N, E>(
     env: &E,
 ) -> Result<Outcome, Error>
 where
-    B: BatchedTopKBackend + PerSegmentLengths,
+    B: BatchedTopKBackend,
     K: RadixKey,
-    S: SegmentSizes<B>,
-    Kp: SegmentK<B>,
-    D: Directions<B>,
-    N: NumSegments<B>,
+    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
+    Kp: ParamFor<role::K> + PerSegmentOn<B>,
+    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
+    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
     let outputs = [("out_keys", out_keys.len())];
-    let (request, args) = checked_listed::<B, K, S, Kp, D, N, E>(problem, segments, env, &outputs)?;
+    let lens = segments.iter().map(|s| s.len());
+    let (request, args) = contract::checked_batched_topk_listed::<B, S, Kp, D, N, E>(
+        problem,
+        lens,
+        segments.len(),
+        env,
+        &outputs,
+    )?;
     backend.batched_topk_listed_checked::<K, u32>(
         &request,
         args,
@@ -273,21 +182,28 @@ pub fn select_pairs_listed<B, K, V, S, Kp, D, N, E>(
     env: &E,
 ) -> Result<Outcome, Error>
 where
-    B: BatchedTopKBackend + PerSegmentLengths,
+    B: BatchedTopKBackend,
     K: RadixKey,
-    V: Copy + Send + Sync + 'static,
-    S: SegmentSizes<B>,
-    Kp: SegmentK<B>,
-    D: Directions<B>,
-    N: NumSegments<B>,
+    V: DeviceValue,
+    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
+    Kp: ParamFor<role::K> + PerSegmentOn<B>,
+    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
+    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    check_value_size::<V>();
+    check_topk_value_width::<V>();
     let outputs = [
         ("out_keys", out_keys.len()),
         ("out_values", out_values.len()),
     ];
-    let (request, args) = checked_listed::<B, K, S, Kp, D, N, E>(problem, segments, env, &outputs)?;
+    let lens = segments.iter().map(|s| s.len());
+    let (request, args) = contract::checked_batched_topk_listed::<B, S, Kp, D, N, E>(
+        problem,
+        lens,
+        segments.len(),
+        env,
+        &outputs,
+    )?;
     Error::check_len("values", values.len(), segments.len(), "segments.len()")?;
     for (segment, value) in segments.iter().zip(values) {
         Error::check_len(
@@ -320,20 +236,27 @@ pub fn select_indices_listed<B, K, I, S, Kp, D, N, E>(
     env: &E,
 ) -> Result<Outcome, Error>
 where
-    B: BatchedTopKBackend + PerSegmentLengths,
+    B: BatchedTopKBackend,
     K: RadixKey,
     I: SourceIndex,
-    S: SegmentSizes<B>,
-    Kp: SegmentK<B>,
-    D: Directions<B>,
-    N: NumSegments<B>,
+    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
+    Kp: ParamFor<role::K> + PerSegmentOn<B>,
+    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
+    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
     let outputs = [
         ("out_keys", out_keys.len()),
         ("out_indices", out_indices.len()),
     ];
-    let (request, args) = checked_listed::<B, K, S, Kp, D, N, E>(problem, segments, env, &outputs)?;
+    let lens = segments.iter().map(|s| s.len());
+    let (request, args) = contract::checked_batched_topk_listed::<B, S, Kp, D, N, E>(
+        problem,
+        lens,
+        segments.len(),
+        env,
+        &outputs,
+    )?;
     let largest = segments.iter().map(|s| s.len() as u64).max().unwrap_or(0);
     if largest > I::MAX_ITEMS {
         return Err(Error::TooLarge {
@@ -351,10 +274,4 @@ where
         out_keys,
         Some(out_indices),
     )
-}
-
-/// The element address of a device view of `K`s, or `None` when it is not aligned to `K`.
-pub(super) fn element_address<K>(address: u64) -> Option<i64> {
-    let size = std::mem::size_of::<K>() as u64;
-    (address % size == 0).then_some((address / size) as i64)
 }

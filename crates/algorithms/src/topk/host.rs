@@ -5,9 +5,11 @@
 
 use rayon::prelude::*;
 
-use super::{KArg, Request, TopKBackend, ValuesIn};
-use crate::backend::Host;
+use super::TopKBackend;
+use crate::backend::{DeviceValue, Host, ParamValues};
+use crate::contract::TopKRequest;
 use crate::radix::{RadixBits, RadixKey};
+use crate::values::ValuesIn;
 use crate::Error;
 use oxicub_env::{OutputOrdering, TieBreak};
 use oxicub_params::SelectDirection;
@@ -19,16 +21,16 @@ const CHUNK: usize = 1 << 16;
 
 /// The number of items to select: the host value, or a deferred one clamped into its runtime
 /// bounds and `num_items` (as the device does).
-pub(super) fn resolve_k(request: &Request, k: KArg<'_>) -> usize {
+pub(super) fn resolve_k(request: &TopKRequest, k: ParamValues<&[i64]>) -> usize {
     let value = match k {
-        KArg::Host(value) => value,
-        KArg::HostRef(value) => {
+        ParamValues::Host(value) => value as u64,
+        ParamValues::Deferred(value) => {
             let (min, max) = request.k_bounds;
-            (*value).clamp(min as i64, max as i64) as u64
+            value[0].clamp(min as i64, max as i64) as u64
         }
-        // Only `Cuda`'s parameters point at device memory; the host-memory backends never see
-        // one. Its upper bound is the most a call may write.
-        KArg::Device(_) => request.k_bounds.1,
+        ParamValues::PerSegment(_) | ParamValues::BoundsOnly => {
+            unreachable!("a single-problem k is one value (`SingleValue`)")
+        }
     };
     value.min(request.num_items) as usize
 }
@@ -51,7 +53,7 @@ fn width_mask(bits: u32) -> u64 {
 }
 
 /// Source indices of the selected items, in the output order the request asks for.
-pub(super) fn select<K: RadixKey>(keys: &[K], k: usize, request: &Request) -> Vec<usize> {
+pub(super) fn select<K: RadixKey>(keys: &[K], k: usize, request: &TopKRequest) -> Vec<usize> {
     let direction = request.direction;
     if k == 0 {
         return Vec::new();
@@ -71,7 +73,7 @@ pub(super) fn select<K: RadixKey>(keys: &[K], k: usize, request: &Request) -> Ve
 
 /// The selected set in source-index order: radix select of the boundary, then the items above
 /// it and the boundary items the tie-break keeps. `0 < k < keys.len()`.
-fn select_set<K: RadixKey>(keys: &[K], k: usize, request: &Request) -> Vec<usize> {
+fn select_set<K: RadixKey>(keys: &[K], k: usize, request: &TopKRequest) -> Vec<usize> {
     let direction = request.direction;
     let bits = <K::Bits as RadixBits>::BITS;
     let bins = 1usize << DIGIT_BITS;
@@ -168,12 +170,12 @@ fn write_selected<K: RadixKey, V: Copy + Send + Sync>(
 
 impl TopKBackend for Host {
     type OwnedKeys<K: RadixKey> = Vec<K>;
-    type OwnedValues<V: Copy + Send + Sync + 'static> = Vec<V>;
+    type OwnedValues<V: DeviceValue> = Vec<V>;
 
-    fn topk_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+    fn topk_checked<K: RadixKey, V: DeviceValue>(
         &self,
-        request: Request,
-        k: KArg<'_>,
+        request: TopKRequest,
+        k: ParamValues<&[i64]>,
         keys: &[K],
         values: ValuesIn<&[V], V>,
         out_keys: &mut [K],
@@ -184,10 +186,10 @@ impl TopKBackend for Host {
         Ok(())
     }
 
-    fn topk_owned_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+    fn topk_owned_checked<K: RadixKey, V: DeviceValue>(
         &self,
-        request: Request,
-        k: KArg<'_>,
+        request: TopKRequest,
+        k: ParamValues<&[i64]>,
         keys: &[K],
         values: ValuesIn<&[V], V>,
     ) -> Result<(Vec<K>, Option<Vec<V>>), Error> {

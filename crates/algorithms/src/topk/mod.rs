@@ -27,7 +27,7 @@
 //!
 //! `k` is a parameter of the `k` role: `k::Static::<N>`, `k::uniform(n)?` / `k::Uniform`, or
 //! `k::Deferred` (a value the host does not read before the launch: on the host backend a
-//! `&i64`, on [`Cuda`] a one-element `CudaView<i64>`). Every entry point first runs
+//! `&i64`, on [`Cuda`](crate::Cuda) a one-element `CudaView<i64>`). Every entry point first runs
 //! the one front check [`contract::topk`] against the environment's
 //! guarantees.
 //!
@@ -57,278 +57,73 @@
 mod cuda;
 mod host;
 
-pub use cuda::DeviceValues;
-
-use oxicub_env::{Environment, Resolved};
+use oxicub_env::Environment;
 use oxicub_params::{
-    role, Deferred, DiscreteParam, DiscreteParamFor, HostValue, Param, ParamError, ParamFor,
-    SelectDirection, SingleValue, Static, Uniform,
+    role, DiscreteParam, DiscreteParamFor, ParamFor, SelectDirection, SingleValue,
 };
 
-use cudarc::driver::CudaView;
-
-use crate::backend::{AnyBackend, Backend, Buffer, Cuda, Host};
+use crate::backend::{Backend, Buffer, DeviceValue, ParamValuesOn, ValuesOn};
+use crate::contract::{self, TopKBuffers, TopKRequest};
 use crate::radix::RadixKey;
-use crate::{contract, Error};
+use crate::values::{check_topk_value_width, SourceIndex, ValuesIn};
+use crate::Error;
 
-mod sealed {
-    pub trait SourceIndex {}
-    impl SourceIndex for u32 {}
-    impl SourceIndex for u64 {}
-    impl SourceIndex for i64 {}
-}
-
-/// The type of a source index written by [`max_indices`] / [`min_indices`]: `u32`, `u64` or
-/// `i64` (PyTorch's index type). With `u32`, `keys` must have at most `2^32` elements.
-///
-/// ```
-/// use oxicub_algorithms::topk::SourceIndex;
-/// assert_eq!(<u32 as SourceIndex>::MAX_ITEMS, 1 << 32);
-/// assert_eq!(i64::from_index(7), 7);
-/// ```
-pub trait SourceIndex: sealed::SourceIndex + Copy + Send + Sync + 'static {
-    /// The largest number of items whose indices this type can hold.
-    const MAX_ITEMS: u64;
-    /// The index `index` as this type (`index < MAX_ITEMS`).
-    fn from_index(index: u64) -> Self;
-}
-
-impl SourceIndex for u32 {
-    const MAX_ITEMS: u64 = 1 << 32;
-    fn from_index(index: u64) -> u32 {
-        index as u32
-    }
-}
-
-impl SourceIndex for u64 {
-    const MAX_ITEMS: u64 = u64::MAX;
-    fn from_index(index: u64) -> u64 {
-        index
-    }
-}
-
-impl SourceIndex for i64 {
-    const MAX_ITEMS: u64 = i64::MAX as u64;
-    fn from_index(index: u64) -> i64 {
-        index as i64
-    }
-}
-
-/// Where the value of `k` is, once the front check has passed.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug)]
-pub enum KArg<'a> {
-    /// Known on the host.
-    Host(u64),
-    /// A deferred value in host memory (the host backend's "device").
-    HostRef(&'a i64),
-    /// A deferred value on the device: a one-element view.
-    Device(&'a CudaView<'a, i64>),
-}
-
-/// A `k` parameter that a backend can read: static and uniform values on every backend, a
-/// deferred value where that backend keeps it (`&i64` on [`Host`] and [`AnyBackend`], a
-/// one-element `CudaView<i64>` on [`Cuda`]).
-///
-/// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::k;
-///
-/// // A deferred k on the host backend: read when the call runs, within its bounds.
-/// let produced_earlier = 2i64;
-/// let k = k::Deferred::<_, 0, 8>::new(&produced_earlier);
-/// let mut top = [0i8; 8];
-/// topk::min_keys(&Host::new(), &[3i8, -1, 2][..], &mut top[..3], &k, &Env::new())?;
-/// assert_eq!(&top[..2], &[-1, 2]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
-/// ```
-pub trait KParam<B: ?Sized>: ParamFor<role::K> + SingleValue {
-    /// Where the value is.
-    #[doc(hidden)]
-    fn k_arg(&self) -> KArg<'_>;
-}
-
-impl<B: TopKBackend, const V: i64> KParam<B> for Static<role::K, V> {
-    fn k_arg(&self) -> KArg<'_> {
-        KArg::Host(self.value() as u64)
-    }
-}
-
-impl<B: TopKBackend, const MIN: i64, const MAX: i64> KParam<B> for Uniform<role::K, MIN, MAX> {
-    fn k_arg(&self) -> KArg<'_> {
-        KArg::Host(self.value() as u64)
-    }
-}
-
-impl<const MIN: i64, const MAX: i64> KParam<Host> for Deferred<role::K, &i64, MIN, MAX> {
-    fn k_arg(&self) -> KArg<'_> {
-        KArg::HostRef(self.source())
-    }
-}
-
-impl<const MIN: i64, const MAX: i64> KParam<AnyBackend> for Deferred<role::K, &i64, MIN, MAX> {
-    fn k_arg(&self) -> KArg<'_> {
-        KArg::HostRef(self.source())
-    }
-}
-
-impl<'a, const MIN: i64, const MAX: i64> KParam<Cuda>
-    for Deferred<role::K, CudaView<'a, i64>, MIN, MAX>
-{
-    fn k_arg(&self) -> KArg<'_> {
-        KArg::Device(self.source())
-    }
-}
-
-/// The values carried with the keys: read from a buffer, or the source indices.
-#[doc(hidden)]
-pub enum ValuesIn<S, V> {
-    /// Keys only.
-    None,
-    /// `values[i]` goes with `keys[i]`.
-    Copy(S),
-    /// `index(i)` goes with `keys[i]`.
-    Index(fn(u64) -> V),
-}
-
-/// One checked top-k call, as the backends receive it.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug)]
-pub struct Request {
-    /// Max or min.
-    pub direction: SelectDirection,
-    /// The requirements, defaults applied.
-    pub requirements: Resolved,
-    /// `keys.len()`.
-    pub num_items: u64,
-    /// The runtime bounds of `k` (a deferred `k` is clamped into them).
-    pub k_bounds: (u64, u64),
-    /// The most items the call may write: `min(k_bounds.1, num_items)`.
-    pub max_written: u64,
-}
-
-/// A backend that runs top-k (all of them). Use the functions of this module: they check the
-/// arguments once and then call these methods.
+/// A backend that runs single-problem top-k: [`Host`](crate::Host), [`Cuda`](crate::Cuda) and
+/// [`AnyBackend`](crate::AnyBackend). Use the functions of this module: they check the
+/// arguments once ([`contract`]) and then run the checked call.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not run top-k",
+    note = "oxicub's backends are `Host`, `Cuda` and `AnyBackend`"
+)]
 pub trait TopKBackend: Backend {
-    /// Keys returned by the `*_owned` functions (`Vec<K>` on the host).
+    /// Keys returned by the `*_owned` functions (`Vec<K>` on the host, [`DeviceKeys`] on
+    /// [`Cuda`](crate::Cuda)).
+    ///
+    /// [`DeviceKeys`]: crate::DeviceKeys
     type OwnedKeys<K: RadixKey>;
-    /// Values returned by the `*_owned` functions (`Vec<V>` on the host).
-    type OwnedValues<V: Copy + Send + Sync + 'static>;
+    /// Values returned by the `*_owned` functions (`Vec<V>` on the host, [`DeviceValues`] on
+    /// [`Cuda`](crate::Cuda)).
+    ///
+    /// [`DeviceValues`]: crate::DeviceValues
+    type OwnedValues<V: DeviceValue>;
 
-    /// Top-k into caller buffers, after the argument checks.
+    /// Top-k into caller buffers, after the front check (only the contract builds a request).
     #[doc(hidden)]
-    fn topk_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+    fn topk_checked<K: RadixKey, V: DeviceValue>(
         &self,
-        request: Request,
-        k: KArg<'_>,
+        request: TopKRequest,
+        k: ParamValuesOn<'_, Self>,
         keys: Self::Slice<'_, K>,
         values: ValuesIn<Self::Slice<'_, V>, V>,
         out_keys: Self::SliceMut<'_, K>,
         out_values: Option<Self::SliceMut<'_, V>>,
     ) -> Result<(), Error>;
 
-    /// Top-k into new buffers of `min(k, keys.len())` items, after the argument checks.
+    /// Top-k into new buffers of `min(k, keys.len())` items, after the front check.
     #[doc(hidden)]
     #[allow(clippy::type_complexity)]
-    fn topk_owned_checked<K: RadixKey, V: Copy + Send + Sync + 'static>(
+    fn topk_owned_checked<K: RadixKey, V: DeviceValue>(
         &self,
-        request: Request,
-        k: KArg<'_>,
+        request: TopKRequest,
+        k: ParamValuesOn<'_, Self>,
         keys: Self::Slice<'_, K>,
         values: ValuesIn<Self::Slice<'_, V>, V>,
     ) -> Result<(Self::OwnedKeys<K>, Option<Self::OwnedValues<V>>), Error>;
 }
 
-/// The size check of a value type: 4 or 8 bytes, as the kernels move values as raw words.
-const fn check_value_size<V>() {
-    const {
-        assert!(
-            std::mem::size_of::<V>() == 4 || std::mem::size_of::<V>() == 8,
-            "oxicub: top-k values must be 4 or 8 bytes (u32, f32, u64, i64, (u32, u32), ...)"
-        )
-    }
-}
-
-/// The front check of every entry point: `contract::topk`, then `k` against `num_items`, the
-/// index type and the buffer lengths. Returns the request.
-fn front_check<B, Kp, E>(
-    num_items: usize,
+/// The front check of the entry points that write into caller buffers.
+fn checked<B, Kp, E>(
+    buffers: TopKBuffers<'_>,
     k: &Kp,
     env: &E,
     direction: SelectDirection,
-) -> Result<Request, Error>
+) -> Result<TopKRequest, Error>
 where
     B: TopKBackend,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    let n = i64::try_from(num_items).map_err(|_| Error::TooLarge {
-        arg: "keys",
-        len: num_items as u64,
-        max: i64::MAX as u64,
-        reason: "item counts are 64-bit signed",
-    })?;
-    let checked = contract::topk(n, k, env)?;
-    let not_above_n = |value: i64| {
-        if value > n {
-            Err(ParamError::OutOfBounds {
-                param: <Kp as Param>::NAME,
-                value,
-                bounds: oxicub_params::Bounds::new(0, n),
-                origin: oxicub_params::BoundOrigin::Runtime,
-            })
-        } else {
-            Ok(())
-        }
-    };
-    match k.host_value() {
-        Some(value) => not_above_n(value)?,
-        None => not_above_n(checked.k.min)?,
-    }
-    let k_bounds = (checked.k.min as u64, checked.k.max as u64);
-    Ok(Request {
-        direction,
-        requirements: checked.requirements,
-        num_items: num_items as u64,
-        k_bounds,
-        max_written: k_bounds.1.min(num_items as u64),
-    })
-}
-
-fn check_out(arg: &'static str, len: usize, request: &Request) -> Result<(), Error> {
-    if (len as u64) < request.max_written {
-        return Err(Error::BufferTooSmall {
-            arg,
-            len,
-            required: request.max_written as usize,
-            required_from: "min(k, keys.len())",
-        });
-    }
-    Ok(())
-}
-
-fn check_index_type<I: SourceIndex>(request: &Request) -> Result<(), Error> {
-    if request.num_items > I::MAX_ITEMS {
-        return Err(Error::TooLarge {
-            arg: "keys",
-            len: request.num_items,
-            max: I::MAX_ITEMS,
-            reason: "the index type cannot hold every source index; use u64 or i64 indices",
-        });
-    }
-    Ok(())
-}
-
-fn direction_of<Dir: DiscreteParam<Option = SelectDirection>>(
-    direction: &Dir,
-) -> Result<SelectDirection, Error> {
-    direction.host_value().ok_or(Error::InvalidArgument {
-        arg: "direction",
-        reason: "single-problem top-k takes one direction known on the host \
-                 (direction::Max, direction::Min or direction::Choice)"
-            .to_owned(),
-    })
+    contract::checked_topk::<B, Kp, E>(buffers, k, env, direction)
 }
 
 fn keys_into<B, K, Kp, E>(
@@ -342,12 +137,17 @@ fn keys_into<B, K, Kp, E>(
 where
     B: TopKBackend,
     K: RadixKey,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    let request = front_check::<B, Kp, E>(keys.len(), k, env, direction)?;
-    check_out("out_keys", out_keys.len(), &request)?;
-    backend.topk_checked::<K, u32>(request, k.k_arg(), keys, ValuesIn::None, out_keys, None)
+    let outputs = [("out_keys", out_keys.len())];
+    let buffers = TopKBuffers {
+        keys: keys.len(),
+        values: None,
+        outputs: &outputs,
+    };
+    let request = checked::<B, Kp, E>(buffers, k, env, direction)?;
+    backend.topk_checked::<K, u32>(request, k.values(), keys, ValuesIn::None, out_keys, None)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -364,20 +164,27 @@ fn pairs_into<B, K, V, Kp, E>(
 where
     B: TopKBackend,
     K: RadixKey,
-    V: Copy + Send + Sync + 'static,
-    Kp: KParam<B>,
+    V: DeviceValue,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    check_value_size::<V>();
-    let request = front_check::<B, Kp, E>(keys.len(), k, env, direction)?;
-    Error::check_len("values", values.len(), keys.len(), "keys.len()")?;
-    check_out("out_keys", out_keys.len(), &request)?;
-    check_out("out_values", out_values.len(), &request)?;
+    check_topk_value_width::<V>();
+    let outputs = [
+        ("out_keys", out_keys.len()),
+        ("out_values", out_values.len()),
+    ];
+    let buffers = TopKBuffers {
+        keys: keys.len(),
+        values: Some(values.len()),
+        outputs: &outputs,
+    };
+    let request = checked::<B, Kp, E>(buffers, k, env, direction)?;
+    let values = ValuesIn::Copy(values);
     backend.topk_checked(
         request,
-        k.k_arg(),
+        k.values(),
         keys,
-        ValuesIn::Copy(values),
+        values,
         out_keys,
         Some(out_values),
     )
@@ -396,18 +203,26 @@ where
     B: TopKBackend,
     K: RadixKey,
     I: SourceIndex,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    let request = front_check::<B, Kp, E>(keys.len(), k, env, direction)?;
-    check_index_type::<I>(&request)?;
-    check_out("out_keys", out_keys.len(), &request)?;
-    check_out("out_indices", out_indices.len(), &request)?;
+    let outputs = [
+        ("out_keys", out_keys.len()),
+        ("out_indices", out_indices.len()),
+    ];
+    let buffers = TopKBuffers {
+        keys: keys.len(),
+        values: None,
+        outputs: &outputs,
+    };
+    let request = checked::<B, Kp, E>(buffers, k, env, direction)?;
+    contract::check_index_type::<I>(&request)?;
+    let indices = ValuesIn::Index(I::from_index);
     backend.topk_checked(
         request,
-        k.k_arg(),
+        k.values(),
         keys,
-        ValuesIn::Index(I::from_index),
+        indices,
         out_keys,
         Some(out_indices),
     )
@@ -444,7 +259,7 @@ pub fn max_keys<B, K, Kp, E>(
 where
     B: TopKBackend,
     K: RadixKey,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
     keys_into(backend, SelectDirection::Max, keys, out_keys, k, env)
@@ -472,7 +287,7 @@ pub fn min_keys<B, K, Kp, E>(
 where
     B: TopKBackend,
     K: RadixKey,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
     keys_into(backend, SelectDirection::Min, keys, out_keys, k, env)
@@ -503,10 +318,17 @@ where
     B: TopKBackend,
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
     K: RadixKey,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    keys_into(backend, direction_of(direction)?, keys, out_keys, k, env)
+    keys_into(
+        backend,
+        contract::direction_of(direction)?,
+        keys,
+        out_keys,
+        k,
+        env,
+    )
 }
 
 /// The `k` largest keys with the value of each (`values[i]` belongs to `keys[i]`). Values are
@@ -547,8 +369,8 @@ pub fn max_pairs<B, K, V, Kp, E>(
 where
     B: TopKBackend,
     K: RadixKey,
-    V: Copy + Send + Sync + 'static,
-    Kp: KParam<B>,
+    V: DeviceValue,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
     let dir = SelectDirection::Max;
@@ -578,8 +400,8 @@ pub fn min_pairs<B, K, V, Kp, E>(
 where
     B: TopKBackend,
     K: RadixKey,
-    V: Copy + Send + Sync + 'static,
-    Kp: KParam<B>,
+    V: DeviceValue,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
     let dir = SelectDirection::Min;
@@ -612,11 +434,11 @@ where
     B: TopKBackend,
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
     K: RadixKey,
-    V: Copy + Send + Sync + 'static,
-    Kp: KParam<B>,
+    V: DeviceValue,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    let dir = direction_of(direction)?;
+    let dir = contract::direction_of(direction)?;
     pairs_into(backend, dir, keys, values, out_keys, out_values, k, env)
 }
 
@@ -644,7 +466,7 @@ where
     B: TopKBackend,
     K: RadixKey,
     I: SourceIndex,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
     let dir = SelectDirection::Max;
@@ -677,7 +499,7 @@ where
     B: TopKBackend,
     K: RadixKey,
     I: SourceIndex,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
     let dir = SelectDirection::Min;
@@ -709,10 +531,10 @@ where
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
     K: RadixKey,
     I: SourceIndex,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    let dir = direction_of(direction)?;
+    let dir = contract::direction_of(direction)?;
     indices_into(backend, dir, keys, out_keys, out_indices, k, env)
 }
 
@@ -738,12 +560,17 @@ where
     B: TopKBackend,
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
     K: RadixKey,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    let request = front_check::<B, Kp, E>(keys.len(), k, env, direction_of(direction)?)?;
+    let buffers = TopKBuffers {
+        keys: keys.len(),
+        values: None,
+        outputs: &[],
+    };
+    let request = checked::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
     let (out_keys, _) =
-        backend.topk_owned_checked::<K, u32>(request, k.k_arg(), keys, ValuesIn::None)?;
+        backend.topk_owned_checked::<K, u32>(request, k.values(), keys, ValuesIn::None)?;
     Ok(out_keys)
 }
 
@@ -770,15 +597,19 @@ where
     B: TopKBackend,
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
     K: RadixKey,
-    V: Copy + Send + Sync + 'static,
-    Kp: KParam<B>,
+    V: DeviceValue,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    check_value_size::<V>();
-    let request = front_check::<B, Kp, E>(keys.len(), k, env, direction_of(direction)?)?;
-    Error::check_len("values", values.len(), keys.len(), "keys.len()")?;
+    check_topk_value_width::<V>();
+    let buffers = TopKBuffers {
+        keys: keys.len(),
+        values: Some(values.len()),
+        outputs: &[],
+    };
+    let request = checked::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
     let (out_keys, out_values) =
-        backend.topk_owned_checked(request, k.k_arg(), keys, ValuesIn::Copy(values))?;
+        backend.topk_owned_checked(request, k.values(), keys, ValuesIn::Copy(values))?;
     match out_values {
         Some(out_values) => Ok((out_keys, out_values)),
         None => unreachable!("a backend returns values when given values"),
@@ -808,13 +639,18 @@ where
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
     K: RadixKey,
     I: SourceIndex,
-    Kp: KParam<B>,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
     E: Environment,
 {
-    let request = front_check::<B, Kp, E>(keys.len(), k, env, direction_of(direction)?)?;
-    check_index_type::<I>(&request)?;
-    let (out_keys, out_indices) =
-        backend.topk_owned_checked(request, k.k_arg(), keys, ValuesIn::Index(I::from_index))?;
+    let buffers = TopKBuffers {
+        keys: keys.len(),
+        values: None,
+        outputs: &[],
+    };
+    let request = checked::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
+    contract::check_index_type::<I>(&request)?;
+    let indices = ValuesIn::Index(I::from_index);
+    let (out_keys, out_indices) = backend.topk_owned_checked(request, k.values(), keys, indices)?;
     match out_indices {
         Some(out_indices) => Ok((out_keys, out_indices)),
         None => unreachable!("a backend returns indices when asked for them"),

@@ -1,8 +1,15 @@
 //! Where algorithms run: the [`Host`] (rayon) and [`Cuda`] backends, and [`AnyBackend`], which
 //! picks one at run time.
 
+mod device_values;
+mod params;
+
+pub use device_values::{ByteOption, DeviceKeys, DeviceValue, DeviceValues};
+pub use params::{
+    ChoiceValues, ChoiceValuesOn, ChoicesOn, ParamValues, ParamValuesOn, PerSegmentOn, ValuesOn,
+};
+
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
@@ -53,6 +60,12 @@ impl<T> Buffer for CudaView<'_, T> {
     }
 }
 
+impl<T> Buffer for &CudaView<'_, T> {
+    fn len(&self) -> usize {
+        CudaView::len(self)
+    }
+}
+
 impl<T> Buffer for CudaViewMut<'_, T> {
     fn len(&self) -> usize {
         CudaViewMut::len(self)
@@ -76,6 +89,10 @@ pub trait Backend: fmt::Display + Send + Sync + sealed::Sealed {
     type Slice<'a, T: 'a>: Buffer;
     /// A writable output buffer.
     type SliceMut<'a, T: 'a>: Buffer;
+    /// Where this backend reads per-segment values and deferred single values (see
+    /// [`ValuesOn`]): a host slice on [`Host`] and [`AnyBackend`], a borrowed device view on
+    /// [`Cuda`].
+    type Values<'r, T: 'r>: Buffer + Copy;
 
     /// Short name: `"host"` or `"cuda"`.
     fn name(&self) -> &'static str;
@@ -117,6 +134,7 @@ impl fmt::Display for Host {
 impl Backend for Host {
     type Slice<'a, T: 'a> = &'a [T];
     type SliceMut<'a, T: 'a> = &'a mut [T];
+    type Values<'r, T: 'r> = &'r [T];
 
     fn name(&self) -> &'static str {
         "host"
@@ -219,23 +237,37 @@ impl Cuda {
     /// feature.
     pub fn upload_keys<K: RadixKey>(&self, keys: &[K]) -> Result<DeviceKeys<K>, Error> {
         let bits: Vec<K::Bits> = keys.iter().map(|k| k.to_bits()).collect();
-        Ok(DeviceKeys {
-            bits: self.upload(&bits)?,
-            key: PhantomData,
-        })
+        Ok(DeviceKeys::from_bits(self.upload(&bits)?))
     }
 
     /// `len` zeroed keys on the device (all-zero bits: `0`, or `+0.0` for floats).
     pub fn alloc_keys<K: RadixKey>(&self, len: usize) -> Result<DeviceKeys<K>, Error> {
-        Ok(DeviceKeys {
-            bits: self.alloc_zeros(len)?,
-            key: PhantomData,
-        })
+        Ok(DeviceKeys::from_bits(self.alloc_zeros(len)?))
+    }
+
+    /// Copies values of any [`DeviceValue`] type to the device (no cudarc `DeviceRepr` needed:
+    /// `f16`, arrays, your own padding-free structs).
+    ///
+    /// ```no_run
+    /// use oxicub_algorithms::Cuda;
+    ///
+    /// let cuda = Cuda::new(0)?;
+    /// let tokens = cuda.upload_values(&[[1u32, 2], [3, 4]])?;
+    /// assert_eq!(tokens.download(&cuda)?, [[1, 2], [3, 4]]);
+    /// # Ok::<(), oxicub_algorithms::Error>(())
+    /// ```
+    pub fn upload_values<V: DeviceValue>(&self, values: &[V]) -> Result<DeviceValues<V>, Error> {
+        DeviceValues::upload(self, values)
+    }
+
+    /// `len` zeroed values of any [`DeviceValue`] type on the device.
+    pub fn alloc_values<V: DeviceValue>(&self, len: usize) -> Result<DeviceValues<V>, Error> {
+        DeviceValues::zeroed(self, len)
     }
 
     /// Copies device keys to the host (waits for the stream).
     pub fn download_keys<K: RadixKey>(&self, keys: &DeviceKeys<K>) -> Result<Vec<K>, Error> {
-        let bits = self.download(&keys.bits.as_view())?;
+        let bits = self.download(&keys.bits().as_view())?;
         Ok(bits.into_iter().map(K::from_bits).collect())
     }
 }
@@ -254,6 +286,7 @@ impl fmt::Display for Cuda {
 impl Backend for Cuda {
     type Slice<'a, T: 'a> = CudaView<'a, T>;
     type SliceMut<'a, T: 'a> = CudaViewMut<'a, T>;
+    type Values<'r, T: 'r> = &'r CudaView<'r, T>;
 
     fn name(&self) -> &'static str {
         "cuda"
@@ -263,69 +296,6 @@ impl Backend for Cuda {
         self.stream
             .synchronize()
             .map_err(driver_error("cuStreamSynchronize"))
-    }
-}
-
-/// Keys of type `K` on the device, stored as their raw bits (`CudaSlice<K::Bits>`), so key
-/// types without cudarc's `DeviceRepr` (`f16`, `bf16` without cudarc's `f16` feature) can be
-/// used. Views of it are `CudaView<K>`, as the algorithms take.
-///
-/// ```no_run
-/// use half::f16;
-/// use oxicub_algorithms::Cuda;
-///
-/// let cuda = Cuda::new(0)?;
-/// let keys = cuda.upload_keys(&[f16::ONE, f16::NEG_INFINITY])?;
-/// assert_eq!(keys.len(), 2);
-/// let _view = keys.as_view();
-/// # Ok::<(), oxicub_algorithms::Error>(())
-/// ```
-#[derive(Debug)]
-pub struct DeviceKeys<K: RadixKey> {
-    bits: CudaSlice<K::Bits>,
-    key: PhantomData<K>,
-}
-
-impl<K: RadixKey> DeviceKeys<K> {
-    /// Number of keys.
-    pub fn len(&self) -> usize {
-        self.bits.len()
-    }
-
-    /// Whether there are no keys.
-    pub fn is_empty(&self) -> bool {
-        self.bits.is_empty()
-    }
-
-    /// The keys as a device view of `K`.
-    pub fn as_view(&self) -> CudaView<'_, K> {
-        // SAFETY: `RadixKey` is sealed and implemented only for types with the size and
-        // alignment of their `Bits`, for which every bit pattern is a valid value, so the same
-        // memory read as `K` is valid; the length in `K`s equals the length in `Bits`.
-        match unsafe { self.bits.transmute::<K>(self.bits.len()) } {
-            Some(view) => view,
-            None => unreachable!("K and K::Bits have the same size"),
-        }
-    }
-
-    /// The keys as a writable device view of `K`.
-    pub fn as_view_mut(&mut self) -> CudaViewMut<'_, K> {
-        let len = self.bits.len();
-        // SAFETY: as in `as_view`; any `K` written through the view is a valid `Bits`.
-        match unsafe { self.bits.transmute_mut::<K>(len) } {
-            Some(view) => view,
-            None => unreachable!("K and K::Bits have the same size"),
-        }
-    }
-
-    /// The raw bits.
-    pub fn bits(&self) -> &CudaSlice<K::Bits> {
-        &self.bits
-    }
-
-    /// Gives up the typing and returns the raw bits.
-    pub fn into_bits(self) -> CudaSlice<K::Bits> {
-        self.bits
     }
 }
 
@@ -386,6 +356,7 @@ impl fmt::Display for AnyBackend {
 impl Backend for AnyBackend {
     type Slice<'a, T: 'a> = &'a [T];
     type SliceMut<'a, T: 'a> = &'a mut [T];
+    type Values<'r, T: 'r> = &'r [T];
 
     fn name(&self) -> &'static str {
         match self {

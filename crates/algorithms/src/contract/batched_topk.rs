@@ -1,0 +1,302 @@
+//! The contract of batched top-k: the segmented problem's checks, then `k`, the directions,
+//! the outputs and the kernel tiers the static bounds allow.
+
+use core::marker::PhantomData;
+
+use oxicub_env::{merged_bounds, merged_static_bounds, Environment, Guarantees, Resolved};
+use oxicub_kernels::families::batched_topk::{BatchedTiers, WARP_MAX_SIZE};
+use oxicub_params::role;
+use oxicub_params::{
+    Bounds, DiscreteParam, DiscreteParamFor, Param, ParamError, ParamFor, SelectDirection,
+    SingleValue,
+};
+
+use super::{segment_bounds, SegmentBounds};
+use crate::backend::{
+    Backend, Buffer, ChoiceValues, ChoicesOn, ParamValues, PerSegmentOn, ValuesOn,
+};
+use crate::batched_topk::Problem;
+use crate::segments::{self, check_per_segment, Layout, Listed, SegmentArgs, SegmentsRequest};
+use crate::Error;
+
+/// What is known about a batched top-k call once its contract holds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct BatchedTopKBounds {
+    /// The tightest static bounds on the segment sizes.
+    pub segment_sizes_static: Bounds,
+    /// The tightest static bounds on `k`.
+    pub k_static: Bounds,
+    /// The tightest runtime bounds on the segment sizes.
+    pub segment_sizes: Bounds,
+    /// The tightest runtime bounds on `k`.
+    pub k: Bounds,
+    /// The tightest runtime bounds on the number of segments.
+    pub num_segments: Bounds,
+    /// The select directions that can occur (one bit per [`SelectDirection`]).
+    pub directions: u32,
+    /// The bounds the environment's `TotalItems` guarantees put on the sum of the segment
+    /// sizes ([`Bounds::COUNTS`] when there is none).
+    pub total_items: Bounds,
+    /// The requirements, defaults applied.
+    pub requirements: Resolved,
+}
+
+/// The static part of the batched top-k contract, evaluated in `const` context.
+struct BatchedTopKStatic<S, K, G>(PhantomData<(S, K, G)>);
+
+impl<S: Param, K: Param, G: Guarantees> BatchedTopKStatic<S, K, G> {
+    /// Every segment size the types allow is below every `k` the types allow: no segment could
+    /// ever hold `k` items, which is a mistake in the types, not a data condition.
+    const CHECKED: () = {
+        let sizes = merged_static_bounds::<S, G>();
+        let k = merged_static_bounds::<K, G>();
+        assert!(
+            k.min <= sizes.max,
+            "oxicub: the static bounds of `k` start above the largest segment size the types \
+             allow, so no segment can ever hold k items: lower k's bound or raise the \
+             segment-size bound (type or `MaxSegmentSize` guarantee)"
+        );
+    };
+}
+
+/// Checks a batched top-k call: segment sizes, `k` and directions may each be static, uniform or
+/// per segment; the number of segments is one value (host or deferred); static bounds are
+/// consistent with each other and with the environment's guarantees.
+///
+/// ```
+/// use oxicub_algorithms::contract;
+/// use oxicub_env::{require, determinism, output_ordering};
+/// use oxicub_params::{direction, k, num_segments, segment_size, Bounds};
+///
+/// // MoE routing: 16384 tokens x 256 experts, top-8.
+/// let env = require!(determinism::NotGuaranteed, output_ordering::Unsorted);
+/// let checked = contract::batched_topk(
+///     &segment_size::Static::<256>::new(),
+///     &k::Static::<8>::new(),
+///     &direction::Max,
+///     &num_segments::uniform(16_384)?,
+///     &env,
+/// )?;
+/// assert_eq!((checked.k_static, checked.segment_sizes), (Bounds::exactly(8), Bounds::exactly(256)));
+/// # Ok::<(), oxicub_params::ParamError>(())
+/// ```
+pub fn batched_topk<S, K, Dir, N, E>(
+    segment_sizes: &S,
+    k: &K,
+    direction: &Dir,
+    num_segments: &N,
+    env: &E,
+) -> Result<BatchedTopKBounds, ParamError>
+where
+    S: ParamFor<role::SegmentSize>,
+    K: ParamFor<role::K>,
+    Dir: DiscreteParamFor<SelectDirection>,
+    N: ParamFor<role::NumSegments> + SingleValue,
+    E: Environment,
+{
+    let () = BatchedTopKStatic::<S, K, E::Guarantees>::CHECKED;
+    let _ = direction;
+    let segments = segment_bounds(segment_sizes, num_segments, env)?;
+    Ok(BatchedTopKBounds {
+        segment_sizes_static: segments.sizes_static,
+        k_static: merged_static_bounds::<K, E::Guarantees>(),
+        segment_sizes: segments.sizes,
+        k: merged_bounds(k, env.guarantees())?,
+        num_segments: segments.num_segments,
+        directions: Dir::OPTIONS,
+        total_items: segments.total_items,
+        requirements: env.resolved(),
+    })
+}
+
+/// The kernels a call may need, from the static bounds of its parameter types alone: a
+/// constant, so what the types exclude is never compiled.
+pub(crate) struct StaticTiers<S, K, G>(PhantomData<(S, K, G)>);
+
+impl<S: Param, K: Param, G: Guarantees> StaticTiers<S, K, G> {
+    pub(crate) const SIZES: Bounds = merged_static_bounds::<S, G>();
+    pub(crate) const K: Bounds = merged_static_bounds::<K, G>();
+    pub(crate) const TIERS: BatchedTiers = BatchedTiers::for_bounds(
+        (Self::SIZES.min, Self::SIZES.max),
+        (Self::K.min, Self::K.max),
+    );
+    pub(crate) const WARP_ITEMS: u32 =
+        BatchedTiers::warp_items(if Self::SIZES.max < WARP_MAX_SIZE {
+            Self::SIZES.max
+        } else {
+            WARP_MAX_SIZE
+        });
+}
+
+/// One checked batched top-k call, as the backends receive it. Only [`checked`] builds one.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchedTopKRequest {
+    /// The segments.
+    pub(crate) segments: SegmentsRequest,
+    /// The requirements, defaults applied.
+    pub(crate) requirements: Resolved,
+    /// The tightest bounds of `k`.
+    pub(crate) k: Bounds,
+    /// The directions that may occur (one bit per [`SelectDirection`]).
+    pub(crate) directions: u32,
+    /// The most items one segment may write.
+    pub(crate) per_segment_max: u64,
+    /// Distance between consecutive segments' outputs.
+    pub(crate) out_stride: u64,
+    /// The tiers the static bounds allow (a constant of the parameter types).
+    pub(crate) static_tiers: BatchedTiers,
+    /// Keys per lane of the warp tier (a constant of the parameter types).
+    pub(crate) warp_items: u32,
+}
+
+impl BatchedTopKRequest {
+    /// The output length the call needs: `(n - 1) * out_stride + per_segment_max`.
+    pub(crate) fn out_len(&self) -> u64 {
+        match self.segments.max_segments.checked_sub(1) {
+            Some(last) if self.per_segment_max > 0 => last
+                .saturating_mul(self.out_stride)
+                .saturating_add(self.per_segment_max),
+            _ => 0,
+        }
+    }
+
+    /// The tiers this call runs: those its static bounds allow (decided at compile time), less
+    /// those its runtime bounds exclude.
+    pub(crate) fn tiers(&self) -> BatchedTiers {
+        let sizes = self.segments.sizes;
+        let largest = (sizes.max.max(0) as u64).min(self.segments.num_keys) as i64;
+        let runtime = BatchedTiers::for_bounds((sizes.min, largest), (self.k.min, self.k.max));
+        self.static_tiers.and(runtime)
+    }
+}
+
+/// Every per-segment argument of one call; `I` and `J` are the backend's buffers of `i64`s and
+/// of bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchedTopKArgs<I, J> {
+    /// The layout, sizes and number of segments.
+    pub(crate) segments: SegmentArgs<I>,
+    /// `k`.
+    pub(crate) k: ParamValues<I>,
+    /// The directions.
+    pub(crate) direction: ChoiceValues<J, SelectDirection>,
+}
+
+/// [`BatchedTopKArgs`] as backend `B` reads them.
+pub type BatchedTopKArgsOn<'r, B> =
+    BatchedTopKArgs<<B as Backend>::Values<'r, i64>, <B as Backend>::Values<'r, u8>>;
+
+/// The front check of every batched top-k entry point: [`batched_topk`]'s contract, the
+/// segments, `k` and the directions' buffers, and each output's length against what the call
+/// may write. `num_keys` is `keys.len()` (listed: the slices' total).
+pub(crate) fn checked<'p, B, L, S, Kp, D, N, E>(
+    problem: &'p Problem<L, S, Kp, D, N>,
+    num_keys: usize,
+    env: &E,
+    outputs: &[(&'static str, usize)],
+) -> Result<(BatchedTopKRequest, BatchedTopKArgsOn<'p, B>), Error>
+where
+    B: Backend + ?Sized,
+    L: Layout<B>,
+    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
+    Kp: ParamFor<role::K> + PerSegmentOn<B>,
+    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
+    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+    E: Environment,
+{
+    let bounds = batched_topk(
+        &problem.segments.sizes,
+        &problem.k,
+        &problem.direction,
+        &problem.segments.num_segments,
+        env,
+    )?;
+    let segment_bounds = SegmentBounds {
+        sizes_static: bounds.segment_sizes_static,
+        sizes: bounds.segment_sizes,
+        num_segments: bounds.num_segments,
+        total_items: bounds.total_items,
+    };
+    let (segments, segment_args) = segments::check(&problem.segments, segment_bounds, num_keys)?;
+    let args = BatchedTopKArgs {
+        segments: segment_args,
+        k: problem.k.values(),
+        direction: problem.direction.choices(),
+    };
+    // The most items one segment can hold, then write.
+    let mut per_segment_max = segments.largest.min(bounds.k.max as u64);
+    match args.k {
+        ParamValues::Host(k) => per_segment_max = per_segment_max.min(k as u64),
+        ParamValues::PerSegment(ks) => check_per_segment("k", ks.len(), &segments)?,
+        ParamValues::Deferred(_) | ParamValues::BoundsOnly => {
+            unreachable!("k is a per-segment parameter (`PerSegmentOn`)")
+        }
+    }
+    if let ChoiceValues::PerSegment(directions) = args.direction {
+        check_per_segment("direction", directions.len(), &segments)?;
+    }
+    let out_stride = match problem.out_stride {
+        None => per_segment_max,
+        Some(stride) if stride >= per_segment_max => stride,
+        Some(stride) => {
+            return Err(Error::InvalidArgument {
+                arg: "out_stride",
+                reason: format!(
+                    "{stride} is smaller than the most one segment can write ({per_segment_max})"
+                ),
+            })
+        }
+    };
+    let request = BatchedTopKRequest {
+        segments,
+        requirements: bounds.requirements,
+        k: bounds.k,
+        directions: bounds.directions,
+        per_segment_max,
+        out_stride,
+        static_tiers: StaticTiers::<S, Kp, E::Guarantees>::TIERS,
+        warp_items: StaticTiers::<S, Kp, E::Guarantees>::WARP_ITEMS,
+    };
+    let required = request.out_len();
+    for &(arg, len) in outputs {
+        if (len as u64) < required {
+            return Err(Error::BufferTooSmall {
+                arg,
+                len,
+                required: required.min(usize::MAX as u64) as usize,
+                required_from: "(num_segments - 1) * out_stride + min(k, segment size)",
+            });
+        }
+    }
+    Ok((request, args))
+}
+
+/// [`checked`] for a listed layout: the slices' lengths as the keys', then the list's length.
+pub(crate) fn checked_listed<'p, B, S, Kp, D, N, E>(
+    problem: &'p Problem<Listed, S, Kp, D, N>,
+    segment_lens: impl Iterator<Item = usize>,
+    list_len: usize,
+    env: &E,
+    outputs: &[(&'static str, usize)],
+) -> Result<(BatchedTopKRequest, BatchedTopKArgsOn<'p, B>), Error>
+where
+    B: Backend + ?Sized,
+    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
+    Kp: ParamFor<role::K> + PerSegmentOn<B>,
+    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
+    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+    E: Environment,
+{
+    // As the offsets layout over the slices joined: the total bounds every segment.
+    let total = segment_lens.fold(0usize, |sum, len| sum.saturating_add(len));
+    let (request, args) = checked::<B, Listed, S, Kp, D, N, E>(problem, total, env, outputs)?;
+    if (list_len as u64) < request.segments.max_segments {
+        return Err(Error::BufferTooSmall {
+            arg: "segments",
+            len: list_len,
+            required: request.segments.max_segments as usize,
+            required_from: "num_segments (its upper bound when deferred)",
+        });
+    }
+    Ok((request, args))
+}

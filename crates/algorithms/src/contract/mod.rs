@@ -1,0 +1,75 @@
+//! The front check of each algorithm: every contract between its parameters, its buffers and
+//! its environment, in one place, before dispatch.
+//!
+//! Like CUB's single front function, an algorithm calls exactly one check of this module first.
+//! Relations that the types can decide (a static `k` above every segment size the types allow,
+//! a parameter contradicting a static guarantee, a value type with padding) are compile errors
+//! raised here, at the call site, rather than deep inside dispatch; everything else is checked
+//! once at run time and reported as an [`Error`](crate::Error) naming the argument and the
+//! bound. What passes is the tightest knowledge about each parameter, which dispatch uses to
+//! choose kernels, and a request that only this module can build: the backends and kernels run
+//! nothing that has not passed it.
+//!
+//! The public functions ([`topk`], [`batched_topk`]) return the merged bounds of a call's
+//! parameters, for callers that want to see what dispatch will know.
+
+mod batched_topk;
+mod topk;
+
+pub use batched_topk::{batched_topk, BatchedTopKBounds};
+pub(crate) use batched_topk::{
+    checked as checked_batched_topk, checked_listed as checked_batched_topk_listed,
+    BatchedTopKArgs, BatchedTopKArgsOn, BatchedTopKRequest, StaticTiers,
+};
+pub(crate) use topk::{
+    check_index_type, checked as checked_topk, direction_of, TopKBuffers, TopKRequest,
+};
+pub use topk::{topk, TopKBounds};
+
+use oxicub_env::{merged_bounds, merged_static_bounds, Environment, Guarantees};
+use oxicub_params::role::{self, RoleId};
+use oxicub_params::{Bounds, ParamError, ParamFor, SingleValue};
+
+/// The merged bounds of a segmented call's sizes and count: the part of the contract every
+/// segmented algorithm shares.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SegmentBounds {
+    /// The tightest static bounds on the segment sizes.
+    pub(crate) sizes_static: Bounds,
+    /// The tightest runtime bounds on the segment sizes.
+    pub(crate) sizes: Bounds,
+    /// The tightest runtime bounds on the number of segments.
+    pub(crate) num_segments: Bounds,
+    /// The bounds the environment's `TotalItems` guarantees put on the sum of the segment sizes
+    /// ([`Bounds::COUNTS`] when there is none).
+    pub(crate) total_items: Bounds,
+}
+
+/// Merges the sizes' and the count's bounds with the environment's guarantees.
+pub(crate) fn segment_bounds<S, N, E>(
+    sizes: &S,
+    num_segments: &N,
+    env: &E,
+) -> Result<SegmentBounds, ParamError>
+where
+    S: ParamFor<role::SegmentSize>,
+    N: ParamFor<role::NumSegments> + SingleValue,
+    E: Environment,
+{
+    let guarantees = env.guarantees();
+    let total = RoleId::TotalItems;
+    let total_items =
+        <E::Guarantees as Guarantees>::STATIC[total as usize].intersect(guarantees.runtime(total));
+    if total_items.is_empty() {
+        return Err(ParamError::ContradictoryGuarantees {
+            param: "total_items",
+            bounds: total_items,
+        });
+    }
+    Ok(SegmentBounds {
+        sizes_static: merged_static_bounds::<S, E::Guarantees>(),
+        sizes: merged_bounds(sizes, guarantees)?,
+        num_segments: merged_bounds(num_segments, guarantees)?,
+        total_items,
+    })
+}

@@ -1,0 +1,181 @@
+//! The contract of single-problem top-k.
+
+use oxicub_env::{merged_bounds, merged_static_bounds, Environment, Resolved};
+use oxicub_params::role::{self, Role};
+use oxicub_params::{
+    BoundOrigin, Bounds, DiscreteParam, Param, ParamError, ParamFor, SelectDirection, SingleValue,
+};
+
+use crate::backend::{Backend, ValuesOn};
+use crate::values::SourceIndex;
+use crate::Error;
+
+/// What is known about a single-problem top-k call once its contract holds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct TopKBounds {
+    /// The tightest static bounds on `k` (type and static guarantees).
+    pub k_static: Bounds,
+    /// The tightest runtime bounds on `k`.
+    pub k: Bounds,
+    /// The number of items.
+    pub num_items: i64,
+    /// The requirements, defaults applied.
+    pub requirements: Resolved,
+}
+
+/// Checks a single-problem top-k call: `k` is one value (static, uniform or deferred), and it
+/// agrees with the environment's guarantees. `k > num_items` and `k = 0` are not contract
+/// violations: they have documented results in the algorithm.
+///
+/// ```
+/// use oxicub_algorithms::contract;
+/// use oxicub_env::Env;
+/// use oxicub_params::{guarantee::MaxK, k, Bounds};
+///
+/// let env = Env::new().guarantee(MaxK::<1024>::new());
+/// let checked = contract::topk(1 << 20, &k::Static::<8>::new(), &env)?;
+/// assert_eq!(checked.k, Bounds::exactly(8));
+/// assert!(checked.requirements.pins_output());
+/// # Ok::<(), oxicub_params::ParamError>(())
+/// ```
+pub fn topk<K, E>(num_items: i64, k: &K, env: &E) -> Result<TopKBounds, ParamError>
+where
+    K: ParamFor<role::K> + SingleValue,
+    E: Environment,
+{
+    if num_items < 0 {
+        return Err(ParamError::OutOfBounds {
+            param: role::NumItems::NAME,
+            value: num_items,
+            bounds: Bounds::COUNTS,
+            origin: oxicub_params::BoundOrigin::Static,
+        });
+    }
+    Ok(TopKBounds {
+        k_static: merged_static_bounds::<K, E::Guarantees>(),
+        k: merged_bounds(k, env.guarantees())?,
+        num_items,
+        requirements: env.resolved(),
+    })
+}
+
+/// One checked top-k call, as the backends receive it. Only [`checked`] builds one.
+#[derive(Clone, Copy, Debug)]
+pub struct TopKRequest {
+    /// Max or min.
+    pub(crate) direction: SelectDirection,
+    /// The requirements, defaults applied.
+    pub(crate) requirements: Resolved,
+    /// `keys.len()`.
+    pub(crate) num_items: u64,
+    /// The runtime bounds of `k` (a deferred `k` is clamped into them).
+    pub(crate) k_bounds: (u64, u64),
+    /// The most items the call may write: `min(k_bounds.1, num_items)`.
+    pub(crate) max_written: u64,
+}
+
+/// The buffers of a top-k call, by length.
+pub(crate) struct TopKBuffers<'a> {
+    /// `keys.len()`.
+    pub(crate) keys: usize,
+    /// `values.len()`, for pairs.
+    pub(crate) values: Option<usize>,
+    /// The output buffers the call writes (none for the `*_owned` functions).
+    pub(crate) outputs: &'a [(&'static str, usize)],
+}
+
+/// The front check of every single-problem top-k entry point: [`topk`], then `k` against
+/// `num_items`, the values' and outputs' lengths. Returns the request.
+pub(crate) fn checked<B, Kp, E>(
+    buffers: TopKBuffers<'_>,
+    k: &Kp,
+    env: &E,
+    direction: SelectDirection,
+) -> Result<TopKRequest, Error>
+where
+    B: Backend + ?Sized,
+    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
+    E: Environment,
+{
+    let num_items = buffers.keys;
+    let n = i64::try_from(num_items).map_err(|_| Error::TooLarge {
+        arg: "keys",
+        len: num_items as u64,
+        max: i64::MAX as u64,
+        reason: "item counts are 64-bit signed",
+    })?;
+    let checked = topk(n, k, env)?;
+    let not_above_n = |value: i64| {
+        if value > n {
+            Err(ParamError::OutOfBounds {
+                param: <Kp as Param>::NAME,
+                value,
+                bounds: Bounds::new(0, n),
+                origin: BoundOrigin::Runtime,
+            })
+        } else {
+            Ok(())
+        }
+    };
+    match k.host_value() {
+        Some(value) => not_above_n(value)?,
+        None => not_above_n(checked.k.min)?,
+    }
+    if let crate::backend::ParamValues::Deferred(value) = k.values() {
+        if crate::backend::Buffer::is_empty(&value) {
+            return Err(Error::BufferTooSmall {
+                arg: "k",
+                len: 0,
+                required: 1,
+                required_from: "a deferred value is one element",
+            });
+        }
+    }
+    let k_bounds = (checked.k.min as u64, checked.k.max as u64);
+    let request = TopKRequest {
+        direction,
+        requirements: checked.requirements,
+        num_items: num_items as u64,
+        k_bounds,
+        max_written: k_bounds.1.min(num_items as u64),
+    };
+    if let Some(values) = buffers.values {
+        Error::check_len("values", values, num_items, "keys.len()")?;
+    }
+    for &(arg, len) in buffers.outputs {
+        if (len as u64) < request.max_written {
+            return Err(Error::BufferTooSmall {
+                arg,
+                len,
+                required: request.max_written as usize,
+                required_from: "min(k, keys.len())",
+            });
+        }
+    }
+    Ok(request)
+}
+
+/// The index type must hold every source index.
+pub(crate) fn check_index_type<I: SourceIndex>(request: &TopKRequest) -> Result<(), Error> {
+    if request.num_items > I::MAX_ITEMS {
+        return Err(Error::TooLarge {
+            arg: "keys",
+            len: request.num_items,
+            max: I::MAX_ITEMS,
+            reason: "the index type cannot hold every source index; use u64 or i64 indices",
+        });
+    }
+    Ok(())
+}
+
+/// The one direction of a single-problem call, known on the host.
+pub(crate) fn direction_of<Dir: DiscreteParam<Option = SelectDirection>>(
+    direction: &Dir,
+) -> Result<SelectDirection, Error> {
+    direction.host_value().ok_or(Error::InvalidArgument {
+        arg: "direction",
+        reason: "single-problem top-k takes one direction known on the host \
+                 (direction::Max, direction::Min or direction::Choice)"
+            .to_owned(),
+    })
+}

@@ -1,0 +1,170 @@
+//! The front check of the segmented part of a call, made once by every segmented algorithm's
+//! contract: the layout against the sizes, the keys buffer, the per-segment buffers.
+
+use oxicub_params::{role, Bounds, ParamFor, SingleValue};
+
+use super::{total_items_error, Layout, LayoutArg, Segments};
+use crate::backend::{Backend, Buffer, ParamValues, PerSegmentOn, ValuesOn};
+use crate::contract::SegmentBounds;
+use crate::Error;
+
+/// What is known about the segments of a checked call.
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentsRequest {
+    /// The number of keys the layout addresses (`keys.len()`).
+    pub(crate) num_keys: u64,
+    /// The tightest bounds of every segment size (static, runtime, guarantees).
+    pub(crate) sizes: Bounds,
+    /// The tightest bounds of the number of segments.
+    pub(crate) num_segments: Bounds,
+    /// The `TotalItems` guarantee: bounds of the sum of the valid segments' sizes.
+    pub(crate) total_items: Bounds,
+    /// The most segments the call may process (the host value, or the upper bound).
+    pub(crate) max_segments: u64,
+    /// The most items one segment may hold.
+    pub(crate) largest: u64,
+}
+
+/// The segmented arguments of a checked call; `I` is the buffer type of the backend that reads
+/// them.
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentArgs<I> {
+    /// Where the segments are.
+    pub(crate) layout: LayoutArg<I>,
+    /// The segment sizes.
+    pub(crate) sizes: ParamValues<I>,
+    /// The number of segments.
+    pub(crate) num_segments: ParamValues<I>,
+}
+
+/// [`SegmentArgs`] as backend `B` reads them.
+pub type SegmentArgsOn<'r, B> = SegmentArgs<<B as Backend>::Values<'r, i64>>;
+
+/// A buffer of one value per segment must hold `max_segments` of them.
+pub(crate) fn check_per_segment(
+    arg: &'static str,
+    len: usize,
+    request: &SegmentsRequest,
+) -> Result<(), Error> {
+    if (len as u64) < request.max_segments {
+        return Err(Error::BufferTooSmall {
+            arg,
+            len,
+            required: request.max_segments.min(usize::MAX as u64) as usize,
+            required_from: "num_segments (its upper bound when deferred)",
+        });
+    }
+    Ok(())
+}
+
+/// Checks the segments of a call over `num_keys` keys, whose bounds the contract merged with
+/// the environment's guarantees ([`segment_bounds`](crate::contract::segment_bounds)): the
+/// layout against the sizes, the keys buffer where the host knows every segment, and the
+/// per-segment buffers' lengths.
+pub(crate) fn check<'p, B, L, S, N>(
+    segments: &'p Segments<L, S, N>,
+    bounds: SegmentBounds,
+    num_keys: usize,
+) -> Result<(SegmentsRequest, SegmentArgsOn<'p, B>), Error>
+where
+    B: Backend + ?Sized,
+    L: Layout<B>,
+    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
+    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+{
+    let args = SegmentArgs {
+        layout: segments.layout.arg(),
+        sizes: segments.sizes.values(),
+        num_segments: segments.num_segments.values(),
+    };
+    let num_keys = num_keys as u64;
+    let max_segments = match args.num_segments {
+        ParamValues::Host(n) => n as u64,
+        _ => bounds.num_segments.max as u64,
+    };
+    let mut request = SegmentsRequest {
+        num_keys,
+        sizes: bounds.sizes,
+        num_segments: bounds.num_segments,
+        total_items: bounds.total_items,
+        max_segments,
+        largest: (bounds.sizes.max as u64).min(num_keys),
+    };
+    match (args.layout, args.sizes) {
+        (LayoutArg::Strided(stride), ParamValues::Host(size)) => {
+            let size = size as u64;
+            if size > stride {
+                return Err(Error::InvalidArgument {
+                    arg: "segment_sizes",
+                    reason: format!("{size} is larger than the stride {stride}"),
+                });
+            }
+            let needed = match max_segments.checked_sub(1) {
+                None => 0,
+                Some(last) => last
+                    .checked_mul(stride)
+                    .and_then(|v| v.checked_add(size))
+                    .unwrap_or(u64::MAX),
+            };
+            if num_keys < needed {
+                return Err(Error::BufferTooSmall {
+                    arg: "keys",
+                    len: num_keys as usize,
+                    required: needed.min(usize::MAX as u64) as usize,
+                    required_from: "(num_segments - 1) * stride + segment size",
+                });
+            }
+            if let ParamValues::Host(n) = args.num_segments {
+                // Every segment has this size: the total is known here (a call the device
+                // runs without a status reports nothing afterwards).
+                let total = size.saturating_mul(n as u64).min(i64::MAX as u64) as i64;
+                if !request.total_items.contains(total) {
+                    return Err(total_items_error(request.total_items, total));
+                }
+            }
+            request.largest = request.largest.min(stride).min(size);
+        }
+        (LayoutArg::Strided(stride), ParamValues::PerSegment(sizes)) => {
+            check_per_segment("segment_sizes", sizes.len(), &request)?;
+            request.largest = request.largest.min(stride);
+        }
+        (LayoutArg::Strided(_), _) => {
+            return Err(Error::InvalidArgument {
+                arg: "segment_sizes",
+                reason: "a strided layout needs the sizes: pass Static, Uniform or PerSegment \
+                         over the sizes, not PerSegment<()>"
+                    .to_owned(),
+            });
+        }
+        (LayoutArg::Offsets { .. } | LayoutArg::Listed, ParamValues::PerSegment(_)) => {
+            let given_by = if matches!(args.layout, LayoutArg::Listed) {
+                "the slices' lengths"
+            } else {
+                "end - begin"
+            };
+            return Err(Error::InvalidArgument {
+                arg: "segment_sizes",
+                reason: format!(
+                    "with this layout the sizes are {given_by}: pass only bounds \
+                     (segment_size::PerSegment::<(), MIN, MAX>::new(())) or a Static/Uniform size"
+                ),
+            });
+        }
+        (LayoutArg::Offsets { begin, end }, _) => {
+            check_per_segment("begin_offsets", begin.len(), &request)?;
+            check_per_segment("end_offsets", end.len(), &request)?;
+        }
+        (LayoutArg::Listed, _) => {}
+    }
+    if let ParamValues::Deferred(n) = args.num_segments {
+        if n.is_empty() {
+            return Err(Error::BufferTooSmall {
+                arg: "num_segments",
+                len: 0,
+                required: 1,
+                required_from: "a deferred value is one element",
+            });
+        }
+    }
+    Ok((request, args))
+}

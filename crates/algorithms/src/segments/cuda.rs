@@ -1,0 +1,188 @@
+//! The segmented problem on [`Cuda`]: the arguments of an [`AnyBackend`](crate::AnyBackend)
+//! call copied to the device, and the element addresses of a listed layout.
+
+use cudarc::driver::{CudaSlice, CudaView, DevicePtr, DeviceRepr, SyncOnDrop};
+
+use super::{LayoutArg, SegmentArgs};
+use crate::backend::{ChoiceValues, Cuda, ParamValues};
+use crate::Error;
+
+/// A host buffer copied to the device (one element when empty: the device allocates no empty
+/// buffers, and an empty per-segment buffer is never read).
+fn copy<T: DeviceRepr + Default>(cuda: &Cuda, values: &[T]) -> Result<CudaSlice<T>, Error> {
+    if values.is_empty() {
+        return cuda.upload(&[T::default()]);
+    }
+    cuda.upload(values)
+}
+
+/// A numeric parameter of an `AnyBackend` call with its values copied to the device.
+pub(crate) enum ParamCopy {
+    Host(i64),
+    PerSegment(CudaSlice<i64>),
+    Deferred(CudaSlice<i64>),
+    BoundsOnly,
+}
+
+impl ParamCopy {
+    pub(crate) fn upload(cuda: &Cuda, values: ParamValues<&[i64]>) -> Result<Self, Error> {
+        Ok(match values {
+            ParamValues::Host(v) => ParamCopy::Host(v),
+            ParamValues::PerSegment(v) => ParamCopy::PerSegment(copy(cuda, v)?),
+            ParamValues::Deferred(v) => ParamCopy::Deferred(copy(cuda, v)?),
+            ParamValues::BoundsOnly => ParamCopy::BoundsOnly,
+        })
+    }
+
+    /// The device buffer's view, if there is one.
+    pub(crate) fn view(&self) -> Option<CudaView<'_, i64>> {
+        match self {
+            ParamCopy::PerSegment(slice) | ParamCopy::Deferred(slice) => Some(slice.as_view()),
+            ParamCopy::Host(_) | ParamCopy::BoundsOnly => None,
+        }
+    }
+
+    /// The values as [`Cuda`] reads them; `view` is this copy's [`view`](Self::view).
+    pub(crate) fn values<'r>(
+        &self,
+        view: &'r Option<CudaView<'r, i64>>,
+    ) -> ParamValues<&'r CudaView<'r, i64>> {
+        match (self, view) {
+            (ParamCopy::Host(v), _) => ParamValues::Host(*v),
+            (ParamCopy::PerSegment(_), Some(view)) => ParamValues::PerSegment(view),
+            (ParamCopy::Deferred(_), Some(view)) => ParamValues::Deferred(view),
+            (ParamCopy::BoundsOnly, _) => ParamValues::BoundsOnly,
+            (ParamCopy::PerSegment(_) | ParamCopy::Deferred(_), None) => {
+                unreachable!("a device copy has a view")
+            }
+        }
+    }
+}
+
+/// A discrete parameter of an `AnyBackend` call with its per-segment bytes copied to the
+/// device.
+pub(crate) enum ChoiceCopy<E> {
+    Host(E),
+    PerSegment(CudaSlice<u8>),
+}
+
+impl<E: Copy> ChoiceCopy<E> {
+    pub(crate) fn upload(cuda: &Cuda, values: ChoiceValues<&[u8], E>) -> Result<Self, Error> {
+        Ok(match values {
+            ChoiceValues::Host(option) => ChoiceCopy::Host(option),
+            ChoiceValues::PerSegment(bytes) => ChoiceCopy::PerSegment(copy(cuda, bytes)?),
+        })
+    }
+
+    pub(crate) fn view(&self) -> Option<CudaView<'_, u8>> {
+        match self {
+            ChoiceCopy::PerSegment(slice) => Some(slice.as_view()),
+            ChoiceCopy::Host(_) => None,
+        }
+    }
+
+    pub(crate) fn values<'r>(
+        &self,
+        view: &'r Option<CudaView<'r, u8>>,
+    ) -> ChoiceValues<&'r CudaView<'r, u8>, E> {
+        match (self, view) {
+            (ChoiceCopy::Host(option), _) => ChoiceValues::Host(*option),
+            (ChoiceCopy::PerSegment(_), Some(view)) => ChoiceValues::PerSegment(view),
+            (ChoiceCopy::PerSegment(_), None) => unreachable!("a device copy has a view"),
+        }
+    }
+}
+
+/// The segmented arguments of an `AnyBackend` call copied to the device.
+pub(crate) struct SegmentArgsCopy {
+    stride: Option<u64>,
+    offsets: Option<(CudaSlice<i64>, CudaSlice<i64>)>,
+    sizes: ParamCopy,
+    num_segments: ParamCopy,
+}
+
+/// The device views of a [`SegmentArgsCopy`], which its [`SegmentArgs`] borrow.
+pub(crate) struct SegmentViews<'a> {
+    offsets: Option<(CudaView<'a, i64>, CudaView<'a, i64>)>,
+    sizes: Option<CudaView<'a, i64>>,
+    num_segments: Option<CudaView<'a, i64>>,
+}
+
+impl SegmentArgsCopy {
+    /// Copies the arguments (the host backends join listed segments into offsets first).
+    pub(crate) fn upload(cuda: &Cuda, args: &SegmentArgs<&[i64]>) -> Result<Self, Error> {
+        let (stride, offsets) = match args.layout {
+            LayoutArg::Strided(stride) => (Some(stride), None),
+            LayoutArg::Offsets { begin, end } => {
+                (None, Some((copy(cuda, begin)?, copy(cuda, end)?)))
+            }
+            LayoutArg::Listed => unreachable!("listed segments are joined before the copy"),
+        };
+        Ok(SegmentArgsCopy {
+            stride,
+            offsets,
+            sizes: ParamCopy::upload(cuda, args.sizes)?,
+            num_segments: ParamCopy::upload(cuda, args.num_segments)?,
+        })
+    }
+
+    pub(crate) fn views(&self) -> SegmentViews<'_> {
+        SegmentViews {
+            offsets: self
+                .offsets
+                .as_ref()
+                .map(|(begin, end)| (begin.as_view(), end.as_view())),
+            sizes: self.sizes.view(),
+            num_segments: self.num_segments.view(),
+        }
+    }
+
+    /// The arguments as [`Cuda`] reads them; `views` are this copy's [`views`](Self::views).
+    pub(crate) fn args<'r>(
+        &self,
+        views: &'r SegmentViews<'r>,
+    ) -> SegmentArgs<&'r CudaView<'r, i64>> {
+        let layout = match (&views.offsets, self.stride) {
+            (Some((begin, end)), _) => LayoutArg::Offsets { begin, end },
+            (None, Some(stride)) => LayoutArg::Strided(stride),
+            (None, None) => unreachable!("a copied layout is strided or offsets"),
+        };
+        SegmentArgs {
+            layout,
+            sizes: self.sizes.values(&views.sizes),
+            num_segments: self.num_segments.values(&views.num_segments),
+        }
+    }
+}
+
+/// The element address of a device view of `T`s (its byte address over the size of `T`), or
+/// `None` when it is not aligned to `T`.
+pub(crate) fn element_address<T>(address: u64) -> Option<i64> {
+    let size = std::mem::size_of::<T>() as u64;
+    (address % size == 0).then_some((address / size) as i64)
+}
+
+/// The listed layout on the device: each view's first and one-past-last element addresses as
+/// begin and end offsets from a base of 0, copied to the device; the guards keep the views
+/// marked in use until dropped.
+pub(crate) fn element_ranges<'v, T>(
+    cuda: &'v Cuda,
+    arg: &'static str,
+    views: &'v [CudaView<'_, T>],
+    guards: &mut Vec<SyncOnDrop<'v>>,
+) -> Result<(CudaSlice<i64>, CudaSlice<i64>), Error> {
+    let (mut begin, mut end) = (Vec::with_capacity(views.len()), Vec::new());
+    for (i, view) in views.iter().enumerate() {
+        let (address, guard) = view.device_ptr(cuda.stream());
+        guards.push(guard);
+        let Some(first) = element_address::<T>(address) else {
+            return Err(Error::InvalidArgument {
+                arg,
+                reason: format!("segment {i} is not aligned to its element type"),
+            });
+        };
+        begin.push(first);
+        end.push(first + view.len() as i64);
+    }
+    Ok((copy(cuda, &begin)?, copy(cuda, &end)?))
+}

@@ -1,0 +1,169 @@
+//! What a segmented call finds while it runs: per-segment violations, and the results that are
+//! valid only once the stream has reached them.
+
+use oxicub_params::{BoundOrigin, Bounds, ParamError};
+
+use crate::Error;
+
+/// Why one segment was not processed. The layout's own checks are shared by every segmented
+/// algorithm; an algorithm adds its per-segment parameters' bounds and option sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Violation {
+    /// `begin < 0` or `begin > end`.
+    OffsetsOutOfOrder,
+    /// The segment ends past the `num_keys` keys.
+    PastBuffer {
+        /// `keys.len()`.
+        num_keys: u64,
+    },
+    /// The size is outside the bounds of `segment_sizes`.
+    SizeOutOfBounds(Bounds),
+    /// The size is larger than the stride.
+    SizeAboveStride,
+    /// A per-segment parameter is outside its bounds.
+    OutOfBounds {
+        /// The parameter.
+        arg: &'static str,
+        /// Its tightest bounds.
+        bounds: Bounds,
+    },
+    /// A per-segment option is not among the compiled ones.
+    NotCompiled {
+        /// The parameter.
+        arg: &'static str,
+        /// The compiled options, one bit each.
+        mask: u32,
+        /// What each value means (`"0 = max, 1 = min"`).
+        legend: &'static str,
+    },
+}
+
+impl Violation {
+    /// The error for segment `segment` whose offending value is `value`.
+    pub(crate) fn error(self, segment: u64, value: i64) -> Error {
+        let (arg, reason) = match self {
+            Violation::OffsetsOutOfOrder => (
+                "offsets",
+                "is out of order (begin must be in 0..=end)".to_owned(),
+            ),
+            Violation::PastBuffer { num_keys } => (
+                "offsets",
+                format!("ends past the keys (keys.len() = {num_keys})"),
+            ),
+            Violation::SizeOutOfBounds(bounds) => {
+                ("segment_sizes", format!("is outside its bounds {bounds}"))
+            }
+            Violation::SizeAboveStride => (
+                "segment_sizes",
+                "is larger than the stride of the layout".to_owned(),
+            ),
+            Violation::OutOfBounds { arg, bounds } => {
+                (arg, format!("is outside its bounds {bounds}"))
+            }
+            Violation::NotCompiled { arg, mask, legend } => (
+                arg,
+                format!("is not among the compiled options (mask {mask:#b}; {legend})"),
+            ),
+        };
+        Error::InvalidSegment {
+            segment,
+            arg,
+            value,
+            reason,
+        }
+    }
+}
+
+/// The sizes of the valid segments sum to a value outside the `TotalItems` guarantee.
+pub(crate) fn total_items_error(bounds: Bounds, total: i64) -> Error {
+    Error::Param(ParamError::OutOfBounds {
+        param: "total_items",
+        value: total,
+        bounds,
+        origin: BoundOrigin::Guarantee,
+    })
+}
+
+/// A deferred `num_segments` outside its bounds.
+pub(crate) fn num_segments_error(bounds: Bounds, value: i64) -> Error {
+    Error::Param(ParamError::OutOfBounds {
+        param: "num_segments",
+        value,
+        bounds,
+        origin: BoundOrigin::Runtime,
+    })
+}
+
+/// The device side of a [`Pending`] result: status words a call left on the device, read when
+/// the caller checks.
+pub(crate) trait DeviceReport: std::fmt::Debug + Send + Sync {
+    /// Waits for the stream and turns the status into the call's error, if any.
+    fn wait(self: Box<Self>) -> Result<(), Error>;
+}
+
+#[derive(Debug)]
+enum Report {
+    /// Known when the call returned (host backends, and device calls with nothing to report).
+    Ready(Option<Error>),
+    /// On the device.
+    Device(Box<dyn DeviceReport>),
+}
+
+/// The result `T` of a call whose per-segment checks are made while it runs (on [`Cuda`], on
+/// the device, in stream order): valid once [`check`](Pending::check) says so. Checking is the
+/// caller's explicit synchronisation point on [`Cuda`]; between back-to-back launches, keep
+/// the `Pending` and check it later.
+///
+/// [`Cuda`]: crate::Cuda
+///
+/// ```
+/// use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
+/// use oxicub_params::{direction, k, num_segments, segment_size};
+///
+/// let keys = [1u8, 5, 3, /**/ 2, 2, 9];
+/// let problem = Problem::strided(3, segment_size::Static::<3>::new(), k::Static::<1>::new(), direction::Max, num_segments::uniform(2)?);
+/// let mut top = [0u8; 2];
+/// let outcome = batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &oxicub_env::Env::new())?;
+/// outcome.check()?; // every segment was valid
+/// assert_eq!(top, [5, 9]);
+/// # Ok::<(), oxicub_algorithms::Error>(())
+/// ```
+#[must_use = "per-segment values are checked while the call runs; `.check()` reports a violation"]
+#[derive(Debug)]
+pub struct Pending<T> {
+    value: T,
+    report: Report,
+}
+
+/// The outcome of a segmented call that writes into caller buffers: nothing but the checks.
+pub type Outcome = Pending<()>;
+
+impl<T> Pending<T> {
+    /// A result whose checks are already done (`error` is the first violation, if any).
+    pub(crate) fn ready(value: T, error: Option<Error>) -> Pending<T> {
+        Pending {
+            value,
+            report: Report::Ready(error),
+        }
+    }
+
+    /// A result whose checks are on the device.
+    pub(crate) fn device(value: T, report: Box<dyn DeviceReport>) -> Pending<T> {
+        Pending {
+            value,
+            report: Report::Device(report),
+        }
+    }
+
+    /// The result when every segment was valid, else the error of the smallest invalid segment
+    /// ([`Error::InvalidSegment`]), of a deferred `num_segments` outside its bounds, or of a
+    /// `TotalItems` guarantee the sizes broke ([`Error::Param`]). Waits for the stream on
+    /// [`Cuda`](crate::Cuda).
+    pub fn check(self) -> Result<T, Error> {
+        match self.report {
+            Report::Ready(None) => Ok(self.value),
+            Report::Ready(Some(error)) => Err(error),
+            Report::Device(report) => report.wait().map(|()| self.value),
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! What travels with the keys: a caller's values ([`DeviceValue`]s) or the keys' source indices
+//! ([`SourceIndex`]).
+
+use crate::backend::DeviceValue;
+
+mod sealed {
+    pub trait SourceIndex {}
+    impl SourceIndex for u32 {}
+    impl SourceIndex for u64 {}
+    impl SourceIndex for i64 {}
+}
+
+/// The type of a source index written by the `*_indices` functions: `u32`, `u64` or `i64`
+/// (PyTorch's index type). With `u32`, the indexed range must have at most `2^32` elements.
+///
+/// ```
+/// use oxicub_algorithms::SourceIndex;
+/// assert_eq!(<u32 as SourceIndex>::MAX_ITEMS, 1 << 32);
+/// assert_eq!(i64::from_index(7), 7);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold source indices",
+    label = "an index type",
+    note = "source indices are written as `u32`, `u64` or `i64` (PyTorch's index type)"
+)]
+pub trait SourceIndex: sealed::SourceIndex + DeviceValue {
+    /// The largest number of items whose indices this type can hold.
+    const MAX_ITEMS: u64;
+    /// The index `index` as this type (`index < MAX_ITEMS`).
+    fn from_index(index: u64) -> Self;
+}
+
+impl SourceIndex for u32 {
+    const MAX_ITEMS: u64 = 1 << 32;
+    fn from_index(index: u64) -> u32 {
+        index as u32
+    }
+}
+
+impl SourceIndex for u64 {
+    const MAX_ITEMS: u64 = u64::MAX;
+    fn from_index(index: u64) -> u64 {
+        index
+    }
+}
+
+impl SourceIndex for i64 {
+    const MAX_ITEMS: u64 = i64::MAX as u64;
+    fn from_index(index: u64) -> i64 {
+        index as i64
+    }
+}
+
+/// The values carried with the keys: read from a buffer, or the source indices.
+#[doc(hidden)]
+pub enum ValuesIn<S, V> {
+    /// Keys only.
+    None,
+    /// `values[i]` goes with `keys[i]`.
+    Copy(S),
+    /// `index(i)` goes with `keys[i]`.
+    Index(fn(u64) -> V),
+}
+
+/// The top-k kernels carry a value as one 4- or 8-byte word: a compile-time check of `V`.
+pub(crate) const fn check_topk_value_width<V>() {
+    const {
+        assert!(
+            std::mem::size_of::<V>() == 4 || std::mem::size_of::<V>() == 8,
+            "oxicub: top-k values must be 4 or 8 bytes (u32, f32, u64, i64, [u32; 2], ...)"
+        )
+    }
+}
