@@ -17,8 +17,8 @@
 //! the warp-per-segment kernel (keys in registers, no shared-memory passes); the list of
 //! kernels the call instantiates is printed.
 
+use oxicub::batched_topk::{self, Problem};
 use oxicub::{direction, k, num_segments, segment_size, AnyBackend, Env, Error, Host};
-use oxicub_algorithms::batched_topk::{self, Problem};
 
 const EXPERTS: usize = 256;
 const TOP_K: usize = 8;

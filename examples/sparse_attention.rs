@@ -10,8 +10,8 @@
 //! scores once with 8 blocks per query, keeps those at or above a sampled threshold, and
 //! selects and orders them with one block per query; two launches, no host round trip.
 
+use oxicub::batched_topk::{self, Problem};
 use oxicub::{direction, k, num_segments, segment_size, AnyBackend, Env, Error, Host};
-use oxicub_algorithms::batched_topk::{self, Problem};
 
 const CONTEXT: usize = 131_072;
 const TOP_K: usize = 2048;

@@ -23,7 +23,9 @@
 //! ```
 //!
 //! The crates behind the facade: [`params`] (parameter kinds and bounds), [`env`] (requirements,
-//! guarantees, stream) and the algorithms with their backends.
+//! guarantees, stream) and the algorithms with their backends: [`topk`], [`batched_topk`], the
+//! segmented problem they share ([`segments`]), and each algorithm's front check
+//! ([`contract`]).
 
 #![warn(missing_docs)]
 
@@ -39,9 +41,14 @@ pub use oxicub_params::{
     Param, ParamError, ParamKind, PerSegment, SelectDirection, SortOrder, Static, Uniform,
 };
 
+/// Whether the CUDA driver library can be loaded (cudarc's loader panics when it cannot: ask
+/// this first before touching cudarc's driver API yourself).
+pub use oxicub_kernels::driver_available;
+
 pub use oxicub_algorithms::{
-    batched_topk, contract, radix, topk, AnyBackend, Backend, Cuda, DeviceFacts, Error, Host,
-    KernelError,
+    batched_topk, contract, radix, segments, topk, AnyBackend, Backend, Buffer, ByteOption,
+    ChoicesOn, Cuda, DeviceFacts, DeviceKeys, DeviceValue, DeviceValues, Error, Host, KernelError,
+    PerSegmentOn, SourceIndex, ValuesOn,
 };
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
