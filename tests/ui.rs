@@ -14,5 +14,8 @@ fn ui() {
     }
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*.rs");
+    for area in ["batched_topk", "topk", "values"] {
+        t.compile_fail(format!("tests/ui/{area}/*.rs"));
+    }
     t.pass("tests/ui/pass/*.rs");
 }
