@@ -20,7 +20,7 @@ const TOP_K: usize = 64;
 
 /// Deterministic pseudo-random scores in [0, 1).
 fn scores() -> Vec<f32> {
-    let mut state = 0x5DEE_CE66_Du64;
+    let mut state = 0x0005_DEEC_E66D_u64;
     (0..QUERIES * KEYS)
         .map(|_| {
             state = state

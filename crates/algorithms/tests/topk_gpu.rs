@@ -3,23 +3,14 @@
 //! seeds' worked example; adversarial inputs; outputs poisoned before each run. Each test
 //! skips without a GPU (fails with OXICUB_REQUIRE_GPU=1).
 
-mod topk_support;
-
 use half::{bf16, f16};
 use oxicub_algorithms::radix::{RadixBits, RadixKey};
 use oxicub_algorithms::{topk, AnyBackend, Cuda, Error};
 use oxicub_env::{determinism, output_ordering, require, tie_break, Env, Environment};
 use oxicub_params::{direction, k, SelectDirection};
-use oxicub_test::{gpu_or_skip, sample_keys};
-use topk_support::{check_contract, RefKey};
-
-/// Poison for output keys: a pattern no test input uses at the tail.
-fn poison<K: RadixKey>() -> K {
-    K::from_bits(<K::Bits as RadixBits>::from_u64_truncating(
-        0xA5A5_A5A5_A5A5_A5A5,
-    ))
-}
-const POISON_INDEX: u64 = 0xDEAD_BEEF_DEAD_BEEF;
+use oxicub_test::cases::{poison, POISON_INDEX};
+use oxicub_test::oracle::{check_top_k, RefKey};
+use oxicub_test::{for_every_env, gpu_or_skip, sample_keys};
 /// Extra output slots past k that must stay untouched.
 const SLACK: usize = 3;
 
@@ -63,7 +54,7 @@ fn check_gpu<K: RefKey, E: Environment>(
             "{what}: index slot {j} past k was written"
         );
     }
-    check_contract(&what, keys, k, dir, r, &got_keys[..k], &got_indices[..k]);
+    check_top_k(&what, keys, k, dir, r, &got_keys[..k], &got_indices[..k]);
     if r.pins_output() {
         let (host_keys, host_indices) = topk::select_indices_owned::<_, _, _, u64, _, _>(
             &oxicub_algorithms::Host::new(),

@@ -1,16 +1,15 @@
 //! Top-k on the host backend: the seeds' worked example (every cell of its matrix) as literal
 //! tests, proptests of every mode against the sequential reference, and the bad inputs.
 
-mod topk_support;
-
 use half::{bf16, f16};
 use oxicub_algorithms::{topk, Error, Host};
 use oxicub_env::{
     determinism, output_ordering, require, tie_break, Env, Environment, OutputOrdering, TieBreak,
 };
 use oxicub_params::{direction, k, SelectDirection};
+use oxicub_test::for_every_env;
+use oxicub_test::oracle::{check_top_k, top_k, RefKey};
 use proptest::prelude::*;
-use topk_support::{check_contract, reference, RefKey};
 
 /// Runs top-k on the host, returning keys and source indices.
 fn host_topk<K: RefKey, E: Environment>(
@@ -31,7 +30,7 @@ fn check_host<K: RefKey, E: Environment>(keys: &[K], k: usize, dir: SelectDirect
         env.resolved()
     );
     let (out_keys, out_indices) = host_topk(keys, k, dir, env).expect(&what);
-    check_contract(&what, keys, k, dir, env.resolved(), &out_keys, &out_indices);
+    check_top_k(&what, keys, k, dir, env.resolved(), &out_keys, &out_indices);
 }
 
 // ---- The worked example: K = 3 on `10 8 8 8 6 5` ----
@@ -62,7 +61,7 @@ fn example_cell<E: Environment>(
     for run in [&run1, &run2] {
         let keys: Vec<i32> = run.iter().map(|&(k, _)| k).collect();
         let idx: Vec<u64> = run.iter().map(|&(_, i)| i).collect();
-        check_contract("example", &EXAMPLE, 3, SelectDirection::Max, r, &keys, &idx);
+        check_top_k("example", &EXAMPLE, 3, SelectDirection::Max, r, &keys, &idx);
         let set = set_of(run);
         assert!(
             set[0] == 0 && set[1..].iter().all(|i| (1..=3).contains(i)),
@@ -543,7 +542,7 @@ fn check_pinned_against_reference<K: RefKey>(
     dir: SelectDirection,
     tie: TieBreak,
 ) {
-    let expected = reference(keys, k, dir, tie);
+    let expected = top_k(keys, k, dir, tie);
     let got = match tie {
         TieBreak::PreferLargerIndex => {
             host_topk(keys, k, dir, &require!(tie_break::PreferLargerIndex))

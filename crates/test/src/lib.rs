@@ -1,10 +1,18 @@
-//! Test helpers shared by oxicub's test suites.
+//! Test support shared by oxicub's test suites, host and GPU, of every algorithm.
 //!
+//! * [`oracle`]: plain sequential references written from the documented contracts (the
+//!   contract's key order, top-k by a full sort), and checkers that assert exactly what a set
+//!   of requirements promises. They share no code with the implementations they check.
+//! * [`cases`]: deterministic inputs ([`SplitMix64`], [`sample_keys`] with the edge values of
+//!   each key type, tie-heavy and score-like keys) and the poison written into outputs.
+//! * [`batched_topk`]: batched top-k cases (segments, k and direction each), the builders for
+//!   each tier's shapes, the per-segment check, and one case run on the host and the GPU and
+//!   compared.
 //! * [`gpu_or_skip`]: the [`Cuda`] backend, or a printed skip line when there is no GPU; with
 //!   `OXICUB_REQUIRE_GPU=1` a missing GPU fails the test instead, so a run on a GPU machine can
 //!   never pass by skipping.
-//! * [`sample_keys`]: deterministic pseudo-random keys of any radix key type, mixed with the
-//!   edge values of the type (zeros of both signs, infinities, NaNs, extremes).
+//! * [`for_every_env!`] and [`every_key_type!`]: a check run under every valid environment,
+//!   or for every key type.
 //!
 //! ```
 //! use oxicub_test::{gpu_or_skip, sample_keys};
@@ -17,8 +25,20 @@
 
 #![deny(missing_docs)]
 
-use oxicub_algorithms::radix::{RadixBits, RadixKey};
+pub mod batched_topk;
+pub mod cases;
+pub mod oracle;
+
+pub use cases::{all_keys, sample_keys, SplitMix64};
 pub use oxicub_algorithms::Cuda;
+
+/// The crates that the exported macros name through `$crate`, so a test crate needs none of
+/// them as its own dependency.
+#[doc(hidden)]
+pub mod __macro_support {
+    pub use half;
+    pub use oxicub_env;
+}
 
 /// The environment variable that turns a missing GPU into a test failure.
 ///
@@ -53,112 +73,73 @@ pub fn gpu_or_skip() -> Option<Cuda> {
     }
 }
 
-/// A small deterministic generator (splitmix64), so tests need no RNG crate and every run
-/// sees the same keys.
+/// Calls `$f(args.., &env)` for every valid environment: the default and each of the 21 valid
+/// combinations of determinism x tie-break x output ordering (`NotGuaranteed` takes no
+/// tie-break).
 ///
 /// ```
-/// use oxicub_test::SplitMix64;
+/// use oxicub_env::Environment;
+/// use oxicub_test::for_every_env;
 ///
-/// let (mut a, mut b) = (SplitMix64::new(1), SplitMix64::new(1));
-/// assert_eq!(a.next_u64(), b.next_u64());
+/// fn count<E: Environment>(seen: &mut Vec<String>, env: &E) {
+///     seen.push(format!("{:?}", env.resolved()));
+/// }
+/// let mut seen = Vec::new();
+/// for_every_env!(count(&mut seen));
+/// assert_eq!(seen.len(), 22);
 /// ```
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-/// Bit patterns of edge values worth mixing into any key sample: all zeros, all ones, only
-/// the sign bit, the sign bit clear with the rest set, and the float specials of each width
-/// (+/-inf, quiet and signalling NaNs of both signs, the smallest subnormal).
-fn edge_bits(bits: u32) -> Vec<u64> {
-    let all = u64::MAX >> (64 - bits);
-    let sign = 1u64 << (bits - 1);
-    let mut edges = vec![0, all, sign, all & !sign, 1, sign | 1];
-    let inf = match bits {
-        16 => vec![0x7C00, 0x7F80], // f16 and bf16
-        32 => vec![0x7F80_0000],
-        64 => vec![0x7FF0_0000_0000_0000],
-        _ => vec![],
-    };
-    for inf in inf {
-        edges.extend([
-            inf,
-            inf | sign,
-            inf | 1,
-            inf | 1 | sign,
-            inf | (inf >> 1),
-            all,
-        ]);
-    }
-    edges
-}
-
-/// `len` deterministic keys: random bit patterns (which cover every class of float value)
-/// with edge values and repeats mixed in.
-///
-/// ```
-/// let keys: Vec<i8> = oxicub_test::sample_keys(100, 1);
-/// assert_eq!(keys.len(), 100);
-/// ```
-pub fn sample_keys<K: RadixKey>(len: usize, seed: u64) -> Vec<K> {
-    let bits = K::Bits::BITS;
-    let edges = edge_bits(bits);
-    let mut rng = SplitMix64::new(seed);
-    let mut keys = Vec::with_capacity(len);
-    for i in 0..len {
-        let r = rng.next_u64();
-        let pattern = match r % 8 {
-            0 => edges[(r >> 8) as usize % edges.len()],
-            // a repeat of an earlier key, so histograms see heavy bins
-            1 if i > 0 => keys
-                .get((r >> 8) as usize % i)
-                .map_or(r, |k: &K| k.to_bits().to_u64()),
-            _ => rng.next_u64(),
+#[macro_export]
+macro_rules! for_every_env {
+    ($f:ident ( $($arg:expr),* )) => {{
+        use $crate::__macro_support::oxicub_env::{
+            determinism as d, output_ordering as o, require, tie_break as t, Env,
         };
-        keys.push(K::from_bits(K::Bits::from_u64_truncating(pattern)));
-    }
-    keys
+        $f($($arg,)* &Env::new());
+        $crate::for_every_env!(@orders $f ($($arg),*) d::NotGuaranteed);
+        $crate::for_every_env!(@ties $f ($($arg),*) d::RunToRun);
+        $crate::for_every_env!(@ties $f ($($arg),*) d::GpuToGpu);
+    }};
+    (@ties $f:ident ($($arg:expr),*) $d:expr) => {{
+        $crate::for_every_env!(@orders $f ($($arg),*) $d, t::Unspecified);
+        $crate::for_every_env!(@orders $f ($($arg),*) $d, t::PreferSmallerIndex);
+        $crate::for_every_env!(@orders $f ($($arg),*) $d, t::PreferLargerIndex);
+    }};
+    (@orders $f:ident ($($arg:expr),*) $($req:expr),*) => {{
+        $f($($arg,)* &require!($($req,)* o::Unsorted));
+        $f($($arg,)* &require!($($req,)* o::Sorted));
+        $f($($arg,)* &require!($($req,)* o::StableSorted));
+    }};
 }
 
-/// Every bit pattern of an 8- or 16-bit key type, as keys.
+/// Runs `$each::<K>($arg, seed)` for every radix key type K, with seeds `$seed`,
+/// `$seed + 1`, ... in the order u8, u16, u32, u64, i8, i16, i32, i64, f16, bf16, f32, f64.
 ///
 /// ```
-/// let all: Vec<u8> = oxicub_test::all_keys();
-/// assert_eq!(all.len(), 256);
+/// use oxicub_algorithms::radix::RadixKey;
+/// use oxicub_test::every_key_type;
+///
+/// fn each<K: RadixKey>(names: &mut Vec<String>, seed: u64) {
+///     names.push(format!("{} {seed}", K::KEY_TYPE));
+/// }
+/// let mut names = Vec::new();
+/// every_key_type!(each, &mut names, 3);
+/// assert_eq!(names.len(), 12);
 /// ```
-pub fn all_keys<K: RadixKey>() -> Vec<K> {
-    let bits = K::Bits::BITS.min(16);
-    (0..1u64 << bits)
-        .map(|b| K::from_bits(K::Bits::from_u64_truncating(b)))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_are_deterministic_and_include_edges() {
-        let a: Vec<u32> = sample_keys(1000, 3);
-        let b: Vec<u32> = sample_keys(1000, 3);
-        assert_eq!(a, b);
-        assert!(a.contains(&0x7F80_0000));
-        let floats: Vec<f64> = sample_keys(1000, 3);
-        assert!(floats.iter().any(|f| f.is_nan()));
-        assert!(floats.iter().any(|f| f.is_infinite()));
-    }
+#[macro_export]
+macro_rules! every_key_type {
+    ($each:ident, $arg:expr, $seed:expr) => {{
+        let seed: u64 = $seed;
+        $each::<u8>($arg, seed);
+        $each::<u16>($arg, seed + 1);
+        $each::<u32>($arg, seed + 2);
+        $each::<u64>($arg, seed + 3);
+        $each::<i8>($arg, seed + 4);
+        $each::<i16>($arg, seed + 5);
+        $each::<i32>($arg, seed + 6);
+        $each::<i64>($arg, seed + 7);
+        $each::<$crate::__macro_support::half::f16>($arg, seed + 8);
+        $each::<$crate::__macro_support::half::bf16>($arg, seed + 9);
+        $each::<f32>($arg, seed + 10);
+        $each::<f64>($arg, seed + 11);
+    }};
 }

@@ -1,0 +1,316 @@
+//! Batched top-k on the GPU against the host backend, the segment layouts and their violations: bad
+//! per-segment values (direction bytes, offsets out of order or past the buffer) reported like the
+//! host, k outside its bounds with a deferred count read on the device, and the listed layout
+//! (every segment in its own allocation, bad sizes, too short lists). Each test skips without a GPU
+//! (fails with OXICUB_REQUIRE_GPU=1).
+
+use oxicub_algorithms::batched_topk::{self, Problem};
+use oxicub_algorithms::{Cuda, Error, Host};
+use oxicub_env::{require, tie_break, Env, Environment};
+use oxicub_params::{direction, k, num_segments, segment_size, SelectDirection};
+use oxicub_test::batched_topk::{check_on_gpu, Case};
+use oxicub_test::cases::{poison, POISON_INDEX};
+use oxicub_test::oracle::{check_top_k, RefKey};
+use oxicub_test::{for_every_env, gpu_or_skip, sample_keys};
+
+#[test]
+fn bad_per_segment_values_are_reported_like_the_host() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let keys: Vec<i64> = sample_keys(100, 18);
+    let base = Case::contiguous(keys, &[10, 20, 30, 40], &[3, 4, 5, 6], &[0, 1, 0, 1]);
+    // A direction byte outside the option set.
+    let case = Case {
+        dirs: vec![0, 1, 2, 1],
+        ..base.clone()
+    };
+    check_on_gpu(&cuda, &case, &Env::new());
+    // Offsets out of order, past the buffer.
+    let case = Case {
+        begin: vec![0, 10, 31, 60],
+        end: vec![10, 30, 30, 100],
+        ..base.clone()
+    };
+    check_on_gpu(&cuda, &case, &Env::new());
+    let case = Case {
+        end: vec![10, 30, 60, 101],
+        ..base.clone()
+    };
+    check_on_gpu(&cuda, &case, &Env::new());
+}
+
+#[test]
+fn k_outside_its_bounds_and_a_deferred_count_on_the_device() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let keys: Vec<f32> = sample_keys(4 * 64, 19);
+    let device_keys = cuda.upload(&keys).expect("upload");
+    let ks = cuda.upload(&[6i64, 9, 6, 6]).expect("upload");
+    let count = cuda.upload(&[5i64]).expect("upload");
+    let problem = Problem::strided(
+        64,
+        segment_size::Static::<64>::new(),
+        k::PerSegment::<_, 0, 8>::new(ks.as_view())
+            .with_bounds(0, 6)
+            .expect("bounds"),
+        direction::Max,
+        num_segments::Deferred::<_, 0, 4>::new(count.as_view()),
+    );
+    let mut out = cuda.upload(&[-1.0f32; 4 * 6]).expect("poison");
+    let err = batched_topk::select_keys(
+        &cuda,
+        &problem,
+        device_keys.as_view(),
+        out.as_view_mut(),
+        &Env::new(),
+    )
+    .expect("call")
+    .check()
+    .unwrap_err();
+    // The count (5 > 4) is reported first; 4 segments were processed, segment 1 skipped.
+    assert!(
+        matches!(&err, Error::Param(e) if e.param() == "num_segments"),
+        "{err}"
+    );
+    let got = cuda.download(&out.as_view()).expect("download");
+    assert!(got[6..12].iter().all(|&v| v == -1.0), "segment 1 wrote");
+    let count = cuda.upload(&[4i64]).expect("upload");
+    let problem = Problem::strided(
+        64,
+        segment_size::Static::<64>::new(),
+        k::PerSegment::<_, 0, 8>::new(ks.as_view())
+            .with_bounds(0, 6)
+            .expect("bounds"),
+        direction::Max,
+        num_segments::Deferred::<_, 0, 4>::new(count.as_view()),
+    );
+    let err = batched_topk::select_keys(
+        &cuda,
+        &problem,
+        device_keys.as_view(),
+        out.as_view_mut(),
+        &Env::new(),
+    )
+    .expect("call")
+    .check()
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "segment 1: k = 9 is outside its bounds [0, 6]"
+    );
+}
+
+/// The value carried with item `j` of segment `i` in the listed tests: both recoverable.
+fn listed_value(i: usize, j: usize) -> u64 {
+    ((i as u64) << 32 | j as u64) ^ 0x5A5A_0000_0000_0000
+}
+
+/// The listed layout: every segment (keys and values) in its own device allocation, one
+/// element past its start, so most segments are not 16-byte aligned; pairs with 8-byte values
+/// from per-segment value buffers. Against the host (which joins the slices), per segment.
+fn check_listed<K: RefKey, E: Environment>(cuda: &Cuda, case: &Case<K>, env: &E) {
+    let r = env.resolved();
+    let n = case.ks.len();
+    let segment = |i: usize| &case.keys[case.begin[i] as usize..case.end[i] as usize];
+    let values: Vec<Vec<u64>> = (0..n)
+        .map(|i| (0..segment(i).len()).map(|j| listed_value(i, j)).collect())
+        .collect();
+    let sizes = || {
+        segment_size::PerSegment::<(), 0, { 1 << 40 }>::new(())
+            .with_bounds(0, case.max_size())
+            .expect("bounds")
+    };
+    let stride = case.stride();
+    let len = (n * stride).max(1);
+
+    let host_segments: Vec<&[K]> = (0..n).map(segment).collect();
+    let host_values: Vec<&[u64]> = values.iter().map(|v| &v[..]).collect();
+    let problem = Problem::listed(
+        sizes(),
+        k::PerSegment::<_, 0, { 1 << 40 }>::new(&case.ks[..])
+            .with_bounds(0, case.max_k())
+            .expect("bounds"),
+        direction::PerSegment::<_>::new(&case.dirs[..]),
+        num_segments::uniform(n as i64).expect("n"),
+    );
+    let (mut host_keys, mut host_vals) = (vec![poison::<K>(); len], vec![POISON_INDEX; len]);
+    let host = batched_topk::select_pairs_listed(
+        &Host::new(),
+        &problem,
+        &host_segments,
+        &host_values,
+        &mut host_keys[..],
+        &mut host_vals[..],
+        env,
+    )
+    .expect("host call")
+    .check()
+    .map_err(|e| e.to_string());
+
+    // One allocation per segment, the segment one element in.
+    let device_keys: Vec<_> = (0..n)
+        .map(|i| {
+            let mut padded = vec![poison::<K>()];
+            padded.extend_from_slice(segment(i));
+            cuda.upload_keys(&padded).expect("upload")
+        })
+        .collect();
+    let device_values: Vec<_> = values
+        .iter()
+        .map(|v| {
+            let mut padded = vec![POISON_INDEX];
+            padded.extend_from_slice(v);
+            cuda.upload(&padded).expect("upload")
+        })
+        .collect();
+    let key_views: Vec<_> = (0..n)
+        .map(|i| device_keys[i].as_view().slice(1..1 + segment(i).len()))
+        .collect();
+    let value_views: Vec<_> = (0..n)
+        .map(|i| device_values[i].as_view().slice(1..1 + segment(i).len()))
+        .collect();
+    let ks = cuda.upload(&case.ks).expect("upload");
+    let dirs = cuda.upload(&case.dirs).expect("upload");
+    let problem = Problem::listed(
+        sizes(),
+        k::PerSegment::<_, 0, { 1 << 40 }>::new(ks.as_view())
+            .with_bounds(0, case.max_k())
+            .expect("bounds"),
+        direction::PerSegment::<_>::new(dirs.as_view()),
+        num_segments::uniform(n as i64).expect("n"),
+    );
+    let mut out_keys = cuda.upload_keys(&vec![poison::<K>(); len]).expect("poison");
+    let mut out_vals = cuda.upload(&vec![POISON_INDEX; len]).expect("poison");
+    let gpu = batched_topk::select_pairs_listed(
+        cuda,
+        &problem,
+        &key_views,
+        &value_views,
+        out_keys.as_view_mut(),
+        out_vals.as_view_mut(),
+        env,
+    )
+    .expect("gpu call")
+    .check()
+    .map_err(|e| e.to_string());
+    assert_eq!(gpu, host, "{r:?}: the reported error");
+    let gpu_keys = cuda.download_keys(&out_keys).expect("download");
+    let gpu_vals = cuda.download(&out_vals.as_view()).expect("download");
+    for i in 0..n {
+        let seg = segment(i);
+        let written = (case.ks[i] as usize).min(seg.len());
+        let base = i * stride;
+        let what = format!(
+            "{} listed segment {i} ({} keys) k={} {r:?}",
+            K::KEY_TYPE,
+            seg.len(),
+            case.ks[i]
+        );
+        // Each value names its own segment and item: decode the index within the segment.
+        let indices: Vec<u64> = gpu_vals[base..base + written]
+            .iter()
+            .map(|&v| {
+                let v = v ^ 0x5A5A_0000_0000_0000;
+                assert_eq!(v >> 32, i as u64, "{what}: a value from another segment");
+                v & 0xFFFF_FFFF
+            })
+            .collect();
+        let dir = if case.dirs[i] == 0 {
+            SelectDirection::Max
+        } else {
+            SelectDirection::Min
+        };
+        check_top_k(
+            &what,
+            seg,
+            written,
+            dir,
+            r,
+            &gpu_keys[base..base + written],
+            &indices,
+        );
+        assert!(
+            gpu_vals[base + written..base + stride]
+                .iter()
+                .all(|&x| x == POISON_INDEX),
+            "{what}: a slot past the results was written"
+        );
+        if r.pins_output() {
+            assert_eq!(
+                gpu_vals[base..base + written],
+                host_vals[base..base + written],
+                "{what}: values differ from the host"
+            );
+        }
+    }
+}
+
+#[test]
+fn listed_segments_each_in_its_own_allocation() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    // Every tier (tiny, shared-memory and huge segments), every requirement combination.
+    let case = Case::mixed(sample_keys::<f32>, 31);
+    for_every_env!(check_listed(&cuda, &case));
+    // Narrow and wide keys: element addresses of 1- and 8-byte types.
+    check_listed(&cuda, &Case::mixed(sample_keys::<u8>, 32), &Env::new());
+    check_listed(&cuda, &Case::mixed(sample_keys::<i16>, 33), &Env::new());
+    check_listed(&cuda, &Case::mixed(sample_keys::<f64>, 34), &Env::new());
+    check_listed(
+        &cuda,
+        &Case::mixed(sample_keys::<half::bf16>, 35),
+        &require!(tie_break::PreferLargerIndex),
+    );
+}
+
+#[test]
+fn listed_segments_with_bad_sizes_and_too_short_lists() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let a = cuda.upload(&[1.0f32, 2.0, 3.0]).expect("upload");
+    let b = cuda.upload(&[4.0f32; 9]).expect("upload");
+    let views = [a.as_view(), b.as_view()];
+    let mut out = cuda.upload(&[-1.0f32; 8]).expect("upload");
+    // A segment longer than the declared bound: reported for that segment, the other written.
+    let problem = Problem::listed(
+        segment_size::PerSegment::<(), 0, 4>::new(()),
+        k::Static::<2>::new(),
+        direction::Max,
+        num_segments::uniform(2).expect("n"),
+    );
+    let err =
+        batched_topk::select_keys_listed(&cuda, &problem, &views, out.as_view_mut(), &Env::new())
+            .expect("call")
+            .check()
+            .expect_err("a segment of 9 keys against a bound of 4");
+    assert!(
+        matches!(
+            err,
+            Error::InvalidSegment {
+                segment: 1,
+                arg: "segment_sizes",
+                value: 9,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let got = cuda.download(&out.as_view()).expect("download");
+    assert_eq!(got[..4], [3.0, 2.0, -1.0, -1.0]);
+    // Fewer slices than segments: an error before anything runs.
+    let problem = Problem::listed(
+        segment_size::PerSegment::<(), 0, 16>::new(()),
+        k::Static::<2>::new(),
+        direction::Max,
+        num_segments::uniform(3).expect("n"),
+    );
+    let err =
+        batched_topk::select_keys_listed(&cuda, &problem, &views, out.as_view_mut(), &Env::new())
+            .expect_err("two slices for three segments");
+    assert!(
+        matches!(
+            err,
+            Error::BufferTooSmall {
+                arg: "segments",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
