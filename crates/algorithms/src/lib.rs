@@ -38,8 +38,8 @@ pub mod topk;
 mod values;
 
 pub use backend::{
-    AnyBackend, Backend, Buffer, ByteOption, ChoicesOn, Cuda, DeviceKeys, DeviceValue,
-    DeviceValues, Host, PerSegmentOn, ValuesOn,
+    AnyBackend, Backend, Buffer, ChoicesOn, Cuda, DeviceKeys, DeviceValue, DeviceValues, Host,
+    PerSegmentOn, ValuesOn,
 };
 #[doc(hidden)]
 pub use backend::{ChoiceValues, ChoiceValuesOn, ParamValues, ParamValuesOn};

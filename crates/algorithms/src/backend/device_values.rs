@@ -90,15 +90,9 @@ fn as_bytes_mut<V: DeviceValue>(values: &mut [V]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) }
 }
 
-mod sealed {
-    pub trait ByteOption {}
-    impl ByteOption for oxicub_params::SelectDirection {}
-    impl ByteOption for oxicub_params::SortOrder {}
-}
-
 /// A discrete option stored as one byte (`#[repr(u8)]`): a per-segment slice of them is the
 /// `u8`s the kernels read.
-pub trait ByteOption: sealed::ByteOption + Copy {
+pub(crate) trait ByteOption: Copy {
     /// The options as their bytes.
     fn as_option_bytes(options: &[Self]) -> &[u8];
 }

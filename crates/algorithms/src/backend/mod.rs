@@ -4,7 +4,8 @@
 mod device_values;
 mod params;
 
-pub use device_values::{ByteOption, DeviceKeys, DeviceValue, DeviceValues};
+pub(crate) use device_values::ByteOption;
+pub use device_values::{DeviceKeys, DeviceValue, DeviceValues};
 pub use params::{
     ChoiceValues, ChoiceValuesOn, ChoicesOn, ParamValues, ParamValuesOn, PerSegmentOn, ValuesOn,
 };
