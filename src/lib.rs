@@ -22,7 +22,7 @@
 //! # Ok::<(), oxicub::ParamError>(())
 //! ```
 //!
-//! The crates behind the facade: [`params`] (parameter kinds and bounds), [`env`] (requirements,
+//! The crates behind the facade: [`params`] (parameter kinds and bounds), [`env`](mod@env) (requirements,
 //! guarantees, stream) and the algorithms with their backends: [`topk`], [`batched_topk`], the
 //! segmented problem they share ([`segments`]), and each algorithm's front check
 //! ([`contract`]).
