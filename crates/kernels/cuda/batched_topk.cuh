@@ -45,9 +45,9 @@
 // The listed layout (segments at their own device addresses, the seeds' iterator of
 // iterators) is the offsets layout over a keys base of 0: begin/end are element addresses
 // (address / sizeof(Key)), so `keys + begin` is the segment's own address; values, when
-// copied, come from a per-segment address list (BT_VALUE_POINTERS).
+// copied, come from a per-segment address list (SEGMENT_VALUE_POINTERS).
 //
-// A direct call (BT_DIRECT: strided layout, size, k, direction and count each one host value,
+// A direct call (SEGMENT_DIRECT: strided layout, size, k, direction and count each one host value,
 // all checked on the host) launches no control stage: the tiers take the segment count and
 // every segment's begin, size, k and direction from the parameters, and no status is written.
 //
@@ -60,68 +60,8 @@
 // smaller unless BT_PREFER_LARGER). Indices and offsets are 64-bit.
 namespace oxicub {
 
-enum BatchedTopKStage {
-    BT_STAGE_INIT = 0,
-    BT_STAGE_RESOLVE = 1,
-    BT_STAGE_FINALIZE = 2,
-    BT_STAGE_SELECT = 3,
-    // tier 3 only
-    BT_STAGE_LARGE_INIT = 4,
-    BT_STAGE_LARGE_HISTOGRAM = 5,
-    BT_STAGE_LARGE_PIVOT = 6,
-    BT_STAGE_LARGE_COUNT = 7,
-    BT_STAGE_LARGE_SCAN = 8,
-    BT_STAGE_LARGE_COLLECT = 9,
-    BT_STAGE_LARGE_WRITE = 10,
-    BT_STAGE_LARGE_SORT_INIT = 11,
-    BT_STAGE_LARGE_SORT_STEP = 12
-};
-
-// params.flags
-constexpr u32 BT_OFFSETS = 1u;             // layout: begin/end offsets (else strided)
-constexpr u32 BT_SIZES_PER_SEGMENT = 2u;   // strided: sizes from params.sizes
-constexpr u32 BT_K_PER_SEGMENT = 4u;       // k from params.ks
-constexpr u32 BT_DIR_PER_SEGMENT = 8u;     // direction from params.directions (u8)
-constexpr u32 BT_N_DEFERRED = 16u;         // number of segments from params.num_segments_ptr
-constexpr u32 BT_PREFER_LARGER = 32u;      // tie-break: keep the larger indices
-constexpr u32 BT_STABLE = 64u;             // output: by key, equal keys by index
-constexpr u32 BT_VALUES_ARE_INDEX = 128u;  // write the index within the segment as the value
-constexpr u32 BT_SORTED = 256u;            // output sorted by key (stable or not)
-constexpr u32 BT_GLOBAL_SORT = 512u;       // tier 3: the selected sets are sorted in global memory
-constexpr u32 BT_DIRECT = 1024u;           // strided, every value uniform and checked on the host:
-                                           // no control stages, no descriptors, no status words
-constexpr u32 BT_VALUE_POINTERS = 2048u;   // listed layout: params.values holds each segment's
-                                           // value address (u64), not one buffer of values
-
-// params.tiers: which tiers this call runs (the bins).
-constexpr u32 BT_TIER_WARP = 1u;
-constexpr u32 BT_TIER_BLOCK = 2u;
-constexpr u32 BT_TIER_LARGE = 4u;
-constexpr u32 BT_TIER_STREAM = 8u;
-
-// Status words (u64).
-constexpr u32 BT_STATUS_VIOLATION = 0;  // min over invalid segments of (segment << 8 | code)
-constexpr u32 BT_STATUS_VALUE = 1;      // the offending value of that segment
-constexpr u32 BT_STATUS_N_BAD = 2;      // 1 when a deferred count was outside its bounds
-constexpr u32 BT_STATUS_N_VALUE = 3;    // that count
-constexpr u32 BT_STATUS_COUNT = 4;      // the number of segments processed
-constexpr u32 BT_STATUS_BINS = 5;        // 4 words: segments appended to each bin (warp, block,
-                                         // large, stream), possibly past the bin's capacity
-constexpr u32 BT_STATUS_TOTAL = 9;       // the sum of the valid segments' sizes
-constexpr u32 BT_STATUS_TOTAL_BAD = 10;  // 1 when that sum is outside the TotalItems guarantee
-constexpr u32 BT_LISTS = 4;              // bin lists (bt_bin_index)
-
-// Descriptor words per segment (u64).
-constexpr u32 BT_DESC_WORDS = 4;  // begin, size, written, direction | valid << 8
-constexpr u64 BT_DESC_VALID = 256ull;
-
-// Violation codes (as the host's `Violation`).
-constexpr u32 BT_OFFSETS_OUT_OF_ORDER = 1;
-constexpr u32 BT_PAST_BUFFER = 2;
-constexpr u32 BT_SIZE_OUT_OF_BOUNDS = 3;
-constexpr u32 BT_SIZE_ABOVE_STRIDE = 4;
-constexpr u32 BT_K_OUT_OF_BOUNDS = 5;
-constexpr u32 BT_DIRECTION_NOT_COMPILED = 6;
+// The stages, flags, bins, status and descriptor words and violation codes shared with the host
+// are generated from the Rust lists (segments.rs, families/batched_topk.rs) ahead of this header.
 
 constexpr u64 BT_PAD = ~0ull;  // index of a padding entry: worse than every item
 
@@ -150,34 +90,34 @@ __device__ __forceinline__ u32 bt_resolve(const BatchedTopKParams& p, u64 seg, u
     const u32 f = p.flags;
     u64 begin;
     u64 size;
-    if (f & BT_OFFSETS) {
+    if (f & SEGMENT_OFFSETS) {
         const i64 b = reinterpret_cast<const i64*>(p.begin_offsets)[seg];
         const i64 e = reinterpret_cast<const i64*>(p.end_offsets)[seg];
         if (b < 0 || b > e) {
             *value = b;
-            return BT_OFFSETS_OUT_OF_ORDER;
+            return VIOLATION_OFFSETS_OUT_OF_ORDER;
         }
         if ((u64)e > p.num_keys) {
             *value = e;
-            return BT_PAST_BUFFER;
+            return VIOLATION_PAST_BUFFER;
         }
         const i64 s = e - b;
         if (s < (i64)p.size_min || s > (i64)p.size_max) {
             *value = s;
-            return BT_SIZE_OUT_OF_BOUNDS;
+            return VIOLATION_SIZE_OUT_OF_BOUNDS;
         }
         begin = (u64)b;
         size = (u64)s;
     } else {
-        const i64 s = (f & BT_SIZES_PER_SEGMENT) ? reinterpret_cast<const i64*>(p.sizes)[seg]
+        const i64 s = (f & SEGMENT_SIZES_PER_SEGMENT) ? reinterpret_cast<const i64*>(p.sizes)[seg]
                                                  : (i64)p.size_value;
         if (s < (i64)p.size_min || s > (i64)p.size_max) {
             *value = s;
-            return BT_SIZE_OUT_OF_BOUNDS;
+            return VIOLATION_SIZE_OUT_OF_BOUNDS;
         }
         if ((u64)s > p.stride) {
             *value = s;
-            return BT_SIZE_ABOVE_STRIDE;
+            return VIOLATION_SIZE_ABOVE_STRIDE;
         }
         const u64 high = __umul64hi(seg, p.stride);
         const u64 b = seg * p.stride;
@@ -185,7 +125,7 @@ __device__ __forceinline__ u32 bt_resolve(const BatchedTopKParams& p, u64 seg, u
         if (high != 0 || e < b || e > p.num_keys) {
             const bool saturated = high != 0 || e < b || e > 0x7FFFFFFFFFFFFFFFull;
             *value = saturated ? (i64)0x7FFFFFFFFFFFFFFFll : (i64)e;
-            return BT_PAST_BUFFER;
+            return VIOLATION_PAST_BUFFER;
         }
         begin = b;
         size = (u64)s;
@@ -193,14 +133,14 @@ __device__ __forceinline__ u32 bt_resolve(const BatchedTopKParams& p, u64 seg, u
     const i64 k = (f & BT_K_PER_SEGMENT) ? reinterpret_cast<const i64*>(p.ks)[seg] : (i64)p.k_value;
     if (k < (i64)p.k_min || k > (i64)p.k_max) {
         *value = k;
-        return BT_K_OUT_OF_BOUNDS;
+        return VIOLATION_K_OUT_OF_BOUNDS;
     }
     u32 dir = p.direction_value;
     if (f & BT_DIR_PER_SEGMENT) {
         const u32 d = reinterpret_cast<const u8*>(p.directions)[seg];
         if (d > 1 || ((p.direction_mask >> d) & 1u) == 0) {
             *value = (i64)d;
-            return BT_DIRECTION_NOT_COMPILED;
+            return VIOLATION_DIRECTION_NOT_COMPILED;
         }
         dir = d;
     }
@@ -225,7 +165,7 @@ __device__ __forceinline__ u32 bt_bin(const BatchedTopKParams& p, u64 size, u64 
     return BT_TIER_LARGE;
 }
 
-// Segment `seg` of a direct call (BT_DIRECT): every value comes from the parameters, checked
+// Segment `seg` of a direct call (SEGMENT_DIRECT): every value comes from the parameters, checked
 // on the host (every segment is valid and alike); false when it is not in `bin` or writes
 // nothing.
 __device__ __forceinline__ bool bt_direct_descriptor(const BatchedTopKParams& p, u64 seg,
@@ -241,12 +181,12 @@ __device__ __forceinline__ bool bt_direct_descriptor(const BatchedTopKParams& p,
 // Reads a segment's descriptor; false when it is invalid, not in `bin`, or writes nothing.
 __device__ __forceinline__ bool bt_descriptor(const BatchedTopKParams& p, u64 seg, u32 bin,
                                               u64* begin, u64* size, u64* written, u32* dir) {
-    if (p.flags & BT_DIRECT) {
+    if (p.flags & SEGMENT_DIRECT) {
         return bt_direct_descriptor(p, seg, bin, begin, size, written, dir);
     }
-    const u64* desc = reinterpret_cast<const u64*>(p.descriptors) + seg * BT_DESC_WORDS;
+    const u64* desc = reinterpret_cast<const u64*>(p.descriptors) + seg * SEGMENT_DESC_WORDS;
     const u64 flags = desc[3];
-    if ((flags & BT_DESC_VALID) == 0) {
+    if ((flags & SEGMENT_DESC_VALID) == 0) {
         return false;
     }
     *begin = desc[0];
@@ -273,7 +213,7 @@ __device__ __forceinline__ void bt_write_value(const BatchedTopKParams& p, u64 b
         Payload payload;
         if (p.flags & BT_VALUES_ARE_INDEX) {
             payload = (Payload)index;
-        } else if (p.flags & BT_VALUE_POINTERS) {
+        } else if (p.flags & SEGMENT_VALUE_POINTERS) {
             // Listed layout: each segment's values have their own address. Every caller
             // writes slot seg * out_stride + j with j < out_stride, so the segment is the
             // quotient (a division only on this path; writes are k per segment).
@@ -315,10 +255,10 @@ __device__ __forceinline__ void bt_write_ranked(const BatchedTopKParams& p, u64 
 }
 
 __device__ __forceinline__ u64 bt_count(const BatchedTopKParams& p) {
-    if (p.flags & BT_DIRECT) {
+    if (p.flags & SEGMENT_DIRECT) {
         return p.num_segments;
     }
-    return reinterpret_cast<const u64*>(p.status)[BT_STATUS_COUNT];
+    return reinterpret_cast<const u64*>(p.status)[SEGMENT_STATUS_COUNT];
 }
 
 // Binning by compaction: RESOLVE appends every segment that writes something to the list of
@@ -345,11 +285,11 @@ __device__ __forceinline__ u64 bt_list_start(const BatchedTopKParams& p, u32 ind
 
 // The number of segments in `bin` (a tier reads it after RESOLVE, in stream order).
 __device__ __forceinline__ u64 bt_bin_count(const BatchedTopKParams& p, u32 bin) {
-    if (p.flags & BT_DIRECT) {
+    if (p.flags & SEGMENT_DIRECT) {
         return p.num_segments;  // bt_descriptor still skips them when the shape is not `bin`
     }
     const u64 appended =
-        reinterpret_cast<const u64*>(p.status)[BT_STATUS_BINS + bt_bin_index(bin)];
+        reinterpret_cast<const u64*>(p.status)[SEGMENT_STATUS_LISTS + bt_bin_index(bin)];
     const u64 capacity = bt_list_capacity(p, bt_bin_index(bin));
     // Past the capacity only when the TotalItems guarantee is broken (reported).
     return appended < capacity ? appended : capacity;
@@ -357,7 +297,7 @@ __device__ __forceinline__ u64 bt_bin_count(const BatchedTopKParams& p, u32 bin)
 
 // The segment at position `i` of `bin`'s list.
 __device__ __forceinline__ u64 bt_bin_segment(const BatchedTopKParams& p, u32 bin, u64 i) {
-    if (p.flags & BT_DIRECT) {
+    if (p.flags & SEGMENT_DIRECT) {
         return i;
     }
     return reinterpret_cast<const u64*>(p.bins)[bt_list_start(p, bt_bin_index(bin)) + i];
@@ -370,28 +310,28 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
     if (p.stage == BT_STAGE_INIT) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
             u64 count = p.num_segments;
-            status[BT_STATUS_N_BAD] = 0;
-            status[BT_STATUS_N_VALUE] = 0;
-            if (p.flags & BT_N_DEFERRED) {
+            status[SEGMENT_STATUS_COUNT_BAD] = 0;
+            status[SEGMENT_STATUS_COUNT_VALUE] = 0;
+            if (p.flags & SEGMENT_COUNT_DEFERRED) {
                 const i64 n = *reinterpret_cast<const i64*>(p.num_segments_ptr);
                 const i64 lo = (i64)p.num_segments_min;
                 const i64 hi = (i64)p.num_segments_max;
                 if (n < lo || n > hi) {
-                    status[BT_STATUS_N_BAD] = 1;
-                    status[BT_STATUS_N_VALUE] = (u64)n;
+                    status[SEGMENT_STATUS_COUNT_BAD] = 1;
+                    status[SEGMENT_STATUS_COUNT_VALUE] = (u64)n;
                 }
                 count = (u64)(n < lo ? lo : (n > hi ? hi : n));
             }
-            status[BT_STATUS_COUNT] = count;
-            status[BT_STATUS_VIOLATION] = ~0ull;
-            status[BT_STATUS_VALUE] = 0;
-            for (u32 w = BT_STATUS_BINS; w <= BT_STATUS_TOTAL_BAD; ++w) {
+            status[SEGMENT_STATUS_COUNT] = count;
+            status[SEGMENT_STATUS_VIOLATION] = ~0ull;
+            status[SEGMENT_STATUS_VALUE] = 0;
+            for (u32 w = SEGMENT_STATUS_LISTS; w <= BT_STATUS_TOTAL_BAD; ++w) {
                 status[w] = 0;
             }
         }
         return;
     }
-    const u64 count = status[BT_STATUS_COUNT];
+    const u64 count = status[SEGMENT_STATUS_COUNT];
     if (p.stage == BT_STAGE_RESOLVE) {
         __shared__ u64 block_total;
         if (threadIdx.x == 0) {
@@ -405,13 +345,13 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
             u32 dir = 0;
             i64 value = 0;
             const u32 code = bt_resolve(p, seg, &begin, &size, &written, &dir, &value);
-            u64* desc = reinterpret_cast<u64*>(p.descriptors) + seg * BT_DESC_WORDS;
+            u64* desc = reinterpret_cast<u64*>(p.descriptors) + seg * SEGMENT_DESC_WORDS;
             desc[0] = begin;
             desc[1] = size;
             desc[2] = written;
-            desc[3] = (u64)dir | (code == 0 ? BT_DESC_VALID : 0ull);
+            desc[3] = (u64)dir | (code == 0 ? SEGMENT_DESC_VALID : 0ull);
             if (code != 0) {
-                atomicMin(&status[BT_STATUS_VIOLATION], (seg << 8) | (u64)code);
+                atomicMin(&status[SEGMENT_STATUS_VIOLATION], (seg << 8) | (u64)code);
             } else {
                 atomicAdd(&block_total, size);
             }
@@ -421,7 +361,7 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
             const u32 active = __activemask();
 #pragma unroll
             for (u32 b = 0; b < BT_LISTS; ++b) {
-                u64* appended = &status[BT_STATUS_BINS + b];
+                u64* appended = &status[SEGMENT_STATUS_LISTS + b];
                 const u64 at = warp_append<u64>(mine == b, active,
                                                 [appended](u64 n) { return atomicAdd(appended, n); });
                 if (mine == b && at < bt_list_capacity(p, b)) {
@@ -437,13 +377,13 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
     }
     if (p.stage == BT_STAGE_FINALIZE) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
-            const u64 violation = status[BT_STATUS_VIOLATION];
+            const u64 violation = status[SEGMENT_STATUS_VIOLATION];
             if (violation != ~0ull) {
                 u64 begin = 0, size = 0, written = 0;
                 u32 dir = 0;
                 i64 value = 0;
                 bt_resolve(p, violation >> 8, &begin, &size, &written, &dir, &value);
-                status[BT_STATUS_VALUE] = (u64)value;
+                status[SEGMENT_STATUS_VALUE] = (u64)value;
             }
             const u64 total = status[BT_STATUS_TOTAL];
             if (total < p.total_min || total > p.total_max) {
@@ -1239,7 +1179,7 @@ __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
     const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
     if constexpr (sizeof(Bits) <= 4) {
         const u64 warps = total_warps;
-        if ((p.flags & BT_DIRECT) && p.stride <= 0xFFFFFFFFull && warps <= 0xFFFFFFull &&
+        if ((p.flags & SEGMENT_DIRECT) && p.stride <= 0xFFFFFFFFull && warps <= 0xFFFFFFull &&
             p.num_segments <= 0xFFFFFFFFull - 32 * warps) {
             const u64 size = p.size_value;
             const u64 written = p.k_value < size ? p.k_value : size;
@@ -1413,7 +1353,6 @@ __device__ __forceinline__ void bt_block(const BatchedTopKParams& p) {
 //   LARGE_WRITE      a block per segment: sorts the selected indices (by key, then index) in
 //                    shared memory when they fit (written <= SORT_CAP) and the output is
 //                    sorted, unless they were sorted in global memory; writes the outputs.
-constexpr u32 BT_LARGE_WORDS = 8;
 constexpr u32 BT_L_PREFIX = 0;
 constexpr u32 BT_L_MASK = 1;
 constexpr u32 BT_L_REMAINING = 2;
@@ -1421,7 +1360,6 @@ constexpr u32 BT_L_DONE = 3;
 constexpr u32 BT_L_BOUNDARY = 4;
 constexpr u32 BT_L_ABOVE = 5;
 constexpr u32 BT_L_ARRIVED = 6;  // histogram work items of this pass that have finished
-constexpr u32 BT_BINS = 256;
 
 // The pivot digit of pass `p.shift` from a segment's merged histogram, by the whole block
 // (thread b looks at digit 255 - b, so an inclusive scan in thread order counts the items at
@@ -1859,16 +1797,16 @@ __device__ __forceinline__ void bt_stream(const BatchedTopKParams& p);
 template <class Key, u32 BLOCK_THREADS, int TIER, int VALUE_BYTES, int ITEMS, int SORT_CAP>
 __device__ __forceinline__ void batched_topk(const BatchedTopKParams& params) {
     static_assert(BLOCK_THREADS % 32 == 0, "block size");
-    if constexpr (TIER == 0) {
+    if constexpr (TIER == BT_KERNEL_CONTROL) {
         bt_control(params, BLOCK_THREADS);
-    } else if constexpr (TIER == 1) {
+    } else if constexpr (TIER == BT_KERNEL_WARP) {
         static_assert(ITEMS == 1 || ITEMS == 2 || ITEMS == 4 || ITEMS == 8,
                       "warp tier: ITEMS per lane");
         static_assert(BLOCK_THREADS <= 256, "warp tier: candidates for at most 8 warps");
         bt_warp<Key, BLOCK_THREADS, VALUE_BYTES, ITEMS>(params);
-    } else if constexpr (TIER == 2) {
+    } else if constexpr (TIER == BT_KERNEL_BLOCK) {
         bt_block<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
-    } else if constexpr (TIER == 3) {
+    } else if constexpr (TIER == BT_KERNEL_LARGE) {
         bt_large<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP>(params);
     } else {
         bt_stream<Key, BLOCK_THREADS, VALUE_BYTES, SORT_CAP, ITEMS>(params);

@@ -49,23 +49,9 @@
 // within a segment is 32-bit (the host caps segments at stream_max_size < 2^32).
 namespace oxicub {
 
-constexpr u32 BT_STREAM_MAX_CTAS = 16;   // chunks per segment at most (the host's cap)
-constexpr u32 BT_STREAM_FILTER_THREADS = 512;  // the filter's block
-constexpr u32 BT_STREAM_FILTER_WARPS = BT_STREAM_FILTER_THREADS / 32;  // regions per chunk
-constexpr u32 BT_BUCKETS = 4096;         // buckets of the final selection
-// Words of the bucket starts array: BT_BUCKETS + 1 starts, padded so that the array after it
-// is 16-byte aligned (bt_load_words and bt_store_words use vectors).
-constexpr u32 BT_STARTS_WORDS = 4100;
-static_assert(BT_STARTS_WORDS > BT_BUCKETS && BT_STARTS_WORDS % 4 == 0, "starts, then aligned");
-// The candidates a segment holds on chip at most (the host's budget for keys of up to 4 bytes;
-// half that for 8-byte keys).
-constexpr u32 BT_STREAM_CANDIDATES = 8192;
 // The final's copy tasks: up to BT_STREAM_TASK candidates of one region each (BT_STREAM_LOADS
-// per lane); at most a task per region plus one per BT_STREAM_TASK of the candidates on chip.
-constexpr u32 BT_STREAM_TASK = 128;
+// per lane).
 constexpr u32 BT_STREAM_LOADS = BT_STREAM_TASK / 32u;
-constexpr u32 BT_STREAM_MAX_TASKS =
-    BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS + BT_STREAM_CANDIDATES / BT_STREAM_TASK;
 constexpr u32 BT_BUCKET_LOG = 12;
 // The bucket path ranks an item by comparing it with every item of its bucket: it is taken
 // when the sum of the squared bucket sizes is at most this many comparisons per candidate.
@@ -178,13 +164,12 @@ __device__ __forceinline__ u32 bt_field(P packed, u32 u) {
 template <bool WIDE> struct BtPackedCounts { typedef u32 Type; };
 template <> struct BtPackedCounts<true> { typedef u64 Type; };
 
-// Per region of the filter, four u64 words: the candidates it found (more than its slots: an
-// overflow) | its slots << 32, the lowest and the highest rank among those it kept (the final's
-// bucket range), and how many of the candidates it found reach the threshold | its first slot
-// (from the segment's first) << 32. The f32 / f64 hit test passes NaNs of any rank
-// (RadixHitTest), so the candidates may hold keys below the threshold; only those that reach
-// it prove that the candidates hold the k best.
-constexpr u32 BT_STREAM_RECORD_WORDS = 4;
+// Per region of the filter, BT_STREAM_RECORD_WORDS u64 words: the candidates it found (more
+// than its slots: an overflow) | its slots << 32, the lowest and the highest rank among those
+// it kept (the final's bucket range), and how many of the candidates it found reach the
+// threshold | its first slot (from the segment's first) << 32. The f32 / f64 hit test passes
+// NaNs of any rank (RadixHitTest), so the candidates may hold keys below the threshold; only
+// those that reach it prove that the candidates hold the k best.
 
 // The lowest of the warp's `low` and the highest of its `high`, in every lane.
 template <class R>
@@ -1367,7 +1352,6 @@ __device__ __forceinline__ void bt_stream_final(const BatchedTopKParams& p,
 // the exact path's index and rank buffers (stream_index_offset, stream_rank_offset) lie in it]
 // [at stream_bins_offset: bucket counts, bucket starts (BT_STARTS_WORDS; the other block's
 // counts land there first) and scatter positions, u32 each].
-constexpr u32 BT_CLUSTER_BLOCKS = 2;
 
 // This warp's part [*lo, *hi) of its block's half of a segment of `size` keys (multiples of
 // VEC keys).
@@ -1736,7 +1720,7 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     // segment's values then come from the parameters alone, so the compiler keeps them in
     // uniform registers: the descriptor path's per-thread copies, live across the streaming
     // loop, pushed it past 64 registers.
-    if ((p.flags & BT_DIRECT) == 0 || bt_cluster_blocks() != BT_CLUSTER_BLOCKS) {
+    if ((p.flags & SEGMENT_DIRECT) == 0 || bt_cluster_blocks() != BT_CLUSTER_BLOCKS) {
         __trap();
     }
     // Both blocks of a cluster take the same segment, so every return below is cluster-uniform.
@@ -1934,7 +1918,7 @@ __device__ __forceinline__ void bt_stream(const BatchedTopKParams& p) {
     typedef typename BtRankWord<sizeof(typename Key::Bits)>::Type R;
     constexpr u32 WARPS = BLOCK_THREADS / 32;
     __shared__ BtStreamState<R, WARPS> s;
-    if constexpr (PART == 1) {
+    if constexpr (PART == BT_STREAM_PART_FILTER) {
         static_assert(BLOCK_THREADS == BT_STREAM_FILTER_THREADS, "the filter's regions");
         // The sample bins and the batch stage share their words: the sample's select ends in a
         // block barrier before any warp stages a batch, and a work item that draws a sample
@@ -1945,7 +1929,7 @@ __device__ __forceinline__ void bt_stream(const BatchedTopKParams& p) {
         __shared__ uint4 words[STAGE_VECTORS > BIN_VECTORS ? STAGE_VECTORS : BIN_VECTORS];
         bt_stream_filter<Key, BLOCK_THREADS, VALUE_BYTES>(p, s, reinterpret_cast<u32*>(words),
                                                           words);
-    } else if constexpr (PART == 2) {
+    } else if constexpr (PART == BT_STREAM_PART_FINAL) {
         bt_stream_final<Key, BLOCK_THREADS, VALUE_BYTES>(p, s);
     } else {
         bt_stream_cluster<Key, BLOCK_THREADS, VALUE_BYTES>(p, s);

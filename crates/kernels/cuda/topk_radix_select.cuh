@@ -53,66 +53,11 @@
 //                     instead of the outputs and the same stages sort it.
 namespace oxicub {
 
-enum TopKStage {
-    TOPK_INIT = 0,
-    TOPK_HISTOGRAM = 1,
-    TOPK_PIVOT = 2,
-    TOPK_COUNT_BOUNDARY = 3,
-    TOPK_SCAN = 4,
-    TOPK_COUNT_SELECTED = 5,
-    TOPK_SCATTER_SELECTED = 6,
-    TOPK_COUNT_SPLIT = 7,
-    TOPK_SCATTER_SPLIT = 8,
-    TOPK_SAMPLE = 9,
-    TOPK_PREFILTER = 10,
-    TOPK_DECIDE = 11,
-    TOPK_FINAL = 12,
-    TOPK_RANK_COUNT = 13,
-    TOPK_RANK_SCATTER = 14,
-    TOPK_RANK_BUCKET = 15,
-    TOPK_RANK_PLACE = 16
-};
+// The stages, state slots, flags and sizes shared with the host are generated from the Rust
+// list (families/topk_radix_select.rs) ahead of this header.
 
-enum TopKSlot {
-    TOPK_SLOT_K = 0,
-    TOPK_SLOT_PREFIX = 1,
-    TOPK_SLOT_MASK = 2,
-    TOPK_SLOT_REMAINING = 3,
-    TOPK_SLOT_DONE = 4,
-    TOPK_SLOT_BOUNDARY = 5,
-    TOPK_SLOT_SELECTED = 6,
-    TOPK_SLOT_ONES = 7,
-    TOPK_SLOT_THRESHOLD = 8,   // rank threshold T of the fast path
-    TOPK_SLOT_CANDIDATES = 9,  // keys with rank >= T (may exceed the buffer capacity)
-    TOPK_SLOT_MODE = 10,       // 1: fast path over the candidate buffer; 0: over the input
-    TOPK_SLOT_RANKED = 11,     // items appended to the rank buffer by FINAL
-    TOPK_SLOT_ABOVE = 12,      // direct path: slots taken by items above the pivot bucket
-    TOPK_SLOT_TICKETS = 13,    // direct path: boundary tickets handed out
-    TOPK_SLOT_SAMPLED = 14,    // SAMPLE ran
-    TOPK_SLOT_PREFILTERED = 15, // PREFILTER blocks done
-    TOPK_SLOT_FINISHED = 16,   // 8 slots: blocks of HISTOGRAM pass p that have merged
-    TOPK_SLOT_MAX_RANK = 24,   // best rank written to the rank buffer
-    TOPK_SLOT_BUCKETED = 25,   // RANK_BUCKET blocks done
-    TOPK_STATE_SLOTS = 32
-};
-
-// params.flags
-constexpr u32 TOPK_PREFER_LARGER = 1u;    // keep the boundary items with the larger indices
-constexpr u32 TOPK_VALUES_ARE_INDEX = 2u; // write source indices instead of reading values
-constexpr u32 TOPK_SOURCE_IS_TMP = 4u;    // split: read tmp_*, write out_* (else the reverse)
-constexpr u32 TOPK_LEN_IS_SELECTED = 8u;  // the stage runs over the selected items
-constexpr u32 TOPK_SCAN_BOUNDARY = 16u;   // scan: the boundary tile counts (else the other)
-constexpr u32 TOPK_DIRECT = 32u;          // no determinism, unsorted: FINAL writes the outputs
-constexpr u32 TOPK_RANK_SORT = 64u;       // the result is sorted by the rank sort (else unsorted)
-
-constexpr u32 TOPK_SAMPLES = 16384;       // keys sampled for the threshold (PART 2)
 constexpr u32 TOPK_UNROLL = 4;            // 16-byte loads in flight per thread in PREFILTER
 constexpr u32 TOPK_RANK_CHUNK = 2048;     // items compared per RANK_COUNT work unit
-constexpr u32 TOPK_RANK_BUCKET_BITS = 12;
-constexpr u32 TOPK_RANK_BUCKETS = 1u << TOPK_RANK_BUCKET_BITS;  // buckets of the rank sort
-
-constexpr u32 TOPK_DIGIT_BITS = 8;
-constexpr u32 TOPK_BINS = 1u << TOPK_DIGIT_BITS;
 
 
 // Reads k (host value or deferred pointer, clamped) and resets the pass state. One thread.
@@ -486,14 +431,14 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
     typedef typename ValuePayload<VALUE_BYTES>::Type Payload;
     static_assert(BLOCK_THREADS % 32 == 0 && BLOCK_THREADS >= TOPK_BINS, "block size");
     static_assert(BLOCK_THREADS <= 1024, "block size");
-    if (PART == 1) {
-        if (params.stage == TOPK_PREFILTER) {
+    if (PART == TOPK_PART_PREFILTER) {
+        if (params.stage == TOPK_STAGE_PREFILTER) {
             topk_prefilter<Key, BLOCK_THREADS>(params);
         }
         return;
     }
-    if (PART == 2) {
-        if (params.stage == TOPK_SAMPLE) {
+    if (PART == TOPK_PART_SAMPLE) {
+        if (params.stage == TOPK_STAGE_SAMPLE) {
             topk_sample<Key, BLOCK_THREADS>(params);
         }
         return;
@@ -510,7 +455,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
     const Bits flip = (Bits)params.flip;
     const u32 stage = params.stage;
 
-    if (stage == TOPK_INIT) {
+    if (stage == TOPK_STAGE_INIT) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
             topk_init(params, state);
         }
@@ -523,7 +468,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
     u64* cand_index = reinterpret_cast<u64*>(params.cand_index);
     Bits* rank_keys = reinterpret_cast<Bits*>(params.rank_keys);
     u64* rank_index = reinterpret_cast<u64*>(params.rank_index);
-    const bool mode_fast = stage > TOPK_INIT && state[TOPK_SLOT_MODE] == 1;
+    const bool mode_fast = stage > TOPK_STAGE_INIT && state[TOPK_SLOT_MODE] == 1;
     const u32 lane = threadIdx.x & 31u;
     // The candidate buffer: one segment of cand_cap slots per PREFILTER warp, seg_count[s] used.
     const u64* seg_count = reinterpret_cast<const u64*>(params.cand_counts);
@@ -547,7 +492,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
     const bool rank_sort = (params.flags & TOPK_RANK_SORT) != 0;
     const bool direct = (params.flags & TOPK_DIRECT) != 0;
 
-    if (stage == TOPK_DECIDE) {
+    if (stage == TOPK_STAGE_DECIDE) {
         if (blockIdx.x == 0 && threadIdx.x == 0 && state[TOPK_SLOT_SAMPLED] != 0 &&
             state[TOPK_SLOT_DONE] == 0) {
             const u64 count = state[TOPK_SLOT_CANDIDATES];
@@ -558,7 +503,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
         return;
     }
 
-    if (stage == TOPK_HISTOGRAM) {
+    if (stage == TOPK_STAGE_HISTOGRAM) {
         if (state[TOPK_SLOT_DONE] != 0) {
             return;  // block-uniform: every thread reads the same value
         }
@@ -622,7 +567,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
         return;
     }
 
-    if (stage == TOPK_PIVOT) {
+    if (stage == TOPK_STAGE_PIVOT) {
         if (blockIdx.x == 0 && state[TOPK_SLOT_DONE] == 0) {
             topk_pivot<BLOCK_THREADS>(params, state, scan_buffer);
         }
@@ -643,7 +588,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
     const bool old_path =
         !mode_fast || (!direct && state[TOPK_SLOT_RANKED] > params.rank_cap);
 
-    if (stage == TOPK_FINAL) {
+    if (stage == TOPK_STAGE_FINAL) {
         if (!mode_fast) {
             return;
         }
@@ -677,8 +622,8 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
         return;
     }
 
-    if (stage == TOPK_RANK_BUCKET || stage == TOPK_RANK_PLACE || stage == TOPK_RANK_COUNT ||
-        stage == TOPK_RANK_SCATTER) {
+    if (stage == TOPK_STAGE_RANK_BUCKET || stage == TOPK_STAGE_RANK_PLACE || stage == TOPK_STAGE_RANK_COUNT ||
+        stage == TOPK_STAGE_RANK_SCATTER) {
         if (old_path ? !rank_sort : direct) {
             return;
         }
@@ -708,7 +653,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
             return TOPK_RANK_BUCKETS - 1 - (u32)(b < TOPK_RANK_BUCKETS - 1 ? b : TOPK_RANK_BUCKETS - 1);
         };
         const u64 stride = grid_threads(BLOCK_THREADS);
-        if (stage == TOPK_RANK_BUCKET) {
+        if (stage == TOPK_STAGE_RANK_BUCKET) {
             for (u64 i = global_thread_index(BLOCK_THREADS); i < items; i += stride) {
                 const u32 b = bucket_of(rank_keys[i]);
                 placed[i] = ((u64)b << 32) | atomicAdd(&bucket_count[b], 1u);
@@ -747,7 +692,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
             }
             return;
         }
-        if (stage == TOPK_RANK_PLACE) {
+        if (stage == TOPK_STAGE_RANK_PLACE) {
             for (u64 i = global_thread_index(BLOCK_THREADS); i < items; i += stride) {
                 const u64 at = placed[i];
                 const u64 to = bucket_start[at >> 32] + (at & 0xFFFFFFFFull);
@@ -756,7 +701,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
             }
             return;
         }
-        if (stage == TOPK_RANK_SCATTER) {
+        if (stage == TOPK_STAGE_RANK_SCATTER) {
             const u64 k = state[TOPK_SLOT_K];
             const u64 above = k - state[TOPK_SLOT_REMAINING];
             const u64 drop = items - k;  // surplus boundary items (fast path only)
@@ -846,7 +791,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
         (params.flags & TOPK_LEN_IS_SELECTED) ? state[TOPK_SLOT_SELECTED] : params.len;
     const u64 num_tiles = (len + BLOCK_THREADS - 1) / BLOCK_THREADS;
 
-    if (stage == TOPK_SCAN) {
+    if (stage == TOPK_STAGE_SCAN) {
         if (blockIdx.x != 0) {
             return;
         }
@@ -875,8 +820,8 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
         return;
     }
 
-    if (stage == TOPK_COUNT_BOUNDARY || stage == TOPK_COUNT_SELECTED ||
-        stage == TOPK_SCATTER_SELECTED) {
+    if (stage == TOPK_STAGE_COUNT_BOUNDARY || stage == TOPK_STAGE_COUNT_SELECTED ||
+        stage == TOPK_STAGE_SCATTER_SELECTED) {
         const u64 prefix = state[TOPK_SLOT_PREFIX];
         const u64 mask = state[TOPK_SLOT_MASK];
         const u64 remaining = state[TOPK_SLOT_REMAINING];
@@ -892,7 +837,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
             const bool boundary = valid && masked == prefix && rank >= threshold;
             u32 total = 0;
             const u32 boundary_below = block_flag_scan<BLOCK_THREADS>(boundary, warp_totals, &total);
-            if (stage == TOPK_COUNT_BOUNDARY) {
+            if (stage == TOPK_STAGE_COUNT_BOUNDARY) {
                 if (threadIdx.x == 0) {
                     boundary_offsets[tile] = total;
                 }
@@ -903,7 +848,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
                                             : boundary_rank < remaining;
             const bool selected = valid && (masked > prefix || (boundary && kept));
             const u32 selected_below = block_flag_scan<BLOCK_THREADS>(selected, warp_totals, &total);
-            if (stage == TOPK_COUNT_SELECTED) {
+            if (stage == TOPK_STAGE_COUNT_SELECTED) {
                 if (threadIdx.x == 0) {
                     tile_offsets[tile] = total;
                 }
@@ -925,7 +870,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
         return;
     }
 
-    if (stage == TOPK_COUNT_SPLIT || stage == TOPK_SCATTER_SPLIT) {
+    if (stage == TOPK_STAGE_COUNT_SPLIT || stage == TOPK_STAGE_SCATTER_SPLIT) {
         const bool from_tmp = (params.flags & TOPK_SOURCE_IS_TMP) != 0;
         const Bits* src_keys = reinterpret_cast<const Bits*>(from_tmp ? params.tmp_keys : params.out_keys);
         Bits* dst_keys = reinterpret_cast<Bits*>(from_tmp ? params.out_keys : params.tmp_keys);
@@ -941,7 +886,7 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
             const bool one = valid && ((rank >> params.shift) & 1u) != 0;
             u32 total = 0;
             const u32 ones_below = block_flag_scan<BLOCK_THREADS>(one, warp_totals, &total);
-            if (stage == TOPK_COUNT_SPLIT) {
+            if (stage == TOPK_STAGE_COUNT_SPLIT) {
                 if (threadIdx.x == 0) {
                     tile_offsets[tile] = total;
                 }

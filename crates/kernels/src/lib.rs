@@ -6,6 +6,7 @@
 //!   entry-point name are generated from one table per family.
 //! * [`compile_cubin`]: NVRTC to CUBIN for a real architecture, no driver needed.
 //! * [`cached_cubin`] / [`CacheConfig`]: in-process and on-disk module cache.
+//! * [`segments`]: the segmented problem's flags, status words and violation codes.
 //! * [`KernelRuntime`]: loads and launches kernels on one context, with the device's
 //!   [`DeviceFacts`].
 //! * Typed launchers: [`transform_keys`], [`inverse_transform_keys`], [`digit_histogram`].
@@ -25,16 +26,19 @@
 #![deny(missing_docs)]
 
 mod cache;
+mod codegen;
 mod device;
 mod error;
 pub mod families;
 mod nvrtc;
-mod params;
 pub mod radix;
 mod runtime;
-mod spec;
+pub mod segments;
 
 pub use cache::{cache_stats, cached_cubin, CacheConfig, CacheStats, CubinOrigin};
+pub use codegen::spec::{
+    Direction, KernelFamily, KernelSpec, Tier, ValueType, STATIC_SHARED_LIMIT_BYTES,
+};
 pub use device::{device_count, driver_available, open_context, DeviceFacts};
 pub use error::KernelError;
 pub use families::digit_histogram::digit_histogram;
@@ -42,7 +46,6 @@ pub use families::transform_keys::{inverse_transform_keys, transform_keys, Trans
 pub use nvrtc::{compile_cubin, nvrtc_available, nvrtc_version, Arch};
 pub use radix::{CountType, HistogramCount, KeyType, RadixBits, RadixDigit, RadixKey};
 pub use runtime::{KernelRuntime, LoadedKernel};
-pub use spec::{Direction, KernelFamily, KernelSpec, Tier, ValueType, STATIC_SHARED_LIMIT_BYTES};
 
 /// Digit widths in the representative matrix: the smallest, a nibble, the default byte and
 /// the largest supported width.

@@ -11,12 +11,17 @@ use cudarc::driver::SyncOnDrop;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
 
 use super::{keep, SelectedValues};
+use crate::codegen::{device_constants, kernel_params, FamilyTable, KernelParams, TemplateArg};
 use crate::error::DriverResultExt;
-use crate::params::{kernel_params, KernelParams};
 use crate::radix::{KeyType, RadixBits, RadixKey};
 use crate::runtime::{LaunchOrder, LoadedKernel};
-use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
+use crate::segments::{
+    SEGMENT_COUNT_DEFERRED, SEGMENT_DESC_WORDS, SEGMENT_DIRECT, SEGMENT_FLAGS, SEGMENT_OFFSETS,
+    SEGMENT_SIZES_PER_SEGMENT, SEGMENT_STATUS_COUNT_BAD, SEGMENT_STATUS_COUNT_VALUE,
+    SEGMENT_STATUS_LISTS, SEGMENT_STATUS_VALUE, SEGMENT_STATUS_VIOLATION, SEGMENT_VALUE_POINTERS,
+};
 use crate::{KernelError, KernelRuntime, KernelSpec, ValueType};
+use crate::{KernelFamily, Tier};
 
 kernel_params! {
     /// Parameters of `batched_topk` (device pointers as `u64`, 0 where unused).
@@ -107,24 +112,8 @@ const CHUNK_ITEMS: u64 = 16 * 1024;
 pub const STREAM_MAX_BYTES: i64 = 1024 * 1024;
 /// Bytes of keys one block of the stream tier's filter reads (a chunk).
 const STREAM_CHUNK_BYTES: u64 = 128 * 1024;
-/// Candidates per segment the stream tier's final selection holds in shared memory (keys of up
-/// to 4 bytes; half for 8-byte keys; `BT_STREAM_CANDIDATES` in the header); a segment with more
-/// takes the exact path over every key.
-const STREAM_CANDIDATES: u64 = 8192;
-/// Candidates per copy task of the stream tier's final selection (`BT_STREAM_TASK` in the header).
-const STREAM_COPY_TASK: u64 = 128;
-/// Buckets of the stream tier's final selection (`BT_BUCKETS` in the header).
-const STREAM_BUCKETS: u64 = 4096;
-/// Words of its bucket starts array, padded for 16-byte alignment (`BT_STARTS_WORDS`).
-const STREAM_STARTS_WORDS: u64 = STREAM_BUCKETS + 4;
-/// Threads per block of the stream tier's filter (`BT_STREAM_FILTER_THREADS` in the header).
-const STREAM_FILTER_THREADS: u32 = 512;
 /// Threads per block of the stream tier's final selection.
 const STREAM_FINAL_THREADS: u32 = 1024;
-/// Warps per block of the stream tier's filter: each has its own candidate slots.
-const STREAM_FILTER_WARPS: u64 = STREAM_FILTER_THREADS as u64 / 32;
-/// u64 words per filter region in the stream tier's counts (`BT_STREAM_RECORD_WORDS`).
-const STREAM_RECORD_WORDS: u64 = 4;
 /// The most blocks one stream-tier launch asks for (the kernels stride over the rest).
 const STREAM_MAX_GRID: u64 = 1 << 20;
 /// The largest `min(k, size)` the stream tier takes (its on-chip sort); larger goes to the
@@ -134,38 +123,133 @@ pub const STREAM_MAX_K: i64 = 2048;
 /// multi-block tier, as before the tier existed).
 pub const STREAM_TIER_ENABLED: bool = true;
 
-// Stages, flags, status and descriptor words: as in the header.
-const STAGE_INIT: u32 = 0;
-const STAGE_RESOLVE: u32 = 1;
-const STAGE_FINALIZE: u32 = 2;
-const STAGE_SELECT: u32 = 3;
-const STAGE_LARGE_INIT: u32 = 4;
-const STAGE_LARGE_HISTOGRAM: u32 = 5;
-// 6 (LARGE_PIVOT) is done by the last work item of each histogram pass.
-const STAGE_LARGE_COUNT: u32 = 7;
-const STAGE_LARGE_SCAN: u32 = 8;
-const STAGE_LARGE_COLLECT: u32 = 9;
-const STAGE_LARGE_WRITE: u32 = 10;
-const STAGE_LARGE_SORT_INIT: u32 = 11;
-const STAGE_LARGE_SORT_STEP: u32 = 12;
-const FLAG_OFFSETS: u32 = 1;
-const FLAG_SIZES_PER_SEGMENT: u32 = 2;
-const FLAG_K_PER_SEGMENT: u32 = 4;
-const FLAG_DIR_PER_SEGMENT: u32 = 8;
-const FLAG_N_DEFERRED: u32 = 16;
-const FLAG_PREFER_LARGER: u32 = 32;
-const FLAG_STABLE: u32 = 64;
-const FLAG_VALUES_ARE_INDEX: u32 = 128;
-const FLAG_SORTED: u32 = 256;
-const FLAG_GLOBAL_SORT: u32 = 512;
-const FLAG_DIRECT: u32 = 1024;
-const FLAG_VALUE_POINTERS: u32 = 2048;
-const STATUS_WORDS: usize = 11;
-const STATUS_TOTAL: usize = 9;
-const STATUS_TOTAL_BAD: usize = 10;
-const DESC_WORDS: u64 = 4;
-const LARGE_WORDS: u64 = 8;
-const BINS: u64 = 256;
+device_constants! {
+    /// The constants the batched top-k launcher and its kernels share.
+    pub(crate) static BATCHED_TOPK_CONSTANTS;
+
+    /// Template argument `TIER`: the control stages.
+    pub(crate) const BT_KERNEL_CONTROL: u32 = 0;
+    /// `TIER`: a warp per segment.
+    pub(crate) const BT_KERNEL_WARP: u32 = 1;
+    /// `TIER`: a block per segment.
+    pub(crate) const BT_KERNEL_BLOCK: u32 = 2;
+    /// `TIER`: several blocks per segment (radix select over the segment).
+    pub(crate) const BT_KERNEL_LARGE: u32 = 3;
+    /// `TIER`: the stream tier, its part given by `ITEMS`.
+    pub(crate) const BT_KERNEL_STREAM: u32 = 4;
+    /// Stream tier part (`ITEMS`): the filter.
+    pub(crate) const BT_STREAM_PART_FILTER: u32 = 1;
+    /// Stream tier part: the final selection.
+    pub(crate) const BT_STREAM_PART_FINAL: u32 = 2;
+    /// Stream tier part: both in one clustered launch.
+    pub(crate) const BT_STREAM_PART_CLUSTER: u32 = 3;
+
+    /// `params.stage`: the number of segments; resets the status words.
+    pub(crate) const BT_STAGE_INIT: u32 = 0;
+    /// Stage: every segment resolved, checked, described and binned.
+    pub(crate) const BT_STAGE_RESOLVE: u32 = 1;
+    /// Stage: the offending value of the reported segment; the total items' check.
+    pub(crate) const BT_STAGE_FINALIZE: u32 = 2;
+    /// Stage: a tier's selection.
+    pub(crate) const BT_STAGE_SELECT: u32 = 3;
+    /// Stage of the multi-block tier: its state and histograms cleared.
+    pub(crate) const BT_STAGE_LARGE_INIT: u32 = 4;
+    /// Multi-block stage: a digit's histogram (the last work item of a segment picks the pivot).
+    pub(crate) const BT_STAGE_LARGE_HISTOGRAM: u32 = 5;
+    /// Multi-block stage: the pivot on its own (one thread per segment).
+    pub(crate) const BT_STAGE_LARGE_PIVOT: u32 = 6;
+    /// Multi-block stage: the boundary items per chunk.
+    pub(crate) const BT_STAGE_LARGE_COUNT: u32 = 7;
+    /// Multi-block stage: the exclusive scan of the chunk counts.
+    pub(crate) const BT_STAGE_LARGE_SCAN: u32 = 8;
+    /// Multi-block stage: the selected indices collected.
+    pub(crate) const BT_STAGE_LARGE_COLLECT: u32 = 9;
+    /// Multi-block stage: the outputs written.
+    pub(crate) const BT_STAGE_LARGE_WRITE: u32 = 10;
+    /// Multi-block stage: the global sort's ranks and padding.
+    pub(crate) const BT_STAGE_LARGE_SORT_INIT: u32 = 11;
+    /// Multi-block stage: one compare-exchange step of the global sort.
+    pub(crate) const BT_STAGE_LARGE_SORT_STEP: u32 = 12;
+
+    /// Flag (`params.flags`, with the SEGMENT_* flags): `k` per segment, from `params.ks`.
+    pub(crate) const BT_K_PER_SEGMENT: u32 = 4;
+    /// Flag: the direction per segment, from `params.directions` (`u8`).
+    pub(crate) const BT_DIR_PER_SEGMENT: u32 = 8;
+    /// Flag: ties at the boundary keep the larger indices.
+    pub(crate) const BT_PREFER_LARGER: u32 = 32;
+    /// Flag: the output by key, equal keys by index.
+    pub(crate) const BT_STABLE: u32 = 64;
+    /// Flag: the value written is the index within the segment.
+    pub(crate) const BT_VALUES_ARE_INDEX: u32 = 128;
+    /// Flag: the output sorted by key (stable or not).
+    pub(crate) const BT_SORTED: u32 = 256;
+    /// Flag: the multi-block tier sorts its selected sets in global memory.
+    pub(crate) const BT_GLOBAL_SORT: u32 = 512;
+
+    /// Bin (a bit of `params.tiers`, the tiers a call runs): a warp per segment.
+    pub(crate) const BT_TIER_WARP: u32 = 1;
+    /// Bin: a block per segment.
+    pub(crate) const BT_TIER_BLOCK: u32 = 2;
+    /// Bin: several blocks per segment.
+    pub(crate) const BT_TIER_LARGE: u32 = 4;
+    /// Bin: the stream tier.
+    pub(crate) const BT_TIER_STREAM: u32 = 8;
+    /// Bin lists (warp, block, large, stream), each counted in a status word from
+    /// SEGMENT_STATUS_LISTS.
+    pub(crate) const BT_LISTS: u32 = 4;
+    /// Status word: the sum of the valid segments' sizes.
+    pub(crate) const BT_STATUS_TOTAL: u32 = SEGMENT_STATUS_LISTS + BT_LISTS;
+    /// Status word: 1 when that sum is outside the TotalItems guarantee.
+    pub(crate) const BT_STATUS_TOTAL_BAD: u32 = BT_STATUS_TOTAL + 1;
+    /// Status words (`u64`) of a call.
+    pub(crate) const BT_STATUS_WORDS: u32 = BT_STATUS_TOTAL_BAD + 1;
+
+    /// `u64` words of the multi-block tier's state per segment.
+    pub(crate) const BT_LARGE_WORDS: u32 = 8;
+    /// Bins of a radix digit (8 bits).
+    pub(crate) const BT_BINS: u32 = 256;
+
+    /// Chunks per segment of the stream tier at most (STREAM_MAX_BYTES / STREAM_CHUNK_BYTES
+    /// is at most this).
+    pub(crate) const BT_STREAM_MAX_CTAS: u32 = 16;
+    /// Threads per block of the stream tier's filter.
+    pub(crate) const BT_STREAM_FILTER_THREADS: u32 = 512;
+    /// Warps per block of the filter: each has its own candidate slots (a region).
+    pub(crate) const BT_STREAM_FILTER_WARPS: u32 = BT_STREAM_FILTER_THREADS / 32;
+    /// Candidates per segment the stream tier's final selection holds in shared memory (keys of
+    /// up to 4 bytes; half for 8-byte keys); a segment with more takes the exact path over
+    /// every key.
+    pub(crate) const BT_STREAM_CANDIDATES: u32 = 8192;
+    /// Candidates per copy task of the final selection.
+    pub(crate) const BT_STREAM_TASK: u32 = 128;
+    /// Copy tasks of the final selection at most: one per region, and one per BT_STREAM_TASK
+    /// of the candidates on chip.
+    pub(crate) const BT_STREAM_MAX_TASKS: u32 =
+        BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS + BT_STREAM_CANDIDATES / BT_STREAM_TASK;
+    /// `u64` words of a filter region's record in the stream tier's counts.
+    pub(crate) const BT_STREAM_RECORD_WORDS: u32 = 4;
+    /// Buckets of the stream tier's final selection.
+    pub(crate) const BT_BUCKETS: u32 = 4096;
+    /// Words of its bucket starts array: BT_BUCKETS + 1 starts, padded so that the array after
+    /// it is 16-byte aligned (the kernels access it as vectors).
+    pub(crate) const BT_STARTS_WORDS: u32 = BT_BUCKETS + 4;
+    /// Blocks per cluster of the stream tier's clustered launch.
+    pub(crate) const BT_CLUSTER_BLOCKS: u32 = 2;
+}
+
+const _: () = assert!(BT_STARTS_WORDS > BT_BUCKETS && BT_STARTS_WORDS % 4 == 0);
+const _: () = assert!(
+    (BT_K_PER_SEGMENT
+        | BT_DIR_PER_SEGMENT
+        | BT_PREFER_LARGER
+        | BT_STABLE
+        | BT_VALUES_ARE_INDEX
+        | BT_SORTED
+        | BT_GLOBAL_SORT)
+        & SEGMENT_FLAGS
+        == 0,
+    "a family's flags take bits the segmented problem's do not"
+);
 
 /// The tiers of a batched top-k call, as a set of bits.
 ///
@@ -188,14 +272,14 @@ impl BatchedTiers {
     /// No tier.
     pub const NONE: BatchedTiers = BatchedTiers(0);
     /// A warp per segment.
-    pub const WARP: BatchedTiers = BatchedTiers(1);
+    pub const WARP: BatchedTiers = BatchedTiers(BT_TIER_WARP);
     /// A block per segment.
-    pub const BLOCK: BatchedTiers = BatchedTiers(2);
+    pub const BLOCK: BatchedTiers = BatchedTiers(BT_TIER_BLOCK);
     /// Several blocks per segment.
-    pub const LARGE: BatchedTiers = BatchedTiers(4);
+    pub const LARGE: BatchedTiers = BatchedTiers(BT_TIER_LARGE);
     /// Several blocks per segment in two launches: a filter streams each chunk once against a
     /// sampled threshold, then a block per segment selects among the candidates.
-    pub const STREAM: BatchedTiers = BatchedTiers(8);
+    pub const STREAM: BatchedTiers = BatchedTiers(BT_TIER_STREAM);
 
     /// The largest segment the stream tier takes for keys of `key_bytes` bytes.
     ///
@@ -241,13 +325,13 @@ impl BatchedTiers {
         let mut bits = 0;
         // Warp: some size <= 256 with min(k, size) <= 32.
         if size_min <= WARP_MAX_SIZE && (k_min <= WARP_MAX_K || size_min <= WARP_MAX_K) {
-            bits |= 1;
+            bits |= BT_TIER_WARP;
         }
         // Block: some size <= 2048 outside the warp bin.
         let outside_warp =
             size_max > WARP_MAX_SIZE || (k_max > WARP_MAX_K && size_max > WARP_MAX_K);
         if size_min <= SORT_CAP && outside_warp {
-            bits |= 2;
+            bits |= BT_TIER_BLOCK;
         }
         // Stream: some size in (SORT_CAP, cap] with min(k, size) <= STREAM_MAX_K (no size
         // in that range is at most STREAM_MAX_K, so k itself must be).
@@ -262,12 +346,12 @@ impl BatchedTiers {
             && stream_min <= cap
             && k_min <= STREAM_MAX_K;
         if stream {
-            bits |= 8;
+            bits |= BT_TIER_STREAM;
         }
         // Multi-block: some size above SORT_CAP outside the stream bin.
         let beyond_stream = !STREAM_TIER_ENABLED || size_max > cap || k_max > STREAM_MAX_K;
         if size_max > SORT_CAP && beyond_stream {
-            bits |= 4;
+            bits |= BT_TIER_LARGE;
         }
         BatchedTiers(bits)
     }
@@ -332,6 +416,7 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         include_str!("../../cuda/batched_topk.cuh"),
         include_str!("../../cuda/batched_topk_stream.cuh")
     ),
+    constants: &[&BATCHED_TOPK_CONSTANTS],
     params_name: BatchedTopKParams::CXX_NAME,
     params_declaration: BatchedTopKParams::cxx_declaration,
     template_args: &[
@@ -345,30 +430,31 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
     static_shared_bytes: |spec| {
         let sort = 16 * spec.constant("SORT_CAP").unwrap_or(0).max(0) as u64;
         let warps = u64::from(spec.block_threads) / 32;
-        match spec.constant("TIER") {
+        let bins = u64::from(BT_BINS);
+        let code = spec.constant("TIER").map(|code| code as u32);
+        match code {
             // The warp tier's candidates (32 u64 per warp), 8 warps.
-            Some(1) => 8 * 32 * 8,
-            Some(2) => sort,
+            Some(BT_KERNEL_WARP) => 8 * 32 * 8,
+            Some(BT_KERNEL_BLOCK) => sort,
             // + the last-arrival flag and the pivot's warp sums (with alignment).
-            Some(3) => sort + 4 * BINS + 4 * warps + 8 + 8 + 8 * warps,
+            Some(BT_KERNEL_LARGE) => sort + 4 * bins + 4 * warps + 8 + 8 + 8 * warps,
             // The state (a histogram, warp sums, three ranks of up to 8 bytes, the filter's
-            // sample hits per region of up to 16 chunks, the final's copy tasks (16 bytes each: a
-            // task per region and per 128 of the 8192 candidates on chip), 11 counters, the
-            // cluster's pushed totals (8 bytes) and two mbarriers (8 bytes each), 16 bytes for
-            // the alignment of 8-byte ranks and of the 16-byte tasks) and the filter's batch
-            // stage, whose words its sample bins share; the final stage's buffers are dynamic.
-            Some(4) => {
+            // sample hits per region of up to BT_STREAM_MAX_CTAS chunks, the final's copy tasks
+            // (16 bytes each), 11 counters, the cluster's pushed totals (8 bytes) and two
+            // mbarriers (8 bytes each), 16 bytes for the alignment of 8-byte ranks and of the
+            // 16-byte tasks) and the filter's batch stage, whose words its sample bins share; the
+            // final stage's buffers are dynamic.
+            Some(BT_KERNEL_STREAM) => {
                 // The filter's batch stage (4 vectors per lane; 2 for 1-byte keys, counted as 4
                 // here), whose words the sample bins share (4096 at most).
-                let filter = if spec.constant("ITEMS") == Some(1) {
+                let filter = if spec.constant("ITEMS") == Some(i64::from(BT_STREAM_PART_FILTER)) {
                     (16 * 4 * 32 * warps).max(4 * 4096)
                 } else {
                     0
                 };
-                let region_hits = 4 * 16 * STREAM_FILTER_WARPS;
-                let copy_tasks =
-                    16 * (16 * STREAM_FILTER_WARPS + STREAM_CANDIDATES / STREAM_COPY_TASK);
-                4 * BINS + 4 * warps + 24 + region_hits + copy_tasks + 4 * 11 + 8 + 16 + 16 + filter
+                let region_hits = 4 * u64::from(BT_STREAM_MAX_CTAS * BT_STREAM_FILTER_WARPS);
+                let copy_tasks = 16 * u64::from(BT_STREAM_MAX_TASKS);
+                4 * bins + 4 * warps + 24 + region_hits + copy_tasks + 4 * 11 + 8 + 16 + 16 + filter
             }
             // The control stages' block total.
             _ => 8,
@@ -390,27 +476,39 @@ impl KernelSpec {
     /// ```
     pub fn batched_topk(key: KeyType, value_bytes: u8, kernel: BatchedKernel) -> KernelSpec {
         let (key, value_bytes, tier, code, items, sort_cap) = match kernel {
-            BatchedKernel::Control => (KeyType::U32, 0, Tier::GridStride, 0, 1, 0),
-            BatchedKernel::Warp { items } => (key, value_bytes, Tier::WarpPerSegment, 1, items, 0),
-            BatchedKernel::Block => (key, value_bytes, Tier::BlockPerSegment, 2, 1, SORT_CAP),
-            BatchedKernel::Large => (key, value_bytes, Tier::BlocksPerSegment, 3, 1, SORT_CAP),
+            BatchedKernel::Control => (KeyType::U32, 0, Tier::GridStride, BT_KERNEL_CONTROL, 1, 0),
+            BatchedKernel::Warp { items } => {
+                let tier = Tier::WarpPerSegment;
+                (key, value_bytes, tier, BT_KERNEL_WARP, items, 0)
+            }
+            BatchedKernel::Block => {
+                let tier = Tier::BlockPerSegment;
+                (key, value_bytes, tier, BT_KERNEL_BLOCK, 1, SORT_CAP)
+            }
+            BatchedKernel::Large => {
+                let tier = Tier::BlocksPerSegment;
+                (key, value_bytes, tier, BT_KERNEL_LARGE, 1, SORT_CAP)
+            }
             BatchedKernel::StreamFilter => {
-                (key, value_bytes, Tier::BlocksPerSegment, 4, 1, STREAM_MAX_K)
+                let (tier, part) = (Tier::BlocksPerSegment, BT_STREAM_PART_FILTER);
+                (key, value_bytes, tier, BT_KERNEL_STREAM, part, STREAM_MAX_K)
             }
             BatchedKernel::StreamFinal => {
-                (key, value_bytes, Tier::BlockPerSegment, 4, 2, STREAM_MAX_K)
+                let (tier, part) = (Tier::BlockPerSegment, BT_STREAM_PART_FINAL);
+                (key, value_bytes, tier, BT_KERNEL_STREAM, part, STREAM_MAX_K)
             }
             BatchedKernel::StreamCluster => {
-                (key, value_bytes, Tier::BlocksPerSegment, 4, 3, STREAM_MAX_K)
+                let (tier, part) = (Tier::BlocksPerSegment, BT_STREAM_PART_CLUSTER);
+                (key, value_bytes, tier, BT_KERNEL_STREAM, part, STREAM_MAX_K)
             }
         };
         let mut consts = vec![
-            ("TIER", code),
+            ("TIER", i64::from(code)),
             ("VALUE_BYTES", i64::from(value_bytes)),
             ("ITEMS", i64::from(items)),
             ("SORT_CAP", sort_cap),
         ];
-        if code == 1 {
+        if code == BT_KERNEL_WARP {
             // The warp tier: at most 64 registers per thread (4 blocks of 256 resident per SM).
             // H200, [65536x256] k=8: 4 blocks 0.0369 ms, 5 (48 registers, spills) 0.0383,
             // 6 (40) 0.0477, 8 (32) 0.064; without a bound the compiler takes 80-120.
@@ -423,7 +521,7 @@ impl KernelSpec {
         }
         let block_threads = match kernel {
             BatchedKernel::StreamFinal | BatchedKernel::StreamCluster => STREAM_FINAL_THREADS,
-            BatchedKernel::StreamFilter => STREAM_FILTER_THREADS,
+            BatchedKernel::StreamFilter => BT_STREAM_FILTER_THREADS,
             _ => BLOCK_THREADS,
         };
         KernelSpec {
@@ -639,10 +737,18 @@ impl BatchedStatus {
             });
         };
         let words = stream.clone_dtoh(words).during("cuMemcpyDtoHAsync")?;
-        let violation = (words[0] != u64::MAX)
-            .then(|| (words[0] >> 8, (words[0] & 0xFF) as u8, words[1] as i64));
-        let bad_num_segments = (words[2] != 0).then_some(words[3] as i64);
-        let bad_total_items = (words[STATUS_TOTAL_BAD] != 0).then_some(words[STATUS_TOTAL]);
+        let word = |at: u32| words[at as usize];
+        let first = word(SEGMENT_STATUS_VIOLATION);
+        let violation = (first != u64::MAX).then(|| {
+            (
+                first >> 8,
+                (first & 0xFF) as u8,
+                word(SEGMENT_STATUS_VALUE) as i64,
+            )
+        });
+        let bad_num_segments = (word(SEGMENT_STATUS_COUNT_BAD) != 0)
+            .then_some(word(SEGMENT_STATUS_COUNT_VALUE) as i64);
+        let bad_total_items = (word(BT_STATUS_TOTAL_BAD) != 0).then_some(word(BT_STATUS_TOTAL));
         Ok(BatchedReport {
             violation,
             bad_num_segments,
@@ -797,12 +903,12 @@ pub fn batched_topk<K: RadixKey, V>(
     let mut status = if direct {
         None
     } else {
-        Some(alloc(STATUS_WORDS as u64).during("cuMemAllocAsync")?)
+        Some(alloc(BT_STATUS_WORDS as u64).during("cuMemAllocAsync")?)
     };
     if max_segments == 0 && matches!(plan.num_segments, PerSegmentOr::Uniform(_)) {
         // No segment: nothing to launch, nothing to report (a deferred count is still read,
         // to report it when it is outside its bounds).
-        let mut none = [0u64; STATUS_WORDS];
+        let mut none = [0u64; BT_STATUS_WORDS as usize];
         none[0] = u64::MAX;
         if let Some(status) = status.as_mut() {
             stream
@@ -832,7 +938,7 @@ pub fn batched_topk<K: RadixKey, V>(
     let descriptor_words = if direct {
         0
     } else {
-        max_segments.saturating_mul(DESC_WORDS)
+        max_segments.saturating_mul(u64::from(SEGMENT_DESC_WORDS))
     };
     let mut descriptors = scratch(descriptor_words)?;
     let largest = match plan.layout {
@@ -893,8 +999,8 @@ pub fn batched_topk<K: RadixKey, V>(
             .saturating_add(stream_capacity)
     };
     let mut bins = scratch(bin_words)?;
-    let mut large_state = scratch(large_segments.saturating_mul(LARGE_WORDS))?;
-    let mut large_histogram = scratch(large_segments.saturating_mul(BINS))?;
+    let mut large_state = scratch(large_segments.saturating_mul(u64::from(BT_LARGE_WORDS)))?;
+    let mut large_histogram = scratch(large_segments.saturating_mul(u64::from(BT_BINS)))?;
     let mut large_chunks = scratch(large_segments.saturating_mul(chunks))?;
     let selected_stride = if global_sort {
         sort_span
@@ -936,24 +1042,24 @@ pub fn batched_topk<K: RadixKey, V>(
     let stream_counts_ptr = keep_opt(&mut guards, stream, &mut stream_counts);
     let (values_ptr, out_values_ptr, values_are_index) = values.device_ptrs(stream, &mut guards);
     let index_flag = if values_are_index {
-        FLAG_VALUES_ARE_INDEX
+        BT_VALUES_ARE_INDEX
     } else {
         0
     };
     let mut flags = index_flag;
     if value_addresses {
-        flags |= FLAG_VALUE_POINTERS;
+        flags |= SEGMENT_VALUE_POINTERS;
     }
     let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match plan.layout {
         BatchedLayout::Strided { stride, sizes } => match sizes {
             PerSegmentOr::Uniform(size) => (stride, size, 0, 0, 0),
             PerSegmentOr::PerSegment(view) => {
-                flags |= FLAG_SIZES_PER_SEGMENT;
+                flags |= SEGMENT_SIZES_PER_SEGMENT;
                 (stride, 0, keep(&mut guards, view.device_ptr(stream)), 0, 0)
             }
         },
         BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } => {
-            flags |= FLAG_OFFSETS;
+            flags |= SEGMENT_OFFSETS;
             (
                 0,
                 0,
@@ -966,38 +1072,38 @@ pub fn batched_topk<K: RadixKey, V>(
     let (k_value, ks_ptr) = match plan.k {
         PerSegmentOr::Uniform(k) => (k, 0),
         PerSegmentOr::PerSegment(view) => {
-            flags |= FLAG_K_PER_SEGMENT;
+            flags |= BT_K_PER_SEGMENT;
             (0, keep(&mut guards, view.device_ptr(stream)))
         }
     };
     let (direction_value, directions_ptr) = match plan.direction {
         PerSegmentOr::Uniform(d) => (d, 0),
         PerSegmentOr::PerSegment(view) => {
-            flags |= FLAG_DIR_PER_SEGMENT;
+            flags |= BT_DIR_PER_SEGMENT;
             (0, keep(&mut guards, view.device_ptr(stream)))
         }
     };
     let (num_segments, num_segments_ptr) = match plan.num_segments {
         PerSegmentOr::Uniform(n) => (n, 0),
         PerSegmentOr::PerSegment(view) => {
-            flags |= FLAG_N_DEFERRED;
+            flags |= SEGMENT_COUNT_DEFERRED;
             (0, keep(&mut guards, view.device_ptr(stream)))
         }
     };
     if plan.prefer_larger_index {
-        flags |= FLAG_PREFER_LARGER;
+        flags |= BT_PREFER_LARGER;
     }
     if plan.stable {
-        flags |= FLAG_STABLE;
+        flags |= BT_STABLE;
     }
     if plan.sorted {
-        flags |= FLAG_SORTED;
+        flags |= BT_SORTED;
     }
     if global_sort {
-        flags |= FLAG_GLOBAL_SORT;
+        flags |= BT_GLOBAL_SORT;
     }
     if direct {
-        flags |= FLAG_DIRECT;
+        flags |= SEGMENT_DIRECT;
     }
     let params = BatchedTopKParams {
         keys: keys_ptr,
@@ -1060,7 +1166,7 @@ pub fn batched_topk<K: RadixKey, V>(
         direction_value,
         direction_mask: plan.direction_mask,
         tiers: tiers.0,
-        stage: STAGE_INIT,
+        stage: BT_STAGE_INIT,
         shift: 0,
         half: 0,
         reserved: 0,
@@ -1084,29 +1190,29 @@ pub fn batched_topk<K: RadixKey, V>(
     };
     let threads = u64::from(BLOCK_THREADS);
     if !direct {
-        launch(BatchedKernel::Control, 1, STAGE_INIT, 0)?;
-        launch(BatchedKernel::Control, max_segments, STAGE_RESOLVE, 0)?;
-        launch(BatchedKernel::Control, 1, STAGE_FINALIZE, 0)?;
+        launch(BatchedKernel::Control, 1, BT_STAGE_INIT, 0)?;
+        launch(BatchedKernel::Control, max_segments, BT_STAGE_RESOLVE, 0)?;
+        launch(BatchedKernel::Control, 1, BT_STAGE_FINALIZE, 0)?;
     }
     if plan.per_segment_max > 0 {
         if tiers.contains(BatchedTiers::WARP) {
             let kernel = BatchedKernel::Warp {
                 items: plan.warp_items,
             };
-            launch(kernel, max_segments.saturating_mul(32), STAGE_SELECT, 0)?;
+            launch(kernel, max_segments.saturating_mul(32), BT_STAGE_SELECT, 0)?;
         }
         if tiers.contains(BatchedTiers::BLOCK) {
             launch(
                 BatchedKernel::Block,
                 max_segments.saturating_mul(threads),
-                STAGE_SELECT,
+                BT_STAGE_SELECT,
                 0,
             )?;
         }
         if let Some(cluster) = &cluster {
             let layout = &cluster.layout;
             let params = BatchedTopKParams {
-                stage: STAGE_SELECT,
+                stage: BT_STAGE_SELECT,
                 stream_total: layout.candidates,
                 stream_sorted_cap: layout.candidates,
                 stream_sorted_offset: layout.copy_offset,
@@ -1121,7 +1227,7 @@ pub fn batched_topk<K: RadixKey, V>(
                 cluster.grid,
                 layout.shared_bytes,
                 params,
-                CLUSTER_BLOCKS,
+                BT_CLUSTER_BLOCKS,
             )?;
             CLUSTERED_LAUNCHES.with(|n| n.set(n.get() + 1));
         } else if stream_tier {
@@ -1133,13 +1239,13 @@ pub fn batched_topk<K: RadixKey, V>(
             let spec = KernelSpec::batched_topk(key, value_bytes, BatchedKernel::StreamFilter);
             let loaded = runtime.kernel(&spec)?;
             let filter = BatchedTopKParams {
-                stage: STAGE_SELECT,
+                stage: BT_STAGE_SELECT,
                 ..params
             };
             let items = stream_slots.saturating_mul(stream_shape.ctas);
             let wave = runtime.grid_blocks(
                 &loaded,
-                items.saturating_mul(u64::from(STREAM_FILTER_THREADS)),
+                items.saturating_mul(u64::from(BT_STREAM_FILTER_THREADS)),
                 1,
             );
             let filter_blocks = stride_coprime(wave, items, stream_shape.ctas);
@@ -1169,25 +1275,25 @@ pub fn batched_topk<K: RadixKey, V>(
             let work = large_segments
                 .saturating_mul(chunks)
                 .saturating_mul(threads);
-            let bins = large_segments.saturating_mul(BINS);
-            launch(BatchedKernel::Large, bins, STAGE_LARGE_INIT, 0)?;
+            let bins = large_segments.saturating_mul(u64::from(BT_BINS));
+            launch(BatchedKernel::Large, bins, BT_STAGE_LARGE_INIT, 0)?;
             let bits = <K::Bits as RadixBits>::BITS;
             for pass in 0..bits / 8 {
                 let shift = bits - 8 * (pass + 1);
-                // The last work item of each segment picks the pivot (STAGE_LARGE_PIVOT's job).
-                launch(BatchedKernel::Large, work, STAGE_LARGE_HISTOGRAM, shift)?;
+                // The last work item of each segment picks the pivot (BT_STAGE_LARGE_PIVOT's job).
+                launch(BatchedKernel::Large, work, BT_STAGE_LARGE_HISTOGRAM, shift)?;
             }
-            launch(BatchedKernel::Large, work, STAGE_LARGE_COUNT, 0)?;
-            launch(BatchedKernel::Large, large_segments, STAGE_LARGE_SCAN, 0)?;
-            launch(BatchedKernel::Large, work, STAGE_LARGE_COLLECT, 0)?;
+            launch(BatchedKernel::Large, work, BT_STAGE_LARGE_COUNT, 0)?;
+            launch(BatchedKernel::Large, large_segments, BT_STAGE_LARGE_SCAN, 0)?;
+            launch(BatchedKernel::Large, work, BT_STAGE_LARGE_COLLECT, 0)?;
             if global_sort {
                 let slots = large_segments.saturating_mul(sort_span);
-                launch(BatchedKernel::Large, slots, STAGE_LARGE_SORT_INIT, 0)?;
+                launch(BatchedKernel::Large, slots, BT_STAGE_LARGE_SORT_INIT, 0)?;
                 let mut size = 2u64;
                 while size <= sort_span {
                     let mut half = size / 2;
                     while half > 0 {
-                        let step = STAGE_LARGE_SORT_STEP;
+                        let step = BT_STAGE_LARGE_SORT_STEP;
                         launch_step(BatchedKernel::Large, slots, step, size as u32, half as u32)?;
                         half /= 2;
                     }
@@ -1197,7 +1303,7 @@ pub fn batched_topk<K: RadixKey, V>(
             let write = large_segments
                 .saturating_mul(chunks)
                 .saturating_mul(threads);
-            launch(BatchedKernel::Large, write, STAGE_LARGE_WRITE, 0)?;
+            launch(BatchedKernel::Large, write, BT_STAGE_LARGE_WRITE, 0)?;
         }
     }
     drop(guards);
@@ -1315,12 +1421,12 @@ fn stream_layout<K: RadixKey>(
     // Ranks are u32 for keys of up to 32 bits, else u64; a candidate is a rank and a u32
     // index. A region is a filter warp's part of a chunk.
     let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
-    let budget = if key_bytes <= 4 {
-        STREAM_CANDIDATES
+    let budget = u64::from(if key_bytes <= 4 {
+        BT_STREAM_CANDIDATES
     } else {
-        STREAM_CANDIDATES / 2
-    };
-    let regions = ctas * STREAM_FILTER_WARPS;
+        BT_STREAM_CANDIDATES / 2
+    });
+    let regions = ctas * u64::from(BT_STREAM_FILTER_WARPS);
     // A segment's slots in global memory: four times its candidate budget, `candidates` per
     // region on average. A region that overflows sends its segment to the exact path over
     // every key (~10x slower), and sorted, smooth or clustered inputs crowd the candidates
@@ -1328,7 +1434,7 @@ fn stream_layout<K: RadixKey>(
     // where the sample's best keys lie (bt_stream_slots; the rest evenly). The scratch is
     // half the keys' bytes for 4-byte keys; the final selection still holds at most `total`
     // in shared memory.
-    let candidates = (4 * budget / regions).min(chunk / STREAM_FILTER_WARPS);
+    let candidates = (4 * budget / regions).min(chunk / u64::from(BT_STREAM_FILTER_WARPS));
     let total = budget.min(candidates * regions);
     let selected = plan.per_segment_max.min(STREAM_MAX_K as u64);
     // The bucket copy holds the buckets up to the one of the k-th item.
@@ -1338,7 +1444,7 @@ fn stream_layout<K: RadixKey>(
     let candidate_bytes = (total * (rank_bytes + 4)).max(selected.next_power_of_two() * sort_entry);
     let sorted_offset = align(candidate_bytes);
     let bins_offset = align(sorted_offset + sorted_cap * (rank_bytes + 4));
-    let index_offset = align(bins_offset + (STREAM_STARTS_WORDS + STREAM_BUCKETS) * 4);
+    let index_offset = align(bins_offset + u64::from(BT_STARTS_WORDS + BT_BUCKETS) * 4);
     let rank_offset = align(index_offset + selected * 4);
     let shared = rank_offset + selected * rank_bytes;
     let words = |bytes: u64| bytes.div_ceil(8);
@@ -1364,12 +1470,9 @@ fn stream_layout<K: RadixKey>(
         // Per region: its counts and its ranks' range (BT_STREAM_RECORD_WORDS u64 words).
         count_words: slots
             .saturating_mul(regions)
-            .saturating_mul(STREAM_RECORD_WORDS),
+            .saturating_mul(u64::from(BT_STREAM_RECORD_WORDS)),
     }
 }
-
-/// Blocks per cluster of the stream tier's clustered launch (BT_CLUSTER_BLOCKS).
-const CLUSTER_BLOCKS: u32 = 2;
 
 thread_local! {
     /// The clustered launches made on this thread (a call launches on its caller's thread).
@@ -1407,16 +1510,16 @@ struct ClusterLayout {
 /// `cluster_regions_fit` pins that the regions that share words fit.
 fn cluster_layout(key_bytes: u64, selected: u64) -> ClusterLayout {
     let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
-    let candidates = if key_bytes <= 4 {
-        STREAM_CANDIDATES
+    let candidates = u64::from(if key_bytes <= 4 {
+        BT_STREAM_CANDIDATES
     } else {
-        STREAM_CANDIDATES / 2
-    };
+        BT_STREAM_CANDIDATES / 2
+    });
     let align = |x: u64| x.div_ceil(16) * 16;
     let region = align(candidates * (rank_bytes + 4));
     let copy_offset = region;
     let bins_offset = copy_offset + region;
-    let shared = bins_offset + (STREAM_STARTS_WORDS + 2 * STREAM_BUCKETS) * 4;
+    let shared = bins_offset + u64::from(BT_STARTS_WORDS + 2 * BT_BUCKETS) * 4;
     let index_offset = copy_offset;
     ClusterLayout {
         candidates,
@@ -1459,9 +1562,9 @@ fn cluster_launch<K: RadixKey>(
     // not build, the occupancy query fails), the filter and final selection run instead.
     let kernel = runtime.kernel(&spec).ok()?;
     let resident = runtime
-        .max_active_clusters(stream, &kernel, layout.shared_bytes, CLUSTER_BLOCKS)
+        .max_active_clusters(stream, &kernel, layout.shared_bytes, BT_CLUSTER_BLOCKS)
         .ok()?;
-    let grid = segments.saturating_mul(u64::from(CLUSTER_BLOCKS));
+    let grid = segments.saturating_mul(u64::from(BT_CLUSTER_BLOCKS));
     (segments <= u64::from(resident) && grid <= u64::from(u32::MAX)).then(|| ClusterLaunch {
         kernel,
         layout,
@@ -1570,24 +1673,12 @@ mod tests {
         }
     }
 
-    /// The host keeps copies of the stream tier's header constants, and the scratch and
-    /// shared-memory layouts depend on the two agreeing: each copy must appear in the header.
+    /// The final selection's block has a thread per filter region of the largest segment.
     #[test]
-    fn stream_constants_match_the_header() {
-        for (name, value) in [
-            ("BT_STREAM_RECORD_WORDS", STREAM_RECORD_WORDS),
-            ("BT_BUCKETS", STREAM_BUCKETS),
-            ("BT_STARTS_WORDS", STREAM_STARTS_WORDS),
-            ("BT_STREAM_CANDIDATES", STREAM_CANDIDATES),
-            ("BT_STREAM_TASK", STREAM_COPY_TASK),
-            ("BT_STREAM_FILTER_THREADS", u64::from(STREAM_FILTER_THREADS)),
-            ("BT_CLUSTER_BLOCKS", u64::from(CLUSTER_BLOCKS)),
-        ] {
-            let line = format!("constexpr u32 {name} = {value};");
-            assert!(TABLE.header.contains(&line), "the header lacks `{line}`");
-        }
-        // The final's block has a thread per filter region of the largest segment.
-        let regions = (STREAM_MAX_BYTES as u64).div_ceil(STREAM_CHUNK_BYTES) * STREAM_FILTER_WARPS;
+    fn the_final_has_a_thread_per_region() {
+        let chunks = (STREAM_MAX_BYTES as u64).div_ceil(STREAM_CHUNK_BYTES);
+        assert!(chunks <= u64::from(BT_STREAM_MAX_CTAS));
+        let regions = chunks * u64::from(BT_STREAM_FILTER_WARPS);
         assert!(regions <= u64::from(STREAM_FINAL_THREADS));
     }
 }

@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 
+use crate::codegen::{kernel_params, FamilyTable, KernelParams, TemplateArg};
 use crate::error::DriverResultExt;
-use crate::params::{kernel_params, KernelParams};
 use crate::radix::{CountType, HistogramCount, KeyType, RadixDigit, RadixKey};
-use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
 use crate::{KernelError, KernelRuntime, KernelSpec};
+use crate::{KernelFamily, Tier};
 
 kernel_params! {
     /// Parameters of `digit_histogram`.
@@ -30,6 +30,7 @@ const BLOCK_THREADS: u32 = 256;
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "digit_histogram",
     header: include_str!("../../cuda/digit_histogram.cuh"),
+    constants: &[],
     params_name: DigitHistogramParams::CXX_NAME,
     params_declaration: DigitHistogramParams::cxx_declaration,
     template_args: &[

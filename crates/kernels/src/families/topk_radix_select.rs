@@ -7,11 +7,11 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
 
 use super::{keep, SelectedValues};
+use crate::codegen::{device_constants, kernel_params, FamilyTable, KernelParams, TemplateArg};
 use crate::error::DriverResultExt;
-use crate::params::{kernel_params, KernelParams};
 use crate::radix::{KeyType, RadixBits, RadixKey};
-use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
 use crate::{Direction, KernelError, KernelRuntime, KernelSpec, ValueType};
+use crate::{KernelFamily, Tier};
 
 kernel_params! {
     /// Parameters of `topk_radix_select` (device pointers as `u64`, 0 where unused).
@@ -81,20 +81,15 @@ kernel_params! {
 
 /// Threads per block (and items per tile).
 const BLOCK_THREADS: u32 = 256;
-/// Bits per radix-select pass.
-const DIGIT_BITS: u32 = 8;
 /// The most keys one block may count in its 32-bit shared histogram.
 const MAX_KEYS_PER_BLOCK: u64 = 1 << 31;
 
-/// Keys sampled for the fast path's threshold (`TOPK_SAMPLES`).
-const SAMPLES: u64 = 16384;
-/// Threads of the SAMPLE block (PART 2): `SAMPLES / SAMPLE_THREADS` keys each, in registers.
+/// Threads of the SAMPLE block (PART 2): `TOPK_SAMPLES / SAMPLE_THREADS` keys each, in
+/// registers.
 const SAMPLE_THREADS: u32 = 1024;
 /// The fast path's threshold lets fewer than k keys through (a fallback) with at most this
 /// probability.
 const SAMPLE_FAILURE: f64 = 1e-15;
-/// Buckets of the rank sort (`TOPK_RANK_BUCKETS`), as u32 counts and starts.
-const RANK_BUCKETS: u64 = 4096;
 /// The fast path runs on inputs of at least this many keys.
 const FAST_MIN_LEN: u64 = 1 << 16;
 /// The rank sort (sorted output, and the deterministic fast path) serves k up to this bound;
@@ -103,37 +98,124 @@ const RANK_K_MAX: u64 = 32768;
 /// Most items the rank sort takes: k plus the boundary ties.
 const RANK_CAP_MAX: u64 = 65536;
 
-// Stages, state slots and flags: as in the header.
-const STAGE_INIT: u32 = 0;
-const STAGE_HISTOGRAM: u32 = 1;
-const STAGE_COUNT_BOUNDARY: u32 = 3;
-const STAGE_SCAN: u32 = 4;
-const STAGE_COUNT_SELECTED: u32 = 5;
-const STAGE_SCATTER_SELECTED: u32 = 6;
-const STAGE_COUNT_SPLIT: u32 = 7;
-const STAGE_SCATTER_SPLIT: u32 = 8;
-const STAGE_SAMPLE: u32 = 9;
-const STAGE_PREFILTER: u32 = 10;
-const STAGE_FINAL: u32 = 12;
-const STAGE_RANK_COUNT: u32 = 13;
-const STAGE_RANK_SCATTER: u32 = 14;
-const STAGE_RANK_BUCKET: u32 = 15;
-const STAGE_RANK_PLACE: u32 = 16;
-const SLOT_BOUNDARY: u32 = 5;
-const SLOT_SELECTED: u32 = 6;
-const SLOT_ONES: u32 = 7;
-const STATE_SLOTS: usize = 32;
-const FLAG_PREFER_LARGER: u32 = 1;
-const FLAG_VALUES_ARE_INDEX: u32 = 2;
-const FLAG_SOURCE_IS_TMP: u32 = 4;
-const FLAG_LEN_IS_SELECTED: u32 = 8;
-const FLAG_SCAN_BOUNDARY: u32 = 16;
-const FLAG_DIRECT: u32 = 32;
-const FLAG_RANK_SORT: u32 = 64;
+device_constants! {
+    /// The constants the top-k launcher and its kernel share.
+    pub(crate) static TOPK_CONSTANTS;
+
+    /// Template argument `PART`: every stage but the prefilter and the sample.
+    pub(crate) const TOPK_PART_STAGES: u32 = 0;
+    /// `PART`: the prefilter alone.
+    pub(crate) const TOPK_PART_PREFILTER: u32 = 1;
+    /// `PART`: the sample alone.
+    pub(crate) const TOPK_PART_SAMPLE: u32 = 2;
+
+    /// `params.stage`: k read (host value or deferred, clamped), the pass state reset.
+    pub(crate) const TOPK_STAGE_INIT: u32 = 0;
+    /// Stage: a digit's histogram over the candidates (the last block finds the pivot).
+    pub(crate) const TOPK_STAGE_HISTOGRAM: u32 = 1;
+    /// Stage: the pivot on its own (one block).
+    pub(crate) const TOPK_STAGE_PIVOT: u32 = 2;
+    /// Stage: the boundary items per tile.
+    pub(crate) const TOPK_STAGE_COUNT_BOUNDARY: u32 = 3;
+    /// Stage: the exclusive scan of the tile counts (one block).
+    pub(crate) const TOPK_STAGE_SCAN: u32 = 4;
+    /// Stage: the selected items per tile.
+    pub(crate) const TOPK_STAGE_COUNT_SELECTED: u32 = 5;
+    /// Stage: the stable compaction of the selected items.
+    pub(crate) const TOPK_STAGE_SCATTER_SELECTED: u32 = 6;
+    /// Stage: the items with rank bit `shift` set, per tile.
+    pub(crate) const TOPK_STAGE_COUNT_SPLIT: u32 = 7;
+    /// Stage: the stable split by that bit.
+    pub(crate) const TOPK_STAGE_SCATTER_SPLIT: u32 = 8;
+    /// Stage: INIT, then the fast path's threshold from a sample (PART 2).
+    pub(crate) const TOPK_STAGE_SAMPLE: u32 = 9;
+    /// Stage: the fast path's one read of the input into the candidate buffer (PART 1).
+    pub(crate) const TOPK_STAGE_PREFILTER: u32 = 10;
+    /// Stage: the fast path's mode on its own (one thread).
+    pub(crate) const TOPK_STAGE_DECIDE: u32 = 11;
+    /// Stage: the fast path's selection over the candidates.
+    pub(crate) const TOPK_STAGE_FINAL: u32 = 12;
+    /// Stage: the rank sort's count of better items.
+    pub(crate) const TOPK_STAGE_RANK_COUNT: u32 = 13;
+    /// Stage: the rank sort's outputs.
+    pub(crate) const TOPK_STAGE_RANK_SCATTER: u32 = 14;
+    /// Stage: the rank sort's buckets.
+    pub(crate) const TOPK_STAGE_RANK_BUCKET: u32 = 15;
+    /// Stage: the rank sort's items grouped by bucket.
+    pub(crate) const TOPK_STAGE_RANK_PLACE: u32 = 16;
+
+    /// State slot (`u64`): k.
+    pub(crate) const TOPK_SLOT_K: u32 = 0;
+    /// State slot: the selected ranks' common prefix.
+    pub(crate) const TOPK_SLOT_PREFIX: u32 = 1;
+    /// State slot: the bits of that prefix.
+    pub(crate) const TOPK_SLOT_MASK: u32 = 2;
+    /// State slot: the boundary items still to take.
+    pub(crate) const TOPK_SLOT_REMAINING: u32 = 3;
+    /// State slot: the select is done.
+    pub(crate) const TOPK_SLOT_DONE: u32 = 4;
+    /// State slot: the boundary items in all (a scan's total).
+    pub(crate) const TOPK_SLOT_BOUNDARY: u32 = 5;
+    /// State slot: the selected items in all (a scan's total).
+    pub(crate) const TOPK_SLOT_SELECTED: u32 = 6;
+    /// State slot: the items with the split's bit set (a scan's total).
+    pub(crate) const TOPK_SLOT_ONES: u32 = 7;
+    /// State slot: the fast path's rank threshold T.
+    pub(crate) const TOPK_SLOT_THRESHOLD: u32 = 8;
+    /// State slot: the keys with rank >= T (may exceed the candidate buffer).
+    pub(crate) const TOPK_SLOT_CANDIDATES: u32 = 9;
+    /// State slot: 1 for the fast path over the candidate buffer, 0 over the input.
+    pub(crate) const TOPK_SLOT_MODE: u32 = 10;
+    /// State slot: the items FINAL appended to the rank buffer.
+    pub(crate) const TOPK_SLOT_RANKED: u32 = 11;
+    /// State slot (direct path): the output slots taken by items above the pivot bucket.
+    pub(crate) const TOPK_SLOT_ABOVE: u32 = 12;
+    /// State slot (direct path): the boundary tickets handed out.
+    pub(crate) const TOPK_SLOT_TICKETS: u32 = 13;
+    /// State slot: SAMPLE ran.
+    pub(crate) const TOPK_SLOT_SAMPLED: u32 = 14;
+    /// State slot: the PREFILTER blocks done.
+    pub(crate) const TOPK_SLOT_PREFILTERED: u32 = 15;
+    /// State slots (8): the blocks of each HISTOGRAM pass that have merged.
+    pub(crate) const TOPK_SLOT_FINISHED: u32 = 16;
+    /// State slot: the best rank written to the rank buffer.
+    pub(crate) const TOPK_SLOT_MAX_RANK: u32 = 24;
+    /// State slot: the RANK_BUCKET blocks done.
+    pub(crate) const TOPK_SLOT_BUCKETED: u32 = 25;
+    /// State slots in all.
+    pub(crate) const TOPK_STATE_SLOTS: u32 = 32;
+
+    /// Flag (`params.flags`): keep the boundary items with the larger indices.
+    pub(crate) const TOPK_PREFER_LARGER: u32 = 1;
+    /// Flag: write source indices instead of reading values.
+    pub(crate) const TOPK_VALUES_ARE_INDEX: u32 = 2;
+    /// Flag (split): read tmp_*, write out_* (else the reverse).
+    pub(crate) const TOPK_SOURCE_IS_TMP: u32 = 4;
+    /// Flag: the stage runs over the selected items.
+    pub(crate) const TOPK_LEN_IS_SELECTED: u32 = 8;
+    /// Flag (scan): the boundary tile counts (else the other).
+    pub(crate) const TOPK_SCAN_BOUNDARY: u32 = 16;
+    /// Flag: no determinism, unsorted: FINAL writes the outputs.
+    pub(crate) const TOPK_DIRECT: u32 = 32;
+    /// Flag: the result is sorted by the rank sort (else unsorted).
+    pub(crate) const TOPK_RANK_SORT: u32 = 64;
+
+    /// Keys sampled for the fast path's threshold.
+    pub(crate) const TOPK_SAMPLES: u32 = 16384;
+    /// Bits per radix-select pass.
+    pub(crate) const TOPK_DIGIT_BITS: u32 = 8;
+    /// Bins of a pass.
+    pub(crate) const TOPK_BINS: u32 = 1 << TOPK_DIGIT_BITS;
+    /// Leading rank bits of the rank sort's buckets.
+    pub(crate) const TOPK_RANK_BUCKET_BITS: u32 = 12;
+    /// Buckets of the rank sort (u32 counts and starts).
+    pub(crate) const TOPK_RANK_BUCKETS: u32 = 1 << TOPK_RANK_BUCKET_BITS;
+}
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "topk_radix_select",
     header: include_str!("../../cuda/topk_radix_select.cuh"),
+    constants: &[&TOPK_CONSTANTS],
     params_name: TopKRadixSelectParams::CXX_NAME,
     params_declaration: TopKRadixSelectParams::cxx_declaration,
     template_args: &[
@@ -148,10 +230,11 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
     // PART 2 (the sample alone): 256 u32 bins, one u32 per warp, the pivot (u64 + u32).
     static_shared_bytes: |spec| {
         let threads = u64::from(spec.block_threads);
-        match spec.constant("PART") {
-            Some(1) => 8 * threads / 32 + 8, // the warp sums, a flag (8-byte aligned)
-            Some(2) => 4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 12,
-            _ => 4 * (1 << DIGIT_BITS) + 4 * threads / 32 + 8 * threads + 16 * threads + 10,
+        let bins = u64::from(TOPK_BINS);
+        match spec.constant("PART").map(|part| part as u32) {
+            Some(TOPK_PART_PREFILTER) => 8 * threads / 32 + 8, // the warp sums, a flag (8-byte aligned)
+            Some(TOPK_PART_SAMPLE) => 4 * bins + 4 * threads / 32 + 12,
+            _ => 4 * bins + 4 * threads / 32 + 8 * threads + 16 * threads + 10,
         }
     },
 };
@@ -174,7 +257,10 @@ impl KernelSpec {
             direction: None,
             tier: Tier::GridStride,
             block_threads: BLOCK_THREADS,
-            consts: vec![("VALUE_BYTES", i64::from(value_bytes)), ("PART", 0)],
+            consts: vec![
+                ("VALUE_BYTES", i64::from(value_bytes)),
+                ("PART", TOPK_PART_STAGES.into()),
+            ],
         }
     }
 
@@ -191,7 +277,11 @@ impl KernelSpec {
         KernelSpec {
             // 4 blocks of 256 per SM (at most 64 registers): the loads in flight that keep
             // the stream near the copy rate.
-            consts: vec![("VALUE_BYTES", 0), ("PART", 1), ("MIN_BLOCKS", 4)],
+            consts: vec![
+                ("VALUE_BYTES", 0),
+                ("PART", TOPK_PART_PREFILTER.into()),
+                ("MIN_BLOCKS", 4),
+            ],
             ..KernelSpec::topk_radix_select(key, 0)
         }
     }
@@ -208,7 +298,7 @@ impl KernelSpec {
     pub fn topk_radix_select_sample(key: KeyType) -> KernelSpec {
         KernelSpec {
             block_threads: SAMPLE_THREADS,
-            consts: vec![("VALUE_BYTES", 0), ("PART", 2)],
+            consts: vec![("VALUE_BYTES", 0), ("PART", TOPK_PART_SAMPLE.into())],
             ..KernelSpec::topk_radix_select(key, 0)
         }
     }
@@ -361,7 +451,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let kernel = runtime.kernel(&spec)?;
 
     let bits = <K::Bits as RadixBits>::BITS;
-    let passes = bits / DIGIT_BITS;
+    let passes = bits / TOPK_DIGIT_BITS;
     let input_tiles = len.div_ceil(u64::from(BLOCK_THREADS));
     // The fast path: a sampled threshold, one read of the input into a candidate buffer, the
     // select over the candidates. `kb` bounds k (a deferred k is at most max_written).
@@ -378,11 +468,11 @@ pub fn topk_radix_select<K: RadixKey, V>(
     // sample_rank-th best sample) lets fewer than k keys through only if sample_rank of them
     // are: P(Poisson(lambda) >= sample_rank) <= SAMPLE_FAILURE (the stratified count is more
     // concentrated than the Poisson one).
-    let stratum = (len / SAMPLES).max(1);
+    let stratum = (len / u64::from(TOPK_SAMPLES)).max(1);
     let sample_rank = poisson_quantile(kb as f64 / stratum as f64, SAMPLE_FAILURE);
     let expected = sample_rank * stratum;
     let fast = len >= FAST_MIN_LEN
-        && sample_rank <= SAMPLES / 4
+        && sample_rank <= u64::from(TOPK_SAMPLES) / 4
         && 4 * expected + 4096 <= len / 4
         && (direct || rank_cap > 0);
     // One segment of the candidate buffer per prefilter warp, each for 4x its expected share
@@ -417,11 +507,11 @@ pub fn topk_radix_select<K: RadixKey, V>(
     // first those that must start zeroed (one memset), then the rest.
     let mut words = 0u64;
     let key_bytes = std::mem::size_of::<K::Bits>() as u64;
-    let state_at = region(&mut words, STATE_SLOTS as u64, 8);
+    let state_at = region(&mut words, u64::from(TOPK_STATE_SLOTS), 8);
     // The digit histograms of the select, then the rank sort's bucket counts and starts (u32).
     let histogram_at = region(
         &mut words,
-        (u64::from(passes) << DIGIT_BITS) + RANK_BUCKETS,
+        (u64::from(passes) << TOPK_DIGIT_BITS) + u64::from(TOPK_RANK_BUCKETS),
         8,
     );
     // Output positions (zeroed), then each item's bucket and slot.
@@ -454,7 +544,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let at = |word: u64| scratch_ptr + 8 * word;
     let (values_ptr, out_values_ptr, values_are_index) = values.device_ptrs(stream, &mut guards);
     let index_flag = if values_are_index {
-        FLAG_VALUES_ARE_INDEX
+        TOPK_VALUES_ARE_INDEX
     } else {
         0
     };
@@ -473,12 +563,12 @@ pub fn topk_radix_select<K: RadixKey, V>(
     };
     let base_flags = index_flag
         | if plan.prefer_larger_index {
-            FLAG_PREFER_LARGER
+            TOPK_PREFER_LARGER
         } else {
             0
         }
-        | if direct { FLAG_DIRECT } else { 0 }
-        | if rank_sort { FLAG_RANK_SORT } else { 0 };
+        | if direct { TOPK_DIRECT } else { 0 }
+        | if rank_sort { TOPK_RANK_SORT } else { 0 };
     let params = TopKRadixSelectParams {
         keys: keys_ptr,
         values: values_ptr,
@@ -506,7 +596,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
         k_min,
         k_max,
         flip,
-        stage: STAGE_INIT,
+        stage: TOPK_STAGE_INIT,
         shift: 0,
         pass: 0,
         flags: base_flags,
@@ -532,49 +622,63 @@ pub fn topk_radix_select<K: RadixKey, V>(
         // INIT + SAMPLE in one launch of its own kernel; the prefilter on its own kernel,
         // DECIDE in its last block; each PIVOT in the last block of its HISTOGRAM.
         let sample_params = TopKRadixSelectParams {
-            stage: STAGE_SAMPLE,
+            stage: TOPK_STAGE_SAMPLE,
             ..params
         };
         runtime.launch(stream, sample, 1, sample_params)?;
         let params = TopKRadixSelectParams {
-            stage: STAGE_PREFILTER,
+            stage: TOPK_STAGE_PREFILTER,
             ..params
         };
         runtime.launch(stream, prefilter, prefilter_grid, params)?;
     } else {
-        launch(1, STAGE_INIT, 0, 0, 0, 0)?;
+        launch(1, TOPK_STAGE_INIT, 0, 0, 0, 0)?;
     }
     for pass in 0..passes {
-        let shift = bits - DIGIT_BITS * (pass + 1);
-        launch(histogram_grid, STAGE_HISTOGRAM, shift, pass, 0, 0)?;
+        let shift = bits - TOPK_DIGIT_BITS * (pass + 1);
+        launch(histogram_grid, TOPK_STAGE_HISTOGRAM, shift, pass, 0, 0)?;
     }
     if fast {
         let grid = runtime.grid_blocks(&kernel, cand_slots, 1);
-        launch(grid, STAGE_FINAL, 0, 0, 0, 0)?;
+        launch(grid, TOPK_STAGE_FINAL, 0, 0, 0, 0)?;
     }
     // The input-order stages: the whole work in mode 0, no-ops on the fast path.
-    launch(input_grid, STAGE_COUNT_BOUNDARY, 0, 0, 0, 0)?;
-    launch(1, STAGE_SCAN, 0, 0, FLAG_SCAN_BOUNDARY, SLOT_BOUNDARY)?;
-    launch(input_grid, STAGE_COUNT_SELECTED, 0, 0, 0, 0)?;
-    launch(1, STAGE_SCAN, 0, 0, 0, SLOT_SELECTED)?;
-    launch(input_grid, STAGE_SCATTER_SELECTED, 0, 0, 0, 0)?;
+    launch(input_grid, TOPK_STAGE_COUNT_BOUNDARY, 0, 0, 0, 0)?;
+    launch(
+        1,
+        TOPK_STAGE_SCAN,
+        0,
+        0,
+        TOPK_SCAN_BOUNDARY,
+        TOPK_SLOT_BOUNDARY,
+    )?;
+    launch(input_grid, TOPK_STAGE_COUNT_SELECTED, 0, 0, 0, 0)?;
+    launch(1, TOPK_STAGE_SCAN, 0, 0, 0, TOPK_SLOT_SELECTED)?;
+    launch(input_grid, TOPK_STAGE_SCATTER_SELECTED, 0, 0, 0, 0)?;
     if rank_cap > 0 {
         let grid = runtime.grid_blocks(&kernel, rank_cap, 1);
-        launch(grid, STAGE_RANK_BUCKET, 0, 0, 0, 0)?;
-        launch(grid, STAGE_RANK_PLACE, 0, 0, 0, 0)?;
+        launch(grid, TOPK_STAGE_RANK_BUCKET, 0, 0, 0, 0)?;
+        launch(grid, TOPK_STAGE_RANK_PLACE, 0, 0, 0, 0)?;
         let fill = runtime.grid_blocks(&kernel, u64::MAX, 1);
-        launch(fill, STAGE_RANK_COUNT, 0, 0, 0, 0)?;
-        launch(grid, STAGE_RANK_SCATTER, 0, 0, 0, 0)?;
+        launch(fill, TOPK_STAGE_RANK_COUNT, 0, 0, 0, 0)?;
+        launch(grid, TOPK_STAGE_RANK_SCATTER, 0, 0, 0, 0)?;
     }
     if plan.sorted && !rank_sort {
         // LSD stable split by each rank bit, set bits first: sorted by rank descending, equal
         // ranks in source-index order. An even number of passes ends in the outputs.
         for bit in 0..bits {
-            let source = if bit % 2 == 1 { FLAG_SOURCE_IS_TMP } else { 0 };
-            let flags = FLAG_LEN_IS_SELECTED | source;
-            launch(output_grid, STAGE_COUNT_SPLIT, bit, 0, flags, 0)?;
-            launch(1, STAGE_SCAN, 0, 0, FLAG_LEN_IS_SELECTED, SLOT_ONES)?;
-            launch(output_grid, STAGE_SCATTER_SPLIT, bit, 0, flags, 0)?;
+            let source = if bit % 2 == 1 { TOPK_SOURCE_IS_TMP } else { 0 };
+            let flags = TOPK_LEN_IS_SELECTED | source;
+            launch(output_grid, TOPK_STAGE_COUNT_SPLIT, bit, 0, flags, 0)?;
+            launch(
+                1,
+                TOPK_STAGE_SCAN,
+                0,
+                0,
+                TOPK_LEN_IS_SELECTED,
+                TOPK_SLOT_ONES,
+            )?;
+            launch(output_grid, TOPK_STAGE_SCATTER_SPLIT, bit, 0, flags, 0)?;
         }
     }
     drop(guards);
@@ -599,7 +703,7 @@ fn poisson_quantile(lambda: f64, p: f64) -> u64 {
     let top = (lambda + 40.0 * lambda.sqrt() + 60.0).ceil() as u64;
     let mode = lambda.floor() as u64;
     // ln pmf(mode) = mode ln(lambda) - lambda - ln(mode!), by the sum of logs (mode is at most
-    // SAMPLES here, as the host bounds lambda; larger inputs give a far-off answer, never a
+    // TOPK_SAMPLES here, as the host bounds lambda; larger inputs give a far-off answer, never a
     // smaller one than needed, and the caller rejects it).
     let mut ln_pmf = -lambda;
     for j in 1..=mode {

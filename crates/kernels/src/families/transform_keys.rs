@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 
-use crate::params::{kernel_params, KernelParams};
+use crate::codegen::{kernel_params, FamilyTable, KernelParams, TemplateArg};
 use crate::radix::{KeyType, RadixKey};
-use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
 use crate::{KernelError, KernelRuntime, KernelSpec};
+use crate::{KernelFamily, Tier};
 
 kernel_params! {
     /// Parameters of `transform_keys` (pointers to `len` elements of the key's bit width).
@@ -24,6 +24,7 @@ const BLOCK_THREADS: u32 = 256;
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "transform_keys",
     header: include_str!("../../cuda/transform_keys.cuh"),
+    constants: &[],
     params_name: TransformKeysParams::CXX_NAME,
     params_declaration: TransformKeysParams::cxx_declaration,
     template_args: &[

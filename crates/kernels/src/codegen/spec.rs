@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use crate::codegen::DeviceConstants;
 use crate::radix::KeyType;
 use crate::KernelError;
 
@@ -135,6 +136,9 @@ pub(crate) struct FamilyTable {
     pub(crate) name: &'static str,
     /// The family's header (`cuda/<name>.cuh`).
     pub(crate) header: &'static str,
+    /// The constants the family shares with its host code, declared before its header (after
+    /// the core's, [`CORE_CONSTANTS`]).
+    pub(crate) constants: &'static [&'static DeviceConstants],
     /// The parameter struct's C++ name.
     pub(crate) params_name: &'static str,
     /// The parameter struct's C++ declaration.
@@ -147,9 +151,13 @@ pub(crate) struct FamilyTable {
 
 /// The headers every generated kernel includes, in order.
 const COMMON_HEADERS: [&str; 2] = [
-    include_str!("../cuda/common.cuh"),
-    include_str!("../cuda/radix.cuh"),
+    include_str!("../../cuda/common.cuh"),
+    include_str!("../../cuda/radix.cuh"),
 ];
+
+/// The constant lists every generated kernel declares, before any family's: those of the
+/// segmented problem, which every segmented family shares.
+const CORE_CONSTANTS: [&DeviceConstants; 1] = [&crate::segments::SEGMENT_CONSTANTS];
 
 /// Largest static shared memory a kernel may declare (the CUDA limit without opt-in).
 ///
@@ -305,14 +313,18 @@ impl KernelSpec {
         name
     }
 
-    /// The complete CUDA C++ translation unit for this spec: the shared headers, the
-    /// parameter struct, the family's header and the `extern "C"` entry point.
+    /// The complete CUDA C++ translation unit for this spec: the shared headers, the constants
+    /// the core and the family share with the host, the parameter struct, the family's header
+    /// and the `extern "C"` entry point.
     pub fn generated_source(&self) -> String {
         let table = self.family.table();
         let mut source = format!("// oxicub kernel: {self}\n");
         for header in COMMON_HEADERS {
             source.push_str(header);
             source.push('\n');
+        }
+        for constants in CORE_CONSTANTS.iter().chain(table.constants) {
+            source.push_str(&constants.cxx_declaration());
         }
         source.push_str(&(table.params_declaration)());
         source.push_str(table.header);
