@@ -12,7 +12,7 @@ use crate::codegen::DeviceConstants;
 use crate::radix::KeyType;
 use crate::KernelError;
 
-/// The kernel families: one C++ template (in `cuda/<name>.cuh`) each.
+/// The kernel families: one C++ template (in `cuda/<name>/`) each.
 ///
 /// ```
 /// use oxicub_kernels::KernelFamily;
@@ -134,7 +134,8 @@ pub(crate) enum TemplateArg {
 pub(crate) struct FamilyTable {
     /// C++ function template name in namespace `oxicub`, also the entry name prefix.
     pub(crate) name: &'static str,
-    /// The family's header (`cuda/<name>.cuh`).
+    /// The family's headers (`cuda/<name>/*.cuh`), concatenated in the order they build on each
+    /// other.
     pub(crate) header: &'static str,
     /// The constants the family shares with its host code, declared before its header (after
     /// the core's, [`CORE_CONSTANTS`]).
@@ -149,10 +150,20 @@ pub(crate) struct FamilyTable {
     pub(crate) static_shared_bytes: fn(&KernelSpec) -> u64,
 }
 
-/// The headers every generated kernel includes, in order.
-const COMMON_HEADERS: [&str; 2] = [
-    include_str!("../../cuda/common.cuh"),
-    include_str!("../../cuda/radix.cuh"),
+/// The core header every generated kernel starts with: the integer types the constants and the
+/// parameter structs are declared in.
+const CORE_TYPES: &str = include_str!("../../cuda/core/types.cuh");
+
+/// The core's building blocks (`cuda/core/`), which every generated kernel includes after the
+/// constants and the parameter struct and before the family's headers: none has a family
+/// constant, and what a kernel does not call compiles to nothing.
+const CORE_HEADERS: [&str; 6] = [
+    include_str!("../../cuda/core/radix.cuh"),
+    include_str!("../../cuda/core/warp.cuh"),
+    include_str!("../../cuda/core/block.cuh"),
+    include_str!("../../cuda/core/block_sort.cuh"),
+    include_str!("../../cuda/core/loads.cuh"),
+    include_str!("../../cuda/core/segments.cuh"),
 ];
 
 /// The constant lists every generated kernel declares, before any family's: those of the
@@ -313,20 +324,21 @@ impl KernelSpec {
         name
     }
 
-    /// The complete CUDA C++ translation unit for this spec: the shared headers, the constants
-    /// the core and the family share with the host, the parameter struct, the family's header
-    /// and the `extern "C"` entry point.
+    /// The complete CUDA C++ translation unit for this spec: the core's types, the constants the
+    /// core and the family share with the host, the parameter struct, the core's headers, the
+    /// family's headers and the `extern "C"` entry point.
     pub fn generated_source(&self) -> String {
         let table = self.family.table();
         let mut source = format!("// oxicub kernel: {self}\n");
-        for header in COMMON_HEADERS {
-            source.push_str(header);
-            source.push('\n');
-        }
+        source.push_str(CORE_TYPES);
         for constants in CORE_CONSTANTS.iter().chain(table.constants) {
             source.push_str(&constants.cxx_declaration());
         }
         source.push_str(&(table.params_declaration)());
+        for header in CORE_HEADERS {
+            source.push_str(header);
+            source.push('\n');
+        }
         source.push_str(table.header);
         // A spec constant MIN_BLOCKS (not a template argument) asks the compiler to keep that
         // many blocks resident per SM (it caps the registers per thread).

@@ -413,8 +413,21 @@ pub enum BatchedKernel {
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "batched_topk",
     header: concat!(
-        include_str!("../../cuda/batched_topk.cuh"),
-        include_str!("../../cuda/batched_topk_stream.cuh")
+        include_str!("../../cuda/batched_topk/common.cuh"),
+        include_str!("../../cuda/batched_topk/control.cuh"),
+        include_str!("../../cuda/batched_topk/warp_rank.cuh"),
+        include_str!("../../cuda/batched_topk/warp_select.cuh"),
+        include_str!("../../cuda/batched_topk/warp.cuh"),
+        include_str!("../../cuda/batched_topk/block.cuh"),
+        include_str!("../../cuda/batched_topk/large.cuh"),
+        include_str!("../../cuda/batched_topk/stream_common.cuh"),
+        include_str!("../../cuda/batched_topk/stream_select.cuh"),
+        include_str!("../../cuda/batched_topk/stream_sample.cuh"),
+        include_str!("../../cuda/batched_topk/stream_filter.cuh"),
+        include_str!("../../cuda/batched_topk/stream_final.cuh"),
+        include_str!("../../cuda/batched_topk/stream_cluster_push.cuh"),
+        include_str!("../../cuda/batched_topk/stream_cluster.cuh"),
+        include_str!("../../cuda/batched_topk/entry.cuh"),
     ),
     constants: &[&BATCHED_TOPK_CONSTANTS],
     params_name: BatchedTopKParams::CXX_NAME,

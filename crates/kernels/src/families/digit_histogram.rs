@@ -29,7 +29,7 @@ const BLOCK_THREADS: u32 = 256;
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "digit_histogram",
-    header: include_str!("../../cuda/digit_histogram.cuh"),
+    header: include_str!("../../cuda/digit_histogram/digit_histogram.cuh"),
     constants: &[],
     params_name: DigitHistogramParams::CXX_NAME,
     params_declaration: DigitHistogramParams::cxx_declaration,

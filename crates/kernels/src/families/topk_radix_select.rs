@@ -214,7 +214,12 @@ device_constants! {
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "topk_radix_select",
-    header: include_str!("../../cuda/topk_radix_select.cuh"),
+    header: concat!(
+        include_str!("../../cuda/topk_radix_select/common.cuh"),
+        include_str!("../../cuda/topk_radix_select/prefilter.cuh"),
+        include_str!("../../cuda/topk_radix_select/sample.cuh"),
+        include_str!("../../cuda/topk_radix_select/stages.cuh"),
+    ),
     constants: &[&TOPK_CONSTANTS],
     params_name: TopKRadixSelectParams::CXX_NAME,
     params_declaration: TopKRadixSelectParams::cxx_declaration,

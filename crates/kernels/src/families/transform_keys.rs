@@ -23,7 +23,7 @@ const BLOCK_THREADS: u32 = 256;
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "transform_keys",
-    header: include_str!("../../cuda/transform_keys.cuh"),
+    header: include_str!("../../cuda/transform_keys/transform_keys.cuh"),
     constants: &[],
     params_name: TransformKeysParams::CXX_NAME,
     params_declaration: TransformKeysParams::cxx_declaration,
