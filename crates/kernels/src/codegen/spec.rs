@@ -10,58 +10,7 @@ use std::fmt;
 
 use crate::codegen::DeviceConstants;
 use crate::radix::KeyType;
-use crate::KernelError;
-
-/// The kernel families: one C++ template (in `cuda/<name>/`) each.
-///
-/// ```
-/// use oxicub_kernels::KernelFamily;
-///
-/// assert_eq!(KernelFamily::DigitHistogram.to_string(), "digit_histogram");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum KernelFamily {
-    /// Apply the radix transform (or its inverse) to every key.
-    TransformKeys,
-    /// Count the values of one radix digit over all keys.
-    DigitHistogram,
-    /// Single-problem top-k by radix select (every stage of it).
-    TopKRadixSelect,
-    /// Batched top-k: the control stages and the warp, block, multi-block and stream tiers.
-    BatchedTopK,
-}
-
-impl KernelFamily {
-    /// Every family.
-    pub const ALL: [KernelFamily; 4] = [
-        KernelFamily::TransformKeys,
-        KernelFamily::DigitHistogram,
-        KernelFamily::TopKRadixSelect,
-        KernelFamily::BatchedTopK,
-    ];
-
-    /// The family's table.
-    pub(crate) fn table(self) -> &'static FamilyTable {
-        match self {
-            KernelFamily::TransformKeys => &crate::families::transform_keys::TABLE,
-            KernelFamily::DigitHistogram => &crate::families::digit_histogram::TABLE,
-            KernelFamily::TopKRadixSelect => &crate::families::topk_radix_select::TABLE,
-            KernelFamily::BatchedTopK => &crate::families::batched_topk::TABLE,
-        }
-    }
-
-    /// The family's name (the C++ template's name and the entry points' prefix).
-    pub fn name(self) -> &'static str {
-        self.table().name
-    }
-}
-
-impl fmt::Display for KernelFamily {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::{KernelError, KernelFamily};
 
 /// How the work of a kernel is laid out over the grid. More tiers (thread, warp, block or
 /// several blocks per segment) come with the segmented algorithms.

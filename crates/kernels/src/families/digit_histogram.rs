@@ -70,6 +70,29 @@ impl KernelSpec {
     }
 }
 
+/// Digit widths of the representative specs: the smallest, a nibble, the default byte and the
+/// largest supported width.
+const REPRESENTATIVE_DIGIT_BITS: [u32; 4] = [1, 4, 8, crate::radix::MAX_DIGIT_BITS];
+
+/// A representative set of the `digit_histogram` specs (every width from 1 to
+/// [`MAX_DIGIT_BITS`](crate::radix::MAX_DIGIT_BITS) bits is valid): each key type with both
+/// counter types and the smallest, a nibble's, the default and the largest digit widths.
+///
+/// ```
+/// assert_eq!(oxicub_kernels::families::digit_histogram::specs().len(), 12 * 2 * 4);
+/// ```
+pub fn specs() -> Vec<KernelSpec> {
+    let mut specs = Vec::new();
+    for key in KeyType::ALL {
+        for count in [CountType::U32, CountType::U64] {
+            for digit_bits in REPRESENTATIVE_DIGIT_BITS {
+                specs.push(KernelSpec::digit_histogram(key, digit_bits, count));
+            }
+        }
+    }
+    specs
+}
+
 /// The most keys one block may count: its shared-memory counters are 32-bit.
 /// (Half of `u32::MAX`, so rounding in the grid-stride split never reaches the limit.)
 const MAX_KEYS_PER_BLOCK: u64 = 1 << 31;

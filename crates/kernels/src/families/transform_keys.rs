@@ -66,6 +66,21 @@ impl KernelSpec {
     }
 }
 
+/// Every `transform_keys` spec: each key type, each way.
+///
+/// ```
+/// assert_eq!(oxicub_kernels::families::transform_keys::specs().len(), 12 * 2);
+/// ```
+pub fn specs() -> Vec<KernelSpec> {
+    let mut specs = Vec::new();
+    for key in KeyType::ALL {
+        for op in [TransformOp::Encode, TransformOp::Decode] {
+            specs.push(KernelSpec::transform_keys(key, op));
+        }
+    }
+    specs
+}
+
 fn launch_transform(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
