@@ -8,7 +8,7 @@
 //! [`KernelSpec::generated_source`](crate::KernelSpec::generated_source)), so the host and the
 //! device cannot drift apart and no header keeps a copy.
 //!
-//! ```ignore
+//! ```text
 //! device_constants! {
 //!     /// The constants of family `example`.
 //!     pub(crate) static EXAMPLE_CONSTANTS;
