@@ -6,7 +6,9 @@
 //! smallest invalid segment.
 //!
 //! ```
-//! use oxicub_kernels::segments::{VIOLATION_DIRECTION_NOT_COMPILED, VIOLATION_OFFSETS_OUT_OF_ORDER};
+//! use oxicub_kernels::segments::{
+//!     VIOLATION_DIRECTION_NOT_COMPILED, VIOLATION_OFFSETS_OUT_OF_ORDER,
+//! };
 //!
 //! assert!(VIOLATION_OFFSETS_OUT_OF_ORDER < VIOLATION_DIRECTION_NOT_COMPILED);
 //! ```

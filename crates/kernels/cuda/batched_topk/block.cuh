@@ -1,4 +1,5 @@
-// Family batched_topk, TIER 2: a block per segment.
+// Family batched_topk, TIER 2: a block per segment (docs/design/batched_topk.md,
+// "Block tier").
 namespace oxicub {
 
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int SORT_CAP>

@@ -1,5 +1,6 @@
 // Family batched_topk: top-k of many independent segments, each with its own size, k and
-// direction. One template, specialised by TIER; a call launches, in stream order:
+// direction (docs/design/batched_topk.md, "Tiers"). One template, specialised by TIER (the
+// files of this folder, entry.cuh last); a call launches, in stream order:
 //
 //   TIER 0 (control), stage INIT      one thread: the number of segments (host value, or a
 //                                     deferred i64 clamped into its bounds, flagged when out of
@@ -32,15 +33,15 @@
 //                                     bitonic-sorted in shared memory (SORT_CAP entries).
 //   TIER 3 (blocks)                   several blocks per segment: MSB-first radix select with
 //                                     per-segment histograms merged on the device (stages
-//                                     below), the selected indices collected, then sorted per
-//                                     segment.
+//                                     in large.cuh), the selected indices collected, then
+//                                     sorted per segment.
 //   TIER 4 (stream)                   several blocks per segment, two launches: a filter that
 //                                     streams each chunk once against a sampled threshold and
 //                                     keeps the candidates, then a block per segment that
 //                                     selects and orders them; or, for a direct call of no more
 //                                     segments than clusters fit at once (sm_90), one launch of
 //                                     a two-block cluster per segment that does both on chip
-//                                     (batched_topk_stream.cuh).
+//                                     (stream_*.cuh).
 //
 // The listed layout (segments at their own device addresses, the seeds' iterator of
 // iterators) is the offsets layout over a keys base of 0: begin/end are element addresses

@@ -1,4 +1,5 @@
-// Family batched_topk, TIER 0: the control stages (INIT, RESOLVE, FINALIZE).
+// Family batched_topk, TIER 0: the control stages (INIT, RESOLVE, FINALIZE;
+// docs/design/batched_topk.md, "Control stages").
 namespace oxicub {
 
 __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block_threads) {

@@ -1,4 +1,5 @@
-// Family batched_topk, TIER 3: several blocks per segment (radix select over the segment).
+// Family batched_topk, TIER 3: several blocks per segment, radix select over the segment
+// (docs/design/batched_topk.md, "Multi-block tier").
 namespace oxicub {
 
 //

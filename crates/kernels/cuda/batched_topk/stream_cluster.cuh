@@ -12,17 +12,17 @@
 // into the other's (a candidate's place: its bucket's start + the bucket's candidates in block
 // 0 for block 1 + a local atomic), and once the other's part has landed each block ranks and
 // writes half of the selection (bt_bucket_write). No cluster barrier follows the one at the
-// start (the mbarriers' setup): a barrier's release waited for the memory system at each
-// exchange, ~1 us of the kernel (H100, [64x131072]: 0.0226-0.0229 -> 0.0215-0.0220 ms).
-// Otherwise (an overflow, a sample that missed, buckets too uneven) the first block runs the
-// exact path over every key of the segment. Against PART 1 + PART 2 this drops the second
-// launch, the final's wait for the filter's grid and its two global round trips (NOTES-batched,
-// eleventh session).
+// start (the mbarriers' setup): a barrier's release waits for the memory system at each
+// exchange (docs/design/batched_topk.md, "Tried and dropped"). Otherwise (an overflow, a
+// sample that missed, buckets too uneven) the first block runs the exact path over every key
+// of the segment. Against PART 1 + PART 2 this drops the second launch, the final's wait for
+// the filter's grid and its two global round trips ("Stream tier: clustered launch").
 //
 // The kernel runs at 64 registers (1024 threads), where the streaming loop is written for the
 // compiler: its state is induction variables and values kept in uniform registers (a direct
 // call's segment comes from the parameters alone), because whatever the compiler could
-// recompute it did, in every batch (NOTES-batched, twelfth session).
+// recompute it did, in every batch (docs/design/batched_topk.md,
+// "Stream tier: clustered launch").
 //
 // Dynamic shared memory (the host's offsets): [candidates: stream_total ranks, then as many u32
 // indices; the exact path's sort region aliases it] [copy at stream_sorted_offset: stream_total
@@ -208,10 +208,9 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
         bt_sample_ranks<Key>(raw, dir, rank);
         {
             // The sample has arrived, and DRAM is idle while the threshold is computed: this
-            // warp's first batch goes to L2 now (H200, [64x131072]: -0.7 us; half its part or
-            // all of it: slower, the prefetches then delay the first loads). Its part is
-            // computed here and again for the stream: kept live across the threshold, it
-            // spilled.
+            // warp's first batch goes to L2 now (half its part or all of it: slower, the
+            // prefetches then delay the first loads). Its part is computed here and again for
+            // the stream: kept live across the threshold, it spilled.
             u32 first_lo, first_hi;
             bt_cluster_part<VEC, WARPS>(size, rank_in_cluster, warp, &first_lo, &first_hi);
             const Bits* from = segment + first_lo;

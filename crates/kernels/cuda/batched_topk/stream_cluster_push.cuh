@@ -1,6 +1,7 @@
 // Family batched_topk, TIER 4 (stream), PART 3: the clustered kernel's building blocks: a
 // block's part of the segment, its open buckets, the pushes between the two blocks of a cluster
-// and the appends of the candidates to a block's shared memory.
+// and the appends of the candidates to a block's shared memory (docs/design/batched_topk.md,
+// "Stream tier: clustered launch").
 namespace oxicub {
 
 // This warp's part [*lo, *hi) of its block's half of a segment of `size` keys (multiples of
@@ -66,9 +67,10 @@ __device__ __forceinline__ u32 bt_cluster_address(const void* p, u32 rank) {
 
 // The blocks of a cluster hand each other data by pushes: st.async into the other block's
 // shared memory, each counted in bytes on an mbarrier of the receiving block, which waits for
-// them. A cluster barrier would do (its release waits for every store of the block to be
-// visible: MEMBAR.ALL.GPU, ~0.5 us at the end of the streaming), and costs both blocks the
-// slower one's time at each of the two exchanges.
+// them. A cluster barrier would do, but its release waits for every store of the block to be
+// visible (MEMBAR.ALL.GPU, long after the streaming), and it costs both blocks the slower
+// one's time at each of the two exchanges (docs/design/batched_topk.md,
+// "Stream tier: clustered launch").
 __device__ __forceinline__ void bt_push(u32 to, u32 bar, uint4 v) {
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32"
                  " [%0], {%1, %2, %3, %4}, [%5];"

@@ -1,6 +1,6 @@
 // Family batched_topk, TIER 4 (streamed): several blocks per segment for segments of a few
 // thousand keys up to a few hundred thousand with min(k, size) <= K_CAP, two launches and no
-// host round trip:
+// host round trip (docs/design/batched_topk.md, "Stream tier"):
 //
 //   PART 1 (filter)        a block per chunk of a segment (p.stream_chunk keys; the grid,
 //                          at most one wave of resident blocks, strides over (list position,
@@ -31,18 +31,18 @@
 //                          device at once as clusters of two blocks (sm_90): the blocks keep
 //                          their candidates in shared memory and select them there, handing
 //                          each other counts and copies by DSMEM pushes (bt_stream_cluster,
-//                          below).
+//                          stream_cluster.cuh).
 //
-// Why PART 1 + PART 2 and not only clusters: this tier's first form (NOTES-batched.md c1-c4)
-// was a cluster of 8 blocks per segment with a chain of cluster barriers (sample passes, count
-// exchanges, a sort across the cluster) that left the SMs latency-bound at 8 % of the DRAM
-// bandwidth, and clusters that do not all fit at once run in waves. PART 3 keeps the filter's
+// Why PART 1 + PART 2 and not only clusters: a cluster of 8 blocks per segment with a chain of
+// cluster barriers (sample passes, count exchanges, a sort across the cluster) left the SMs
+// latency-bound far below the DRAM bandwidth, and clusters that do not all fit at once run in
+// waves (docs/design/batched_topk.md, "Tried and dropped"). PART 3 keeps the filter's
 // streaming, takes one cluster barrier per segment (its arrive at the start, its wait after the
 // streaming) and two exchanges by pushes, and is used only when every segment's cluster is
-// resident at once.
+// resident at once ("Stream tier: clustered launch").
 //
-// Dynamic shared memory of the final selection (sized by the host): [candidates: stream_total ranks,
-// then as many u32 indices; the exact path's sort region aliases it] [bucket copy at
+// Dynamic shared memory of the final selection (sized by the host): [candidates: stream_total
+// ranks, then as many u32 indices; the exact path's sort region aliases it] [bucket copy at
 // stream_sorted_offset: stream_sorted_cap ranks, then as many u32 indices] [bucket starts and
 // fill counters at stream_bins_offset: BT_STARTS_WORDS + BT_BUCKETS u32] [index buffer at
 // stream_index_offset: u32 per selected item] [rank buffer at stream_rank_offset]. Index math
@@ -57,10 +57,11 @@ constexpr u32 BT_BUCKET_LOG = 12;
 // when the sum of the squared bucket sizes is at most this many comparisons per candidate.
 constexpr u32 BT_BUCKET_WORK = 64;
 // The same for the clustered kernel, whose other path is the exact one over every key of the
-// segment in one block (~0.25 ms at 131072 keys): smooth rows (an AR(1) series, coefficient
-// 0.99) crowd the open bucket 0 past 64 comparisons a candidate (70-91 measured) in ~1 row in
-// 300. At 256 the largest bucket the check lets through is ~sqrt(256 n) (~1000 items at
-// n = 4000): each of its items compares with the others, a few microseconds.
+// segment in one block (about ten times the bucket path): smooth rows (an AR(1) series,
+// coefficient 0.99) crowd its open bucket 0 past 64 comparisons a candidate (70-91) in about
+// one row in 300. At 256 the largest bucket the check lets through is ~sqrt(256 n) (~1000
+// items at n = 4000): each of its items compares with the others, a few microseconds
+// (docs/design/batched_topk.md, "Stream tier: clustered launch").
 constexpr u32 BT_CLUSTER_BUCKET_WORK = 256;
 
 // A warp's batch in the filter: UNROLL 16-byte vectors per lane (at most 32 keys, one hit bit
@@ -79,11 +80,11 @@ struct BtStreamBatch {
 // a sample of single keys made twice the L2 requests of the block's streaming pass (2048
 // against ~1000 for a 128 KiB chunk), and those requests, all at the kernel's start, were the
 // filter's critical path. Runs of two: a lone vector opens a DRAM row for 16 bytes, and the
-// sample's arrival is the kernel's first wait (~3 us at [64x131072]). Not longer runs: the
-// keys between two runs can all lie above the best sample (sorted or clustered rows), where
-// the cluster's open bucket 0 takes them, and past a few hundred keys that bucket costs more
-// than the bucket path allows (runs of 32 sent ascending rows to the exact path:
-// NOTES-batched, twelfth session).
+// sample's arrival is the kernel's first wait. Not longer runs: the keys between two runs can
+// all lie above the best sample (sorted or clustered rows), where the cluster's open bucket 0
+// takes them, and past a few hundred keys that bucket costs more than the bucket path allows
+// (runs of 32 sent ascending rows to the exact path; docs/design/batched_topk.md,
+// "Stream tier: sample and threshold" and "Tried and dropped").
 template <class Bits, u32 BLOCK_THREADS>
 struct BtStreamSample {
     static constexpr u32 VEC = BtStreamBatch<Bits>::VEC;

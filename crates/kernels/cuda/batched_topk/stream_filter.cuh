@@ -1,4 +1,5 @@
-// Family batched_topk, TIER 4 (stream), PART 1: the filter.
+// Family batched_topk, TIER 4 (stream), PART 1: the filter (docs/design/batched_topk.md,
+// "Stream tier: filter and final selection").
 namespace oxicub {
 
 // The filter (PART 1), a block per (list position, chunk) work item. Each warp of the block
@@ -43,10 +44,10 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
     }
     __syncthreads();
     // The chunks of a segment are neighbouring items (neighbouring blocks share an SM's L1 for
-    // the sample's loads: chunk-major items made [64x131072] 0.4 us slower). A grid smaller
-    // than the items is coprime to ctas (the host's), so each block's items cycle through the
-    // chunk numbers: ctas may exceed a segment's chunks (a loose size bound), and a grid that
-    // is a multiple of it would leave the blocks of the higher chunk numbers without work.
+    // the sample's loads; chunk-major items were slower). A grid smaller than the items is
+    // coprime to ctas (the host's), so each block's items cycle through the chunk numbers:
+    // ctas may exceed a segment's chunks (a loose size bound), and a grid that is a multiple of
+    // it would leave the blocks of the higher chunk numbers without work.
     for (u64 w = blockIdx.x; w < work; w += gridDim.x) {
         const u64 slot = w / ctas;
         const u32 c = (u32)(w - slot * ctas);
@@ -113,7 +114,8 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
             // No block barrier: each warp waits for the others' counts when it first needs its
             // slots, with its first batch's loads in flight. (At the kernel's start every block
             // is here at once, with DRAM idle: with a barrier and the slots worked out before
-            // the first loads, the filter took 19.1 us at [64x131072] instead of 17.9.)
+            // the first loads, the filter was slower; docs/design/batched_topk.md,
+            // "Stream tier: filter and final selection".)
             __syncwarp();
             if (lane == 0) {
                 __threadfence_block();
@@ -162,16 +164,17 @@ __device__ __forceinline__ void bt_stream_filter(const BatchedTopKParams& p,
         // then each lane walks its own hits (about 3 % of the keys), reading each key from
         // its staged vectors (in registers, a runtime index would put them in local memory)
         // and its slot's start by a select tree. (Listing the hits and writing them a lane per
-        // hit, coalesced, was slower: [64x131072] 0.0283 ms against 0.0277.)
+        // hit, coalesced, was slower; docs/design/batched_topk.md, "Tried and dropped".)
         constexpr u32 SLOT_MASK = (1u << VEC) - 1u;
         constexpr u32 FIELD = VEC * 32u < 256u ? 8u : 16u;
         typedef typename BtPackedCounts<(UNROLL * FIELD > 32u)>::Type P;
         // Once a batch is tested, a lane with hits stages its vectors in shared memory (its own
         // words: no warp barrier) and the registers take the next batch's loads, which are in
-        // flight through the scan and the appends. (Before, the loads were issued at the top of
-        // each batch, and the SM alternated between waiting and appending: [64x131072] filter
-        // 18.2 -> 16.5 us. The next two batches in flight spill at 64 registers; the first
-        // loaded during the sample's select, by cp.async into the stage, delays the sample.)
+        // flight through the scan and the appends. (Loads issued at the top of each batch left
+        // the SM alternating between waiting and appending; the next two batches in flight
+        // spill at 64 registers; the first loaded during the sample's select, by cp.async into
+        // the stage, delays the sample: docs/design/batched_topk.md,
+        // "Stream tier: filter and final selection".)
         uint4* const staged = stage + warp * BATCH + lane;
         uint4 v4[UNROLL];
         auto load_batch = [&](u32 base) {

@@ -1,5 +1,6 @@
 // Family batched_topk, TIER 4 (stream): the sample a segment's blocks draw, its threshold and
-// the filter regions' slots.
+// the filter regions' slots (docs/design/batched_topk.md,
+// "Stream tier: sample and threshold").
 namespace oxicub {
 
 // The sample's threshold bins: a sample at distance d = best - rank below the best sample goes
@@ -198,12 +199,12 @@ __device__ __forceinline__ u32 bt_stream_regions(u32 size, u32 chunk) {
 // split evenly, the last quarter in proportion to the sample keys at or above the threshold
 // that each region holds (hits[r]). Candidates crowd where the best keys are: sorted, smooth
 // or clustered inputs put most of them in a few regions, which an even split overflows (and
-// an overflow sends the segment to the exact path over every key, ~10x slower). A host
-// simulation of the sample and the threshold at [64x131072] k=2048 (NOTES-batched, seventh
-// session) fits every region of sorted and reversed rows, of one or five hot windows and of
-// 96-99 % of AR(1) series with coefficients 0.99 to 0.9999 (the even split before, 512 slots
-// per region: 0 % of the sorted rows, 2 % of AR(1) 0.999). `hits` is read only: every warp of
-// the block computes its own region's slots.
+// an overflow sends the segment to the exact path over every key, ~10x slower). In a host
+// simulation of the sample and the threshold at [64x131072] k=2048 this split fits every
+// region of sorted and reversed rows, of one or five hot windows and of 96-99 % of AR(1)
+// series with coefficients 0.99 to 0.9999, where an even split fits none of the sorted rows
+// (docs/design/batched_topk.md, "Stream tier: filter and final selection"). `hits` is read
+// only: every warp of the block computes its own region's slots.
 __device__ __forceinline__ void bt_stream_slots(const u32* hits, u32 regions, u32 region,
                                                 u32 total, u32* first, u32* count) {
     const u32 lane = threadIdx.x & 31u;

@@ -1,5 +1,5 @@
-// Family batched_topk, TIER 1: the warp tier's entry, its direct paths (every segment alike)
-// and its walk over the warp bin's list.
+// Family batched_topk, TIER 1 ("Warp tier"): the tier's entry, its direct paths (every
+// segment alike) and its walk over the warp bin's list.
 namespace oxicub {
 
 // The direct path (every segment alike, checked on the host) for keys of at most 32 bits,
@@ -73,9 +73,9 @@ __device__ __forceinline__ void bt_warp_direct(const BatchedTopKParams& p, u32 s
 // The halves declined are marked in a mask and done after each run of at most 15 pairs, a warp
 // per segment (bt_warp32_slow). The mask starts as a sentinel bit that each pair shifts up by
 // two (bt_warp32_pair): a run ends when the sentinel nears the top, and no per-run count, end
-// or shift is carried through the loop (the block's `end` is fixed for the whole call). (v8
-// loaded after the appends and carried those: ptxas kept ~12 values a pair in local memory;
-// this loop has none.)
+// or shift is carried through the loop (the block's `end` is fixed for the whole call): a
+// loop that loaded after the appends and carried those kept ~12 values a pair in local memory;
+// this one has none (docs/design/batched_topk.md, "Warp tier").
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, int ITEMS, u32 DIR>
 __device__ __forceinline__ void bt_warp_direct_pairs(const BatchedTopKParams& p, u32 size,
                                                      u32 written) {
@@ -93,11 +93,9 @@ __device__ __forceinline__ void bt_warp_direct_pairs(const BatchedTopKParams& p,
     // 2^32), the first `pairs % gridDim.x` blocks one more (placed round robin, so spread over
     // the SMs: 65536 rows, 528 blocks, each SM 248 or 249 pairs), and its warp w takes pairs
     // first + w, first + w + WARPS, ...: the block's reads move through its range together.
-    // Before, round r gave pair r * warps + w * gridDim.x + b to warp w of block b, so all the
-    // warps read one window of the rows moving through the whole buffer; contiguous ranges:
-    // [65536x256] on an H100 0.0313 -> 0.0302-0.0308 ms, on an H200 0.0281-0.0288 ->
-    // 0.0277-0.0284 (side by side; a contiguous range per warp: H100 0.0302-0.0311, H200
-    // 0.0286-0.0291).
+    // Interleaved pairs (all the warps reading one window of the rows that moves through the
+    // whole buffer) and a contiguous range per warp were both slower
+    // (docs/design/batched_topk.md, "Tried and dropped").
     const u32 pairs = count / 2u + (count & 1u);
     const u32 per_block = pairs / gridDim.x;
     const u32 extra = pairs % gridDim.x;
@@ -119,9 +117,9 @@ __device__ __forceinline__ void bt_warp_direct_pairs(const BatchedTopKParams& p,
             if (more) {
                 bt_half_load<H / 4>(keys + (u64)min(2 * next + half, count - 1) * stride, hl, raw);
                 // The pair after next into L2, one bulk prefetch a row by the half's first
-                // lane (the registers hold only the next pair). H100, [65536x256]: 0.0300-0.0311
-                // -> 0.0291-0.0301 ms. A prefetch.global.L2 per 128-byte line (eighth session)
-                // was slower: 16 instructions a pair, not 2.
+                // lane (the registers hold only the next pair). A prefetch.global.L2 per
+                // 128-byte line was slower: 16 instructions a pair, not 2
+                // (docs/design/batched_topk.md, "Warp tier").
                 const u32 after = 2 * (next + WARPS) + half;
                 if (hl == 0u && next + WARPS < end && after < count) {
                     prefetch_l2(keys + (u64)after * stride, size * (u32)sizeof(Bits));
@@ -172,9 +170,9 @@ __device__ __forceinline__ void bt_warp(const BatchedTopKParams& p) {
                 if constexpr (ITEMS % 4 == 0 && sizeof(Bits) == 4) {
                     // Two segments per warp pay off when every warp gets several pairs; with
                     // fewer ([16384x256]: ~2 per warp) the exposed load latency of each pair
-                    // cost v7 more than the halved instructions saved (0.0140 -> 0.0150 ms);
-                    // v9, which loads the next pair a whole pair ahead, is no faster there than
-                    // a warp per segment (0.0135 both, from 2 x warps rows).
+                    // costs more than the halved instructions save, and loading the next pair
+                    // a whole pair ahead is no faster there than a warp per segment
+                    // (docs/design/batched_topk.md, "Warp tier").
                     if (written <= 16 && p.num_segments >= 8 * warps) {
                         // The direction as a constant: the rank is then one shift and one
                         // three-input logic operation per key (a runtime flip takes a third).

@@ -1,5 +1,6 @@
-// Family batched_topk, TIER 1 (a warp per segment): a lane's keys and ranks, the candidate
-// slots of a warp and the appends to them, and the rounds of a warp arg-max.
+// Family batched_topk, TIER 1 (a warp per segment; docs/design/batched_topk.md, "Warp tier"):
+// a lane's keys and ranks, the candidate slots of a warp and the appends to them, and the
+// rounds of a warp arg-max.
 namespace oxicub {
 
 // bt_rank of a key of at most 32 bits, except that a float NaN keeps a code of its own (above
@@ -63,9 +64,8 @@ __device__ __forceinline__ void bt_warp_load(const typename Key::Bits* src, u32 
 // load of the 16 lanes reads 256 consecutive bytes (a lane reading 16 consecutive items needs
 // four loads of 16 bytes 64 apart: twice the sectors and four times the cache lines per load
 // instruction through L1, the kernel's busiest unit). Streaming loads (evict first): every key
-// is read once, and keeping them cached only displaced what was still to come ([65536x256] on
-// an H100 0.0331-0.0342 -> 0.0306-0.0315 ms; L2-only loads, __ldcg, gained nothing; an H200
-// unchanged).
+// is read once, and keeping them cached only displaced what was still to come (L2-only loads
+// gained nothing; docs/design/batched_topk.md, "Warp tier").
 template <int RUNS>
 __device__ __forceinline__ void bt_half_load(const u32* src, u32 hl, u32 (&raw)[4 * RUNS]) {
 #pragma unroll

@@ -1,5 +1,5 @@
-// Family batched_topk, TIER 1: one segment (or, in the direct pairs path, two) selected by a
-// warp, and the paths for the segments the fast selection declines.
+// Family batched_topk, TIER 1 ("Warp tier"): one segment (or, in the direct pairs path, two)
+// selected by a warp, and the paths for the segments the fast selection declines.
 namespace oxicub {
 
 // Keys of at most 32 bits (raw bits in `raw`, lane l holding items l*ITEMS ..; FULL: all

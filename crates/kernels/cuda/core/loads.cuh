@@ -56,7 +56,7 @@ __device__ __forceinline__ u32 select_word(const u32 (&w)[N], u32 i) {
 
 // A thread's N consecutive words [tid N, (tid + 1) N) of a 16-byte aligned shared array, as
 // vectors: a word at a time, lane l's word i sits N words from lane l + 1's, an N-way bank
-// conflict on every access (H100: ~0.5 us of the clustered kernel's bucket starts).
+// conflict on every access.
 template <u32 N>
 __device__ __forceinline__ void load_words(const u32* a, u32 (&w)[N]) {
     static_assert(N == 1 || N % 2 == 0, "whole vectors");

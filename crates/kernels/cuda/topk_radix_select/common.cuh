@@ -1,6 +1,7 @@
 // Family topk_radix_select: single-problem top-k by MSB-first radix select, as a sequence of
-// stages of one kernel, launched back to back on one stream with no host round trip. All pass
-// state lives in a small device array (`state`, u64 slots below). The rank of a key is its radix
+// stages of one kernel, launched back to back on one stream with no host round trip
+// (docs/design/topk.md, "Radix select"). All pass state lives in a small device array (`state`,
+// the TOPK_SLOT_* u64 slots). The rank of a key is its radix
 // code XOR `flip` (all ones for min, zero for max), so a larger rank is always better.
 //
 // Stages (params.stage):

@@ -1,4 +1,5 @@
-// Family topk_radix_select, PART 1: the fast path's PREFILTER.
+// Family topk_radix_select, PART 1: the fast path's PREFILTER (docs/design/topk.md,
+// "Sample and prefilter").
 namespace oxicub {
 
 // PREFILTER, compiled alone (PART 1) so that its registers, not the other stages', set how many
@@ -52,7 +53,8 @@ __device__ __forceinline__ void topk_prefilter(const TopKRadixSelectParams& para
     const u32 stride32 = (u32)stride;
     // Tests one batch (UNROLL vectors per thread, `stride` apart, from vector `base`) and
     // appends its hits: one bit per key (UNROLL * VEC <= 16), the transform done once per key
-    // (ncu showed the stage bound by integer instructions). A warp with no hit skips the append.
+    // (the stage is bound by integer instructions: docs/design/topk.md,
+    // "Sample and prefilter"). A warp with no hit skips the append.
     Bits lo[2];
     Bits width[2];
     radix_hit_intervals<Key>(threshold, flip, lo, width);

@@ -1,4 +1,5 @@
-// Family topk_radix_select, PART 2: the fast path's SAMPLE.
+// Family topk_radix_select, PART 2: the fast path's SAMPLE (docs/design/topk.md,
+// "Sample and prefilter").
 namespace oxicub {
 
 // SAMPLE, compiled alone (PART 2, one block of 1024 threads, TOPK_SAMPLES / 1024 keys each):
@@ -52,7 +53,8 @@ __device__ __forceinline__ void topk_sample(const TopKRadixSelectParams& params)
         }
         __syncthreads();
         // One shared atomic per distinct digit and warp: the top digit is the same for most
-        // samples (ncu: 30 us with one atomic per sample, serialized on one bin).
+        // samples, and an atomic per sample serialises on one bin (docs/design/topk.md,
+        // "Sample and prefilter").
 #pragma unroll
         for (u32 p = 0; p < PER_THREAD; ++p) {
             const bool in = ((u64)rank[p] & mask) == prefix;

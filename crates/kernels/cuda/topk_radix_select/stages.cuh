@@ -206,10 +206,10 @@ __device__ __forceinline__ void topk_radix_select(const TopKRadixSelectParams& p
         }
         // The rank sort. Each item's output position is the number of items better than it
         // (rank descending, equal ranks by source index ascending: all distinct, so positions
-        // are unique and deterministic). Comparing every pair cost ~90 us at k = 16384, so the
-        // items are first grouped by bucket, a monotone function of the rank (best bucket
-        // first): an item is then compared only with the items of its own tile's buckets, and
-        // every item before those buckets is better.
+        // are unique and deterministic). Comparing every pair is quadratic in k, so the items
+        // are first grouped by bucket, a monotone function of the rank (best bucket first): an
+        // item is then compared only with the items of its own tile's buckets, and every item
+        // before those buckets is better (docs/design/topk.md, "Rank sort").
         const u64 items = old_path ? state[TOPK_SLOT_SELECTED] : state[TOPK_SLOT_RANKED];
         u64* positions = reinterpret_cast<u64*>(params.rank_pos);  // zeroed
         u64* placed = positions + params.rank_cap;  // bucket << 32 | slot within the bucket

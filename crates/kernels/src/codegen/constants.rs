@@ -114,18 +114,19 @@ macro_rules! device_constants {
         )*
 
         $(#[$list_meta])*
-        $list_vis static $list: $crate::codegen::DeviceConstants = $crate::codegen::DeviceConstants {
-            name: concat!(module_path!(), "::", stringify!($list)),
-            constants: &[$(
-                $crate::codegen::DeviceConstant {
-                    name: stringify!($name),
-                    cxx_type: <$ty as $crate::codegen::CxxConstant>::CXX,
-                    suffix: <$ty as $crate::codegen::CxxConstant>::SUFFIX,
-                    value: $name as u64,
-                    doc: &[$($doc),*],
-                },
-            )*],
-        };
+        $list_vis static $list: $crate::codegen::DeviceConstants =
+            $crate::codegen::DeviceConstants {
+                name: concat!(module_path!(), "::", stringify!($list)),
+                constants: &[$(
+                    $crate::codegen::DeviceConstant {
+                        name: stringify!($name),
+                        cxx_type: <$ty as $crate::codegen::CxxConstant>::CXX,
+                        suffix: <$ty as $crate::codegen::CxxConstant>::SUFFIX,
+                        value: $name as u64,
+                        doc: &[$($doc),*],
+                    },
+                )*],
+            };
     };
 }
 pub(crate) use device_constants;

@@ -214,8 +214,9 @@ impl KernelSpec {
         ];
         if code == BT_KERNEL_WARP {
             // The warp tier: at most 64 registers per thread (4 blocks of 256 resident per SM).
-            // H200, [65536x256] k=8: 4 blocks 0.0369 ms, 5 (48 registers, spills) 0.0383,
-            // 6 (40) 0.0477, 8 (32) 0.064; without a bound the compiler takes 80-120.
+            // Without a bound the compiler takes 80-120 and fewer blocks hide less latency;
+            // tighter bounds spill (docs/design/batched_topk.md, "Warp tier" and
+            // "Tried and dropped").
             consts.push(("MIN_BLOCKS", WARP_MIN_BLOCKS_PER_SM));
         }
         if matches!(kernel, BatchedKernel::StreamFilter) {

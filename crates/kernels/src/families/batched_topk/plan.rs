@@ -1,9 +1,9 @@
 //! The launch plan of a batched top-k call, as pure functions of its shape (no buffers, no
 //! device): whether the call is direct, which tiers run, the flags, the scratch of every tier
-//! and the launches in stream order (docs/design/batched_topk.md, "Tiers" and "Control
-//! stages"). The launcher ([`super::launch`]) allocates what the plan sizes, binds the pointers
-//! and makes the launches; the only choice it adds is the device's: whether the clustered
-//! stream launch can be used ([`LaunchPlan::cluster`]).
+//! and the launches in stream order (docs/design/batched_topk.md, "Tiers" and
+//! "Control stages"). The launcher ([`super::launch`]) allocates what the plan sizes, binds the
+//! pointers and makes the launches; the only choice it adds is the device's: whether the
+//! clustered stream launch can be used ([`LaunchPlan::cluster`]).
 
 use super::constants::*;
 use super::kernels::BatchedKernel;

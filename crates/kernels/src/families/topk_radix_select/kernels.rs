@@ -97,7 +97,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         let threads = u64::from(spec.block_threads);
         let bins = u64::from(TOPK_BINS);
         match spec.constant("PART").map(|part| part as u32) {
-            Some(TOPK_PART_PREFILTER) => 8 * threads / 32 + 8, // the warp sums, a flag (8-byte aligned)
+            // The warp sums, a flag (8-byte aligned).
+            Some(TOPK_PART_PREFILTER) => 8 * threads / 32 + 8,
             Some(TOPK_PART_SAMPLE) => 4 * bins + 4 * threads / 32 + 12,
             _ => 4 * bins + 4 * threads / 32 + 8 * threads + 16 * threads + 10,
         }

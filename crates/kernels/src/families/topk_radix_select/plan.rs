@@ -1,8 +1,9 @@
 //! The launch plan of a top-k call, as pure functions of its shape (no buffers, no device):
 //! whether the fast path samples a threshold and prefilters, whether the rank sort orders the
-//! result, the scratch layout and the stages in stream order (docs/design/topk.md, "Radix
-//! select", "Sample and prefilter" and "Rank sort"). The launcher ([`super::launch`]) adds the
-//! one number that depends on the device, the prefilter's grid ([`SelectPlan::layout`]).
+//! result, the scratch layout and the stages in stream order (docs/design/topk.md,
+//! "Radix select", "Sample and prefilter" and "Rank sort"). The launcher ([`super::launch`])
+//! adds the one number that depends on the device, the prefilter's grid
+//! ([`SelectPlan::layout`]).
 
 use super::constants::*;
 use crate::Direction;
