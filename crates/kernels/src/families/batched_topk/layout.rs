@@ -8,6 +8,24 @@ use super::constants::{
 };
 use super::tiers::BatchedTiers;
 
+/// Bytes of a candidate's rank: u32 for keys of up to 32 bits, else u64.
+fn rank_bytes(key_bytes: u64) -> u64 {
+    if key_bytes <= 4 {
+        4
+    } else {
+        8
+    }
+}
+
+/// The candidates a segment holds on chip: BT_STREAM_CANDIDATES, half for 8-byte keys.
+fn candidate_budget(key_bytes: u64) -> u64 {
+    u64::from(if key_bytes <= 4 {
+        BT_STREAM_CANDIDATES
+    } else {
+        BT_STREAM_CANDIDATES / 2
+    })
+}
+
 /// The stream tier's shapes: chunks, candidate slots, scratch and the final stage's dynamic
 /// shared memory (the candidates, aliased by the exact path's sort region; the bucket copy;
 /// the bucket starts and fill counters; the exact path's index and rank buffers).
@@ -62,14 +80,9 @@ pub(crate) fn stream_layout(
     .clamp(1, max_size);
     let chunk = STREAM_CHUNK_BYTES / key_bytes;
     let ctas = largest.div_ceil(chunk);
-    // Ranks are u32 for keys of up to 32 bits, else u64; a candidate is a rank and a u32
-    // index. A region is a filter warp's part of a chunk.
-    let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
-    let budget = u64::from(if key_bytes <= 4 {
-        BT_STREAM_CANDIDATES
-    } else {
-        BT_STREAM_CANDIDATES / 2
-    });
+    // A candidate is a rank and a u32 index. A region is a filter warp's part of a chunk.
+    let rank_bytes = rank_bytes(key_bytes);
+    let budget = candidate_budget(key_bytes);
     let regions = ctas * u64::from(BT_STREAM_FILTER_WARPS);
     // A segment's slots in global memory: four times its candidate budget, `candidates` per
     // region on average. A region that overflows sends its segment to the exact path over
@@ -138,12 +151,8 @@ pub(crate) struct ClusterLayout {
 /// The layout for keys of `key_bytes` and `selected` (at most STREAM_MAX_K) items a segment;
 /// `cluster_regions_fit` pins that the regions that share words fit.
 pub(crate) fn cluster_layout(key_bytes: u64, selected: u64) -> ClusterLayout {
-    let rank_bytes = if key_bytes <= 4 { 4 } else { 8 };
-    let candidates = u64::from(if key_bytes <= 4 {
-        BT_STREAM_CANDIDATES
-    } else {
-        BT_STREAM_CANDIDATES / 2
-    });
+    let rank_bytes = rank_bytes(key_bytes);
+    let candidates = candidate_budget(key_bytes);
     let align = |x: u64| x.div_ceil(16) * 16;
     let region = align(candidates * (rank_bytes + 4));
     let copy_offset = region;
