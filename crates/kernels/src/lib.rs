@@ -6,6 +6,7 @@
 //!   entry-point name are generated from one table per family.
 //! * [`compile_cubin`]: NVRTC to CUBIN for a real architecture, no driver needed.
 //! * [`cached_cubin`] / [`CacheConfig`]: in-process and on-disk module cache.
+//! * [`segments`]: the segmented problem's flags, status words and violation codes.
 //! * [`KernelRuntime`]: loads and launches kernels on one context, with the device's
 //!   [`DeviceFacts`].
 //! * Typed launchers: [`transform_keys`], [`inverse_transform_keys`], [`digit_histogram`].
@@ -25,48 +26,37 @@
 #![deny(missing_docs)]
 
 mod cache;
+mod codegen;
 mod device;
 mod error;
 pub mod families;
 mod nvrtc;
-mod params;
 pub mod radix;
 mod runtime;
-mod spec;
+pub mod segments;
 
 pub use cache::{cache_stats, cached_cubin, CacheConfig, CacheStats, CubinOrigin};
+pub use codegen::spec::{Direction, KernelSpec, Tier, ValueType, STATIC_SHARED_LIMIT_BYTES};
 pub use device::{device_count, driver_available, open_context, DeviceFacts};
 pub use error::KernelError;
 pub use families::digit_histogram::digit_histogram;
 pub use families::transform_keys::{inverse_transform_keys, transform_keys, TransformOp};
+pub use families::{all_specs, KernelFamily};
 pub use nvrtc::{compile_cubin, nvrtc_available, nvrtc_version, Arch};
 pub use radix::{CountType, HistogramCount, KeyType, RadixBits, RadixDigit, RadixKey};
 pub use runtime::{KernelRuntime, LoadedKernel};
-pub use spec::{Direction, KernelFamily, KernelSpec, Tier, ValueType, STATIC_SHARED_LIMIT_BYTES};
 
-/// Digit widths in the representative matrix: the smallest, a nibble, the default byte and
-/// the largest supported width.
-const REPRESENTATIVE_DIGIT_BITS: [u32; 4] = [1, 4, 8, radix::MAX_DIGIT_BITS];
-
-/// A representative set of the specs that dispatch produces: every key type with every
-/// family, every transform direction, both counter types, and the smallest, default and
-/// largest digit widths. The compile check compiles all of them.
+/// A representative set of the specs that dispatch produces for the radix primitives: every
+/// key type with every transform direction, and with both counter types and the smallest, a
+/// nibble's, the default and the largest digit widths (the families' [`KernelFamily::specs`]).
+/// The compile check compiles them with every other family's specs.
 ///
 /// ```
 /// let specs = oxicub_kernels::representative_specs();
 /// assert!(specs.len() >= 12 * 2);
 /// ```
 pub fn representative_specs() -> Vec<KernelSpec> {
-    let mut specs = Vec::new();
-    for key in KeyType::ALL {
-        for op in [TransformOp::Encode, TransformOp::Decode] {
-            specs.push(KernelSpec::transform_keys(key, op));
-        }
-        for count in [CountType::U32, CountType::U64] {
-            for digit_bits in REPRESENTATIVE_DIGIT_BITS {
-                specs.push(KernelSpec::digit_histogram(key, digit_bits, count));
-            }
-        }
-    }
+    let mut specs = families::transform_keys::specs();
+    specs.extend(families::digit_histogram::specs());
     specs
 }

@@ -2,7 +2,7 @@
 //!
 //! A radix transform maps a key onto unsigned bits ([`RadixKey::Bits`]) whose unsigned order is
 //! the key's order, so radix-based algorithms (histograms, radix select, radix sort) can work on
-//! digits of plain unsigned integers. The CUDA side (`cuda/radix.cuh`) implements the same
+//! digits of plain unsigned integers. The CUDA side (`cuda/core/radix.cuh`) implements the same
 //! transform; the GPU tests compare the two bit for bit.
 //!
 //! # Policy
@@ -117,7 +117,7 @@ impl KeyType {
         }
     }
 
-    /// The C++ traits type in `cuda/radix.cuh` that implements this key's transform.
+    /// The C++ traits type in `cuda/core/radix.cuh` that implements this key's transform.
     pub const fn cxx_traits(self) -> &'static str {
         match self {
             KeyType::U8 => "oxicub::KeyU8",

@@ -13,9 +13,9 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 
 use crate::cache::{cached_cubin, CacheConfig, CubinOrigin};
+use crate::codegen::KernelParams;
 use crate::device::DeviceFacts;
 use crate::error::DriverResultExt;
-use crate::params::KernelParams;
 use crate::{KernelError, KernelSpec};
 
 /// A kernel loaded into a context, ready to launch.

@@ -1,16 +1,15 @@
-//! Kernel compile check: every spec of the representative matrix compiles with NVRTC to a
-//! CUBIN for sm_90 (and the f32 and f64 batched top-k specs below sm_90, where the kernels take
-//! their other paths), and the host's estimate of its static shared memory bounds the CUBIN's.
+//! Kernel compile check: every spec of every family compiles with NVRTC to a CUBIN for sm_90
+//! (and the f32 and f64 batched top-k specs below sm_90, where the kernels take their other
+//! paths), and the host's estimate of its static shared memory bounds the CUBIN's.
 //! Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line; with
 //! `OXICUB_REQUIRE_NVRTC=1` a missing NVRTC fails the test.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use oxicub_kernels::families::{batched_topk, topk_radix_select};
+use oxicub_kernels::families::batched_topk;
 use oxicub_kernels::{
-    compile_cubin, nvrtc_available, nvrtc_version, representative_specs, Arch, KernelError,
-    KernelSpec,
+    compile_cubin, nvrtc_available, nvrtc_version, Arch, KernelError, KernelFamily, KernelSpec,
 };
 
 fn nvrtc_or_skip() -> bool {
@@ -26,19 +25,12 @@ fn nvrtc_or_skip() -> bool {
     }
 }
 
+/// Every spec of every family in the registry ([`KernelFamily::ALL`], [`KernelFamily::specs`]).
 #[test]
-fn every_representative_spec_compiles_for_sm_90() {
-    compile_all("representative", representative_specs(), Arch::SM_90);
-}
-
-#[test]
-fn every_topk_radix_select_spec_compiles_for_sm_90() {
-    compile_all("topk_radix_select", topk_radix_select::specs(), Arch::SM_90);
-}
-
-#[test]
-fn every_batched_topk_spec_compiles_for_sm_90() {
-    compile_all("batched_topk", batched_topk::specs(), Arch::SM_90);
+fn every_spec_of_every_family_compiles_for_sm_90() {
+    for family in KernelFamily::ALL {
+        compile_all(family.name(), family.specs(), Arch::SM_90);
+    }
 }
 
 /// Below sm_90 the batched top-k kernels take their other paths: the stream tier's final is a

@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 
+use crate::codegen::{kernel_params, FamilyTable, KernelParams, TemplateArg};
 use crate::error::DriverResultExt;
-use crate::params::{kernel_params, KernelParams};
 use crate::radix::{CountType, HistogramCount, KeyType, RadixDigit, RadixKey};
-use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
 use crate::{KernelError, KernelRuntime, KernelSpec};
+use crate::{KernelFamily, Tier};
 
 kernel_params! {
     /// Parameters of `digit_histogram`.
@@ -29,7 +29,8 @@ const BLOCK_THREADS: u32 = 256;
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "digit_histogram",
-    header: include_str!("../../cuda/digit_histogram.cuh"),
+    header: include_str!("../../cuda/digit_histogram/digit_histogram.cuh"),
+    constants: &[],
     params_name: DigitHistogramParams::CXX_NAME,
     params_declaration: DigitHistogramParams::cxx_declaration,
     template_args: &[
@@ -67,6 +68,29 @@ impl KernelSpec {
             ],
         }
     }
+}
+
+/// Digit widths of the representative specs: the smallest, a nibble, the default byte and the
+/// largest supported width.
+const REPRESENTATIVE_DIGIT_BITS: [u32; 4] = [1, 4, 8, crate::radix::MAX_DIGIT_BITS];
+
+/// A representative set of the `digit_histogram` specs (every width from 1 to
+/// [`MAX_DIGIT_BITS`](crate::radix::MAX_DIGIT_BITS) bits is valid): each key type with both
+/// counter types and the smallest, a nibble's, the default and the largest digit widths.
+///
+/// ```
+/// assert_eq!(oxicub_kernels::families::digit_histogram::specs().len(), 12 * 2 * 4);
+/// ```
+pub fn specs() -> Vec<KernelSpec> {
+    let mut specs = Vec::new();
+    for key in KeyType::ALL {
+        for count in [CountType::U32, CountType::U64] {
+            for digit_bits in REPRESENTATIVE_DIGIT_BITS {
+                specs.push(KernelSpec::digit_histogram(key, digit_bits, count));
+            }
+        }
+    }
+    specs
 }
 
 /// The most keys one block may count: its shared-memory counters are 32-bit.

@@ -1,10 +1,100 @@
-//! The kernel families: for each, its table (template arguments, header, parameter struct),
-//! its spec constructor and its typed launcher.
+//! The kernel families: for each, its table (template arguments, headers, constants,
+//! parameter struct), its spec constructors, every spec it can produce and its typed launcher.
+//!
+//! A family is a folder of headers `cuda/<family>/`, a module here (`pub mod <family>;`, which
+//! rustfmt must see) and one line of the [`families!`] registry below, which makes its
+//! [`KernelFamily`] variant, its place in [`KernelFamily::ALL`], the lookup of its table and of
+//! its specs (the compile check compiles [`all_specs`]). The module provides
+//! `pub(crate) static TABLE: FamilyTable` and `pub fn specs() -> Vec<KernelSpec>`.
 
 pub mod batched_topk;
 pub mod digit_histogram;
 pub mod topk_radix_select;
 pub mod transform_keys;
+
+use std::fmt;
+
+use crate::codegen::FamilyTable;
+use crate::KernelSpec;
+
+/// Declares the registry of kernel families: `Variant => module` per family, with the
+/// variant's doc comment.
+macro_rules! families {
+    ($($(#[doc = $doc:literal])* $variant:ident => $module:ident,)*) => {
+        /// The kernel families: one C++ template (in `cuda/<name>/`) each.
+        ///
+        /// ```
+        /// use oxicub_kernels::KernelFamily;
+        ///
+        /// assert_eq!(KernelFamily::DigitHistogram.to_string(), "digit_histogram");
+        /// assert!(KernelFamily::ALL.contains(&KernelFamily::BatchedTopK));
+        /// ```
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum KernelFamily {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl KernelFamily {
+            /// Every family, in registry order.
+            pub const ALL: [KernelFamily; [$(KernelFamily::$variant),*].len()] =
+                [$(KernelFamily::$variant),*];
+
+            /// The family's table.
+            pub(crate) fn table(self) -> &'static FamilyTable {
+                match self {
+                    $(KernelFamily::$variant => &$module::TABLE,)*
+                }
+            }
+
+            /// Every spec of the family that dispatch can produce (for the radix primitives, a
+            /// representative set).
+            pub fn specs(self) -> Vec<KernelSpec> {
+                match self {
+                    $(KernelFamily::$variant => $module::specs(),)*
+                }
+            }
+        }
+    };
+}
+
+families! {
+    /// Apply the radix transform (or its inverse) to every key.
+    TransformKeys => transform_keys,
+    /// Count the values of one radix digit over all keys.
+    DigitHistogram => digit_histogram,
+    /// Single-problem top-k by radix select (every stage of it).
+    TopKRadixSelect => topk_radix_select,
+    /// Batched top-k: the control stages and the warp, block, multi-block and stream tiers.
+    BatchedTopK => batched_topk,
+}
+
+impl KernelFamily {
+    /// The family's name (the C++ template's name and the entry points' prefix).
+    pub fn name(self) -> &'static str {
+        self.table().name
+    }
+}
+
+impl fmt::Display for KernelFamily {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every spec of every family ([`KernelFamily::specs`]), in registry order: what the compile
+/// check compiles.
+///
+/// ```
+/// let specs = oxicub_kernels::all_specs();
+/// assert!(specs.len() > oxicub_kernels::representative_specs().len());
+/// ```
+pub fn all_specs() -> Vec<KernelSpec> {
+    KernelFamily::ALL
+        .iter()
+        .flat_map(|family| family.specs())
+        .collect()
+}
 
 use cudarc::driver::{
     CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop,

@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 
-use crate::params::{kernel_params, KernelParams};
+use crate::codegen::{kernel_params, FamilyTable, KernelParams, TemplateArg};
 use crate::radix::{KeyType, RadixKey};
-use crate::spec::{FamilyTable, KernelFamily, TemplateArg, Tier};
 use crate::{KernelError, KernelRuntime, KernelSpec};
+use crate::{KernelFamily, Tier};
 
 kernel_params! {
     /// Parameters of `transform_keys` (pointers to `len` elements of the key's bit width).
@@ -23,7 +23,8 @@ const BLOCK_THREADS: u32 = 256;
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "transform_keys",
-    header: include_str!("../../cuda/transform_keys.cuh"),
+    header: include_str!("../../cuda/transform_keys/transform_keys.cuh"),
+    constants: &[],
     params_name: TransformKeysParams::CXX_NAME,
     params_declaration: TransformKeysParams::cxx_declaration,
     template_args: &[
@@ -63,6 +64,21 @@ impl KernelSpec {
             consts: vec![("INVERSE", i64::from(op == TransformOp::Decode))],
         }
     }
+}
+
+/// Every `transform_keys` spec: each key type, each way.
+///
+/// ```
+/// assert_eq!(oxicub_kernels::families::transform_keys::specs().len(), 12 * 2);
+/// ```
+pub fn specs() -> Vec<KernelSpec> {
+    let mut specs = Vec::new();
+    for key in KeyType::ALL {
+        for op in [TransformOp::Encode, TransformOp::Decode] {
+            specs.push(KernelSpec::transform_keys(key, op));
+        }
+    }
+    specs
 }
 
 fn launch_transform(

@@ -8,59 +8,9 @@
 
 use std::fmt;
 
+use crate::codegen::DeviceConstants;
 use crate::radix::KeyType;
-use crate::KernelError;
-
-/// The kernel families: one C++ template (in `cuda/<name>.cuh`) each.
-///
-/// ```
-/// use oxicub_kernels::KernelFamily;
-///
-/// assert_eq!(KernelFamily::DigitHistogram.to_string(), "digit_histogram");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum KernelFamily {
-    /// Apply the radix transform (or its inverse) to every key.
-    TransformKeys,
-    /// Count the values of one radix digit over all keys.
-    DigitHistogram,
-    /// Single-problem top-k by radix select (every stage of it).
-    TopKRadixSelect,
-    /// Batched top-k: the control stages and the warp, block, multi-block and stream tiers.
-    BatchedTopK,
-}
-
-impl KernelFamily {
-    /// Every family.
-    pub const ALL: [KernelFamily; 4] = [
-        KernelFamily::TransformKeys,
-        KernelFamily::DigitHistogram,
-        KernelFamily::TopKRadixSelect,
-        KernelFamily::BatchedTopK,
-    ];
-
-    /// The family's table.
-    pub(crate) fn table(self) -> &'static FamilyTable {
-        match self {
-            KernelFamily::TransformKeys => &crate::families::transform_keys::TABLE,
-            KernelFamily::DigitHistogram => &crate::families::digit_histogram::TABLE,
-            KernelFamily::TopKRadixSelect => &crate::families::topk_radix_select::TABLE,
-            KernelFamily::BatchedTopK => &crate::families::batched_topk::TABLE,
-        }
-    }
-
-    /// The family's name (the C++ template's name and the entry points' prefix).
-    pub fn name(self) -> &'static str {
-        self.table().name
-    }
-}
-
-impl fmt::Display for KernelFamily {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::{KernelError, KernelFamily};
 
 /// How the work of a kernel is laid out over the grid. More tiers (thread, warp, block or
 /// several blocks per segment) come with the segmented algorithms.
@@ -133,8 +83,12 @@ pub(crate) enum TemplateArg {
 pub(crate) struct FamilyTable {
     /// C++ function template name in namespace `oxicub`, also the entry name prefix.
     pub(crate) name: &'static str,
-    /// The family's header (`cuda/<name>.cuh`).
+    /// The family's headers (`cuda/<name>/*.cuh`), concatenated in the order they build on each
+    /// other.
     pub(crate) header: &'static str,
+    /// The constants the family shares with its host code, declared before its header (after
+    /// the core's, [`CORE_CONSTANTS`]).
+    pub(crate) constants: &'static [&'static DeviceConstants],
     /// The parameter struct's C++ name.
     pub(crate) params_name: &'static str,
     /// The parameter struct's C++ declaration.
@@ -145,11 +99,25 @@ pub(crate) struct FamilyTable {
     pub(crate) static_shared_bytes: fn(&KernelSpec) -> u64,
 }
 
-/// The headers every generated kernel includes, in order.
-const COMMON_HEADERS: [&str; 2] = [
-    include_str!("../cuda/common.cuh"),
-    include_str!("../cuda/radix.cuh"),
+/// The core header every generated kernel starts with: the integer types the constants and the
+/// parameter structs are declared in.
+const CORE_TYPES: &str = include_str!("../../cuda/core/types.cuh");
+
+/// The core's building blocks (`cuda/core/`), which every generated kernel includes after the
+/// constants and the parameter struct and before the family's headers: none has a family
+/// constant, and what a kernel does not call compiles to nothing.
+const CORE_HEADERS: [&str; 6] = [
+    include_str!("../../cuda/core/radix.cuh"),
+    include_str!("../../cuda/core/warp.cuh"),
+    include_str!("../../cuda/core/block.cuh"),
+    include_str!("../../cuda/core/block_sort.cuh"),
+    include_str!("../../cuda/core/loads.cuh"),
+    include_str!("../../cuda/core/segments.cuh"),
 ];
+
+/// The constant lists every generated kernel declares, before any family's: those of the
+/// segmented problem, which every segmented family shares.
+const CORE_CONSTANTS: [&DeviceConstants; 1] = [&crate::segments::SEGMENT_CONSTANTS];
 
 /// Largest static shared memory a kernel may declare (the CUDA limit without opt-in).
 ///
@@ -305,16 +273,21 @@ impl KernelSpec {
         name
     }
 
-    /// The complete CUDA C++ translation unit for this spec: the shared headers, the
-    /// parameter struct, the family's header and the `extern "C"` entry point.
+    /// The complete CUDA C++ translation unit for this spec: the core's types, the constants the
+    /// core and the family share with the host, the parameter struct, the core's headers, the
+    /// family's headers and the `extern "C"` entry point.
     pub fn generated_source(&self) -> String {
         let table = self.family.table();
         let mut source = format!("// oxicub kernel: {self}\n");
-        for header in COMMON_HEADERS {
+        source.push_str(CORE_TYPES);
+        for constants in CORE_CONSTANTS.iter().chain(table.constants) {
+            source.push_str(&constants.cxx_declaration());
+        }
+        source.push_str(&(table.params_declaration)());
+        for header in CORE_HEADERS {
             source.push_str(header);
             source.push('\n');
         }
-        source.push_str(&(table.params_declaration)());
         source.push_str(table.header);
         // A spec constant MIN_BLOCKS (not a template argument) asks the compiler to keep that
         // many blocks resident per SM (it caps the registers per thread).

@@ -40,11 +40,11 @@ macro_rules! kernel_params {
             $($(#[$field_meta])* pub(crate) $field: $ty,)*
         }
 
-        impl $crate::params::KernelParams for $name {
+        impl $crate::codegen::params::KernelParams for $name {
             const CXX_NAME: &'static str = stringify!($name);
 
             fn cxx_declaration() -> String {
-                use $crate::params::CxxField;
+                use $crate::codegen::params::CxxField;
                 let mut decl = format!("namespace oxicub {{\nstruct {} {{\n", stringify!($name));
                 $(decl.push_str(&format!("    {} {};\n", <$ty as CxxField>::CXX, stringify!($field)));)*
                 decl.push_str("};\n");

@@ -1,0 +1,81 @@
+// Family batched_topk, TIER 0: the control stages (INIT, RESOLVE, FINALIZE;
+// docs/design/batched_topk.md, "Control stages").
+namespace oxicub {
+
+__device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block_threads) {
+    u64* status = reinterpret_cast<u64*>(p.status);
+    if (p.stage == BT_STAGE_INIT) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            u64 count = p.num_segments;
+            status[SEGMENT_STATUS_COUNT_BAD] = 0;
+            status[SEGMENT_STATUS_COUNT_VALUE] = 0;
+            if (p.flags & SEGMENT_COUNT_DEFERRED) {
+                const i64 n = *reinterpret_cast<const i64*>(p.num_segments_ptr);
+                const i64 lo = (i64)p.num_segments_min;
+                const i64 hi = (i64)p.num_segments_max;
+                if (n < lo || n > hi) {
+                    status[SEGMENT_STATUS_COUNT_BAD] = 1;
+                    status[SEGMENT_STATUS_COUNT_VALUE] = (u64)n;
+                }
+                count = (u64)(n < lo ? lo : (n > hi ? hi : n));
+            }
+            status[SEGMENT_STATUS_COUNT] = count;
+            status[SEGMENT_STATUS_VIOLATION] = ~0ull;
+            status[SEGMENT_STATUS_VALUE] = 0;
+            for (u32 w = SEGMENT_STATUS_LISTS; w <= BT_STATUS_TOTAL_BAD; ++w) {
+                status[w] = 0;
+            }
+        }
+        return;
+    }
+    const u64 count = status[SEGMENT_STATUS_COUNT];
+    if (p.stage == BT_STAGE_RESOLVE) {
+        __shared__ u64 block_total;
+        if (threadIdx.x == 0) {
+            block_total = 0;
+        }
+        __syncthreads();
+        u64* bins = reinterpret_cast<u64*>(p.bins);
+        const u64 stride = grid_threads(block_threads);
+        for (u64 seg = global_thread_index(block_threads); seg < count; seg += stride) {
+            u64 begin = 0, size = 0, written = 0;
+            u32 dir = 0;
+            i64 value = 0;
+            const u32 code = bt_resolve(p, seg, &begin, &size, &written, &dir, &value);
+            segment_describe(p, seg, begin, size, written, (u64)dir, code == 0);
+            if (code != 0) {
+                atomicMin(&status[SEGMENT_STATUS_VIOLATION], (seg << 8) | (u64)code);
+            } else {
+                atomicAdd(&block_total, size);
+            }
+            // Append to the bin's list: one atomic per warp and bin (BT_LISTS = no bin).
+            const u32 mine = (code == 0 && written != 0) ? bt_bin_index(bt_bin(p, size, written))
+                                                         : BT_LISTS;
+            segment_list_append<BT_LISTS, BtLists>(p, status, bins, mine, __activemask(), seg);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0 && block_total != 0) {
+            atomicAdd(&status[BT_STATUS_TOTAL], block_total);
+        }
+        return;
+    }
+    if (p.stage == BT_STAGE_FINALIZE) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            const u64 violation = status[SEGMENT_STATUS_VIOLATION];
+            if (violation != ~0ull) {
+                u64 begin = 0, size = 0, written = 0;
+                u32 dir = 0;
+                i64 value = 0;
+                bt_resolve(p, violation >> 8, &begin, &size, &written, &dir, &value);
+                status[SEGMENT_STATUS_VALUE] = (u64)value;
+            }
+            const u64 total = status[BT_STATUS_TOTAL];
+            if (total < p.total_min || total > p.total_max) {
+                status[BT_STATUS_TOTAL_BAD] = 1;
+            }
+        }
+        return;
+    }
+}
+
+}  // namespace oxicub

@@ -1,0 +1,526 @@
+//! The batched top-k launcher: checks the buffers, asks the plan ([`super::plan`]) what to
+//! allocate and launch, binds the pointers and makes the launches. All stages are launched back
+//! to back on one stream; the per-segment checks are reported through a small status buffer
+//! that the caller reads when it chooses to synchronise.
+
+use std::sync::Arc;
+
+use cudarc::driver::SyncOnDrop;
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
+
+use super::call::{BatchedLayout, BatchedStatus, BatchedTopKPlan, PerSegmentOr};
+use super::constants::{
+    BT_CLUSTER_BLOCKS, BT_STAGE_INIT, BT_STAGE_SELECT, BT_STATUS_WORDS, BT_STREAM_FILTER_THREADS,
+    CHUNK_ITEMS, SORT_CAP, STREAM_MAX_K, WARP_MAX_K,
+};
+use super::kernels::{BatchedKernel, BatchedTopKParams};
+use super::layout::ClusterLayout;
+use super::plan::{plan as plan_call, stride_coprime, CallShape, LayoutShape, Step, ValuesShape};
+use crate::error::DriverResultExt;
+use crate::families::{keep, SelectedValues};
+use crate::radix::{RadixBits, RadixKey};
+use crate::runtime::{LaunchOrder, LoadedKernel};
+use crate::{KernelError, KernelRuntime, KernelSpec};
+
+/// Runs batched top-k: each segment's `min(k, size)` best keys (and values) into
+/// `out_keys[i * out_stride ..]`, as `plan` says. Asynchronous on `stream`; returns the status
+/// words to decode when the caller chooses to synchronise.
+///
+/// `keys` is the buffer the strided and offsets layouts index, and `None` exactly when the
+/// layout is [`BatchedLayout::Listed`] (each segment has its own address); copied values are
+/// [`SelectedValues::Listed`] exactly then too.
+pub fn batched_topk<K: RadixKey, V>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    plan: BatchedTopKPlan<'_, '_>,
+    keys: Option<&CudaView<'_, K>>,
+    out_keys: &mut CudaViewMut<'_, K>,
+    mut values: SelectedValues<'_, '_, V>,
+) -> Result<BatchedStatus, KernelError> {
+    let listed = matches!(plan.layout, BatchedLayout::Listed { .. });
+    let mismatch = |reason: &str| KernelError::InvalidSpec {
+        kernel: "batched_topk".to_owned(),
+        reason: reason.to_owned(),
+    };
+    // The number of keys the layout may address: the buffer's length, or (listed) every
+    // element address a segment may start at.
+    let num_keys = match (keys, listed) {
+        (Some(keys), false) => {
+            runtime.check_buffer("keys", keys)?;
+            keys.len() as u64
+        }
+        (None, true) => i64::MAX as u64,
+        _ => {
+            return Err(mismatch(
+                "a keys buffer goes with exactly the non-listed layouts",
+            ))
+        }
+    };
+    match (&values, listed) {
+        (SelectedValues::Copy { .. }, true) | (SelectedValues::Listed { .. }, false) => {
+            return Err(mismatch(
+                "copied values of a listed layout come as per-segment addresses, and only then",
+            ))
+        }
+        _ => {}
+    }
+    runtime.check_buffer("out_keys", &*out_keys)?;
+    let shape = call_shape::<K, V>(&plan, num_keys, &values);
+    let max_segments = shape.max_segments();
+    let out_len = shape.out_len();
+    let at_least = |buffer: &'static str, actual: usize, expected: u64| {
+        if (actual as u64) < expected {
+            Err(KernelError::LengthMismatch {
+                buffer,
+                actual,
+                expected: expected as usize,
+            })
+        } else {
+            Ok(())
+        }
+    };
+    at_least("out_keys", out_keys.len(), out_len)?;
+    let value_bytes = match &values {
+        SelectedValues::None => 0u8,
+        SelectedValues::Copy { values, out } => {
+            runtime.check_buffer("values", *values)?;
+            runtime.check_buffer("out_values", &**out)?;
+            at_least("values", values.len(), num_keys)?;
+            at_least("out_values", out.len(), out_len)?;
+            std::mem::size_of::<V>() as u8
+        }
+        SelectedValues::Listed {
+            value_addresses,
+            out,
+        } => {
+            runtime.check_buffer("value_addresses", *value_addresses)?;
+            runtime.check_buffer("out_values", &**out)?;
+            at_least("value_addresses", value_addresses.len(), max_segments)?;
+            at_least("out_values", out.len(), out_len)?;
+            std::mem::size_of::<V>() as u8
+        }
+        SelectedValues::Index { out } => {
+            runtime.check_buffer("out_values", &**out)?;
+            at_least("out_values", out.len(), out_len)?;
+            std::mem::size_of::<V>() as u8
+        }
+    };
+    if !matches!(value_bytes, 0 | 4 | 8) {
+        return Err(KernelError::InvalidSpec {
+            kernel: "batched_topk".to_owned(),
+            reason: format!("values must be 4 or 8 bytes, not {value_bytes}"),
+        });
+    }
+    let per_segment = |name: &'static str, view: &CudaView<'_, i64>| {
+        runtime.check_buffer(name, view)?;
+        at_least(name, view.len(), max_segments)
+    };
+    if let BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } =
+        plan.layout
+    {
+        per_segment("begin_offsets", begin)?;
+        per_segment("end_offsets", end)?;
+    }
+    if let BatchedLayout::Strided {
+        sizes: PerSegmentOr::PerSegment(sizes),
+        ..
+    } = plan.layout
+    {
+        per_segment("segment_sizes", sizes)?;
+    }
+    if let PerSegmentOr::PerSegment(k) = plan.k {
+        per_segment("k", k)?;
+    }
+    if let PerSegmentOr::PerSegment(directions) = plan.direction {
+        runtime.check_buffer("direction", directions)?;
+        at_least("direction", directions.len(), max_segments)?;
+    }
+    if let PerSegmentOr::PerSegment(n) = plan.num_segments {
+        runtime.check_buffer("num_segments", n)?;
+        at_least("num_segments", n.len(), 1)?;
+    }
+
+    let alloc = |count: u64| stream.alloc_zeros::<u64>(count.max(1) as usize);
+    // Scratch every stage writes before it reads: no clearing.
+    // None (pointer 0) when no stage uses it: a direct call of the warp or block tier
+    // allocates nothing (an allocation and a free cost host time on every call).
+    let scratch = |count: u64| -> Result<Option<CudaSlice<u64>>, KernelError> {
+        if count == 0 {
+            return Ok(None);
+        }
+        // SAFETY: u64 has no invalid bit patterns, and the kernels write every word of these
+        // buffers (state and histogram in LARGE_INIT, chunk counts in LARGE_COUNT, selected
+        // indices in LARGE_COLLECT / LARGE_SORT_INIT, descriptors in RESOLVE) before reading it.
+        let buffer = unsafe { stream.alloc::<u64>(count as usize) };
+        buffer.map(Some).during("cuMemAllocAsync")
+    };
+    let planned = plan_call(&shape)?;
+    // A direct call has nothing to report (no allocation, no clearing).
+    let mut status = if shape.is_direct() {
+        None
+    } else {
+        Some(alloc(u64::from(BT_STATUS_WORDS)).during("cuMemAllocAsync")?)
+    };
+    let Some(launch_plan) = planned else {
+        // No segment: nothing to launch, nothing to report (a deferred count is still read, to
+        // report it when it is outside its bounds).
+        let mut none = [0u64; BT_STATUS_WORDS as usize];
+        none[0] = u64::MAX;
+        if let Some(status) = status.as_mut() {
+            stream
+                .memcpy_htod(&none, status)
+                .during("cuMemcpyHtoDAsync")?;
+        }
+        return Ok(BatchedStatus { words: status });
+    };
+    let mut descriptors = scratch(launch_plan.descriptor_words())?;
+    let cluster = launch_plan
+        .cluster
+        .and_then(|layout| cluster_launch::<K>(runtime, stream, value_bytes, layout, max_segments));
+    let sizes = launch_plan.scratch(cluster.is_some());
+    let mut bins = scratch(sizes.bins)?;
+    let mut large_state = scratch(sizes.large_state)?;
+    let mut large_histogram = scratch(sizes.large_histogram)?;
+    let mut large_chunks = scratch(sizes.large_chunks)?;
+    let mut large_selected = scratch(sizes.large_selected)?;
+    let mut large_ranks = scratch(sizes.large_ranks)?;
+    let mut stream_ranks = scratch(sizes.stream_ranks)?;
+    let mut stream_indices = scratch(sizes.stream_indices)?;
+    let mut stream_counts = scratch(sizes.stream_counts)?;
+
+    let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
+    // Listed: the segments' element addresses are offsets from a keys base of 0.
+    let keys_ptr = match keys {
+        Some(keys) => keep(&mut guards, keys.device_ptr(stream)),
+        None => 0,
+    };
+    let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
+    let status_ptr = match status.as_mut() {
+        Some(status) => keep(&mut guards, status.device_ptr_mut(stream)),
+        None => 0,
+    };
+    let descriptors_ptr = keep_opt(&mut guards, stream, &mut descriptors);
+    let large_state_ptr = keep_opt(&mut guards, stream, &mut large_state);
+    let large_histogram_ptr = keep_opt(&mut guards, stream, &mut large_histogram);
+    let large_chunks_ptr = keep_opt(&mut guards, stream, &mut large_chunks);
+    let large_selected_ptr = keep_opt(&mut guards, stream, &mut large_selected);
+    let large_ranks_ptr = keep_opt(&mut guards, stream, &mut large_ranks);
+    let bins_ptr = keep_opt(&mut guards, stream, &mut bins);
+    let stream_ranks_ptr = keep_opt(&mut guards, stream, &mut stream_ranks);
+    let stream_indices_ptr = keep_opt(&mut guards, stream, &mut stream_indices);
+    let stream_counts_ptr = keep_opt(&mut guards, stream, &mut stream_counts);
+    let (values_ptr, out_values_ptr, _) = values.device_ptrs(stream, &mut guards);
+    let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match plan.layout {
+        BatchedLayout::Strided { stride, sizes } => match sizes {
+            PerSegmentOr::Uniform(size) => (stride, size, 0, 0, 0),
+            PerSegmentOr::PerSegment(view) => {
+                (stride, 0, keep(&mut guards, view.device_ptr(stream)), 0, 0)
+            }
+        },
+        BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } => (
+            0,
+            0,
+            0,
+            keep(&mut guards, begin.device_ptr(stream)),
+            keep(&mut guards, end.device_ptr(stream)),
+        ),
+    };
+    let (k_value, ks_ptr) = match plan.k {
+        PerSegmentOr::Uniform(k) => (k, 0),
+        PerSegmentOr::PerSegment(view) => (0, keep(&mut guards, view.device_ptr(stream))),
+    };
+    let (direction_value, directions_ptr) = match plan.direction {
+        PerSegmentOr::Uniform(d) => (d, 0),
+        PerSegmentOr::PerSegment(view) => (0, keep(&mut guards, view.device_ptr(stream))),
+    };
+    let (num_segments, num_segments_ptr) = match plan.num_segments {
+        PerSegmentOr::Uniform(n) => (n, 0),
+        PerSegmentOr::PerSegment(view) => (0, keep(&mut guards, view.device_ptr(stream))),
+    };
+    let stream_shape = &launch_plan.stream;
+    let params = BatchedTopKParams {
+        keys: keys_ptr,
+        values: values_ptr,
+        out_keys: out_keys_ptr,
+        out_values: out_values_ptr,
+        begin_offsets: begin_ptr,
+        end_offsets: end_ptr,
+        sizes: sizes_ptr,
+        ks: ks_ptr,
+        directions: directions_ptr,
+        num_segments_ptr,
+        descriptors: descriptors_ptr,
+        status: status_ptr,
+        large_state: large_state_ptr,
+        large_histogram: large_histogram_ptr,
+        large_chunks: large_chunks_ptr,
+        large_selected: large_selected_ptr,
+        large_ranks: large_ranks_ptr,
+        bins: bins_ptr,
+        num_keys,
+        stride,
+        size_value,
+        size_min: plan.size_bounds.0,
+        size_max: plan.size_bounds.1,
+        k_value,
+        k_min: plan.k_bounds.0,
+        k_max: plan.k_bounds.1,
+        num_segments,
+        num_segments_min: plan.num_segments_bounds.0,
+        num_segments_max: plan.num_segments_bounds.1,
+        out_stride: plan.out_stride,
+        warp_max_size: u64::from(plan.warp_items) * 32,
+        warp_max_k: WARP_MAX_K as u64,
+        block_max_size: SORT_CAP as u64,
+        stream_max_size: stream_shape.max_size,
+        stream_max_k: STREAM_MAX_K as u64,
+        stream_capacity: launch_plan.stream_capacity,
+        stream_ctas: stream_shape.ctas,
+        stream_chunk: stream_shape.chunk,
+        stream_candidates: stream_shape.candidates,
+        stream_total: stream_shape.total,
+        stream_ranks: stream_ranks_ptr,
+        stream_indices: stream_indices_ptr,
+        stream_counts: stream_counts_ptr,
+        stream_sorted_cap: stream_shape.sorted_cap,
+        stream_sorted_offset: stream_shape.sorted_offset,
+        stream_bins_offset: stream_shape.bins_offset,
+        stream_index_offset: stream_shape.index_offset,
+        stream_rank_offset: stream_shape.rank_offset,
+        chunks_per_segment: launch_plan.chunks,
+        chunk_items: CHUNK_ITEMS,
+        selected_stride: launch_plan.selected_stride,
+        sort_span: launch_plan.sort_span,
+        bin_capacity: max_segments,
+        large_capacity: launch_plan.large_capacity,
+        total_min: plan.total_bounds.0,
+        total_max: plan.total_bounds.1,
+        flags: launch_plan.flags,
+        direction_value,
+        direction_mask: plan.direction_mask,
+        tiers: launch_plan.tiers.0,
+        stage: BT_STAGE_INIT,
+        shift: 0,
+        half: 0,
+        reserved: 0,
+    };
+    let key_bits = <K::Bits as RadixBits>::BITS;
+    for step in launch_plan.steps(key_bits, cluster.as_ref()) {
+        launch_step::<K>(runtime, stream, value_bytes, &params, step)?;
+    }
+    drop(guards);
+    Ok(BatchedStatus { words: status })
+}
+
+/// Makes one launch of the plan.
+fn launch_step<K: RadixKey>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    value_bytes: u8,
+    params: &BatchedTopKParams,
+    step: Step<&ClusterLaunch>,
+) -> Result<(), KernelError> {
+    let spec = |kernel: BatchedKernel| KernelSpec::batched_topk(K::KEY_TYPE, value_bytes, kernel);
+    match step {
+        Step::Items {
+            kernel,
+            items,
+            stage,
+            shift,
+            half,
+        } => {
+            let loaded = runtime.kernel(&spec(kernel))?;
+            let grid = runtime.grid_blocks(&loaded, items, 1);
+            let params = BatchedTopKParams {
+                stage,
+                shift,
+                half,
+                ..*params
+            };
+            runtime.launch(stream, &loaded, grid, params)
+        }
+        Step::Cluster(cluster) => {
+            let layout = &cluster.layout;
+            let params = BatchedTopKParams {
+                stage: BT_STAGE_SELECT,
+                stream_total: layout.candidates,
+                stream_sorted_cap: layout.candidates,
+                stream_sorted_offset: layout.copy_offset,
+                stream_bins_offset: layout.bins_offset,
+                stream_index_offset: layout.index_offset,
+                stream_rank_offset: layout.rank_offset,
+                ..*params
+            };
+            runtime.launch_clustered(
+                stream,
+                &cluster.kernel,
+                cluster.grid,
+                layout.shared_bytes,
+                params,
+                BT_CLUSTER_BLOCKS,
+            )?;
+            CLUSTERED_LAUNCHES.with(|n| n.set(n.get() + 1));
+            Ok(())
+        }
+        Step::StreamFilter { items, ctas } => {
+            let loaded = runtime.kernel(&spec(BatchedKernel::StreamFilter))?;
+            let filter = BatchedTopKParams {
+                stage: BT_STAGE_SELECT,
+                ..*params
+            };
+            let threads = u64::from(BT_STREAM_FILTER_THREADS);
+            let wave = runtime.grid_blocks(&loaded, items.saturating_mul(threads), 1);
+            let filter_blocks = stride_coprime(wave, items, ctas);
+            runtime.launch_with_shared(
+                stream,
+                &loaded,
+                filter_blocks,
+                0,
+                filter,
+                LaunchOrder::AfterCompletion,
+            )
+        }
+        Step::StreamFinal {
+            blocks,
+            shared_bytes,
+        } => {
+            let loaded = runtime.kernel(&spec(BatchedKernel::StreamFinal))?;
+            let final_params = BatchedTopKParams {
+                stage: BT_STAGE_SELECT,
+                ..*params
+            };
+            // Launched as a dependent of the filter: its launch overlaps the filter's tail.
+            runtime.launch_with_shared(
+                stream,
+                &loaded,
+                blocks,
+                shared_bytes,
+                final_params,
+                LaunchOrder::Programmatic,
+            )
+        }
+    }
+}
+
+/// The call's shape for the plan: its host values and bounds, without its buffers.
+fn call_shape<K, V>(
+    plan: &BatchedTopKPlan<'_, '_>,
+    num_keys: u64,
+    values: &SelectedValues<'_, '_, V>,
+) -> CallShape {
+    let uniform = |value: PerSegmentOr<'_, '_, i64, u64>| match value {
+        PerSegmentOr::Uniform(v) => Some(v),
+        PerSegmentOr::PerSegment(_) => None,
+    };
+    CallShape {
+        layout: match plan.layout {
+            BatchedLayout::Strided { stride, sizes } => LayoutShape::Strided {
+                stride,
+                size: uniform(sizes),
+            },
+            BatchedLayout::Offsets { .. } => LayoutShape::Offsets,
+            BatchedLayout::Listed { max_size, .. } => LayoutShape::Listed { max_size },
+        },
+        k: uniform(plan.k),
+        direction: match plan.direction {
+            PerSegmentOr::Uniform(d) => Some(d),
+            PerSegmentOr::PerSegment(_) => None,
+        },
+        num_segments: uniform(plan.num_segments),
+        num_segments_bounds: plan.num_segments_bounds,
+        size_bounds: plan.size_bounds,
+        k_bounds: plan.k_bounds,
+        total_bounds: plan.total_bounds,
+        direction_mask: plan.direction_mask,
+        out_stride: plan.out_stride,
+        per_segment_max: plan.per_segment_max,
+        tiers: plan.tiers,
+        warp_items: plan.warp_items,
+        prefer_larger: plan.prefer_larger_index,
+        sorted: plan.sorted,
+        stable: plan.stable,
+        num_keys,
+        key_bytes: std::mem::size_of::<K>() as u32,
+        values: match values {
+            SelectedValues::None => ValuesShape::None,
+            SelectedValues::Copy { .. } => ValuesShape::Copy,
+            SelectedValues::Index { .. } => ValuesShape::Index,
+            SelectedValues::Listed { .. } => ValuesShape::Listed,
+        },
+    }
+}
+
+/// The clustered launch of a direct call: its kernel, layout and grid (a cluster per segment).
+struct ClusterLaunch {
+    kernel: LoadedKernel,
+    layout: ClusterLayout,
+    grid: u32,
+}
+
+/// The clustered launch with `layout`, when the device launches clusters and every segment's
+/// cluster is resident at once (more segments than that would run in waves, each a chain of
+/// barriers: the filter and final selection take them instead).
+fn cluster_launch<K: RadixKey>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    value_bytes: u8,
+    layout: ClusterLayout,
+    segments: u64,
+) -> Option<ClusterLaunch> {
+    if !runtime.launches_with_attributes() || !clusters_enabled() {
+        return None;
+    }
+    let spec = KernelSpec::batched_topk(K::KEY_TYPE, value_bytes, BatchedKernel::StreamCluster);
+    if !runtime.shared_memory_fits(&spec, layout.shared_bytes) {
+        return None;
+    }
+    // The clustered launch is an optimisation: where it cannot be prepared (its kernel does
+    // not build, the occupancy query fails), the filter and final selection run instead.
+    let kernel = runtime.kernel(&spec).ok()?;
+    let resident = runtime
+        .max_active_clusters(stream, &kernel, layout.shared_bytes, BT_CLUSTER_BLOCKS)
+        .ok()?;
+    let grid = segments.saturating_mul(u64::from(BT_CLUSTER_BLOCKS));
+    (segments <= u64::from(resident) && grid <= u64::from(u32::MAX)).then(|| ClusterLaunch {
+        kernel,
+        layout,
+        grid: grid as u32,
+    })
+}
+
+thread_local! {
+    /// The clustered launches made on this thread (a call launches on its caller's thread).
+    static CLUSTERED_LAUNCHES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many clustered launches of the stream tier ([`BatchedKernel::StreamCluster`]) this
+/// thread has made: which path a call took, for tests and benchmarks (nothing else depends on
+/// it). Per thread, so tests running side by side do not see each other's launches.
+///
+/// ```
+/// let before = oxicub_kernels::families::batched_topk::clustered_launches();
+/// assert!(oxicub_kernels::families::batched_topk::clustered_launches() >= before);
+/// ```
+pub fn clustered_launches() -> u64 {
+    CLUSTERED_LAUNCHES.with(std::cell::Cell::get)
+}
+
+/// Whether the clustered launch may be used: yes unless the environment variable
+/// `OXICUB_STREAM_CLUSTERS` is `off` (read once; for side-by-side measurements and as a way
+/// around a driver that mishandles clusters).
+fn clusters_enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var("OXICUB_STREAM_CLUSTERS").map_or(true, |v| v != "off"))
+}
+
+/// [`keep`] for a buffer that may not exist (pointer 0).
+fn keep_opt<'a>(
+    guards: &mut Vec<SyncOnDrop<'a>>,
+    stream: &'a Arc<CudaStream>,
+    buffer: &'a mut Option<CudaSlice<u64>>,
+) -> u64 {
+    match buffer {
+        Some(buffer) => keep(guards, buffer.device_ptr_mut(stream)),
+        None => 0,
+    }
+}
