@@ -2,7 +2,7 @@
 //!
 //! `tests/ui/<area>/*.rs` are the compile-fail cases, one folder per area of the API (`env`:
 //! requirements and environments, `params`: parameter bounds, roles and guarantees,
-//! `contract`: the algorithms' front checks, `values`: what travels to the GPU, `topk` and
+//! `contract`: the algorithms' front checks, `keys` and `values`: what travels to the GPU, `topk` and
 //! `batched_topk`: those contracts at the calls a user writes); every folder but `pass/` is an
 //! area, so a new area needs no change here. `tests/ui/pass/*.rs` must compile: trybuild runs `cargo build` (not
 //! `cargo check`) because the suite has pass cases, so the contracts enforced by const

@@ -217,6 +217,12 @@ radix_bits!(u8, u16, u32, u64);
 /// let sorted: Vec<f32> = codes.iter().map(|&c| f16::from_radix(c).to_f32()).collect();
 /// assert_eq!(sorted, [f32::NEG_INFINITY, -2.0, 1.5]);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a key type oxicub can rank",
+    label = "keys must have an order-preserving radix transform",
+    note = "key types are `u8`, `u16`, `u32`, `u64`, `i8`, `i16`, `i32`, `i64`, `f16`, `bf16`, \
+            `f32` and `f64`; carry anything else as the values of a key-value call"
+)]
 pub trait RadixKey: sealed::Sealed + Copy + Send + Sync + fmt::Debug + 'static {
     /// The unsigned type of the same width that holds the raw bits and the radix code.
     type Bits: RadixBits;

@@ -7,10 +7,10 @@
 //!
 //! ```
 //! use oxicub_kernels::segments::{
-//!     VIOLATION_DIRECTION_NOT_COMPILED, VIOLATION_OFFSETS_OUT_OF_ORDER,
+//!     VIOLATION_OPTION_NOT_COMPILED, VIOLATION_OFFSETS_OUT_OF_ORDER,
 //! };
 //!
-//! assert!(VIOLATION_OFFSETS_OUT_OF_ORDER < VIOLATION_DIRECTION_NOT_COMPILED);
+//! assert!(VIOLATION_OFFSETS_OUT_OF_ORDER < VIOLATION_OPTION_NOT_COMPILED);
 //! ```
 
 use crate::codegen::device_constants;
@@ -67,8 +67,9 @@ device_constants! {
     pub const VIOLATION_SIZE_OUT_OF_BOUNDS: u32 = 3;
     /// Violation: a strided segment is larger than the stride.
     pub const VIOLATION_SIZE_ABOVE_STRIDE: u32 = 4;
-    /// Violation: a segment's `k` is outside its bounds.
-    pub const VIOLATION_K_OUT_OF_BOUNDS: u32 = 5;
-    /// Violation: a segment's direction is not one of the directions compiled.
-    pub const VIOLATION_DIRECTION_NOT_COMPILED: u32 = 6;
+    /// Violation: a per-segment parameter of the family (top-k's `k`) is outside its bounds.
+    pub const VIOLATION_PARAM_OUT_OF_BOUNDS: u32 = 5;
+    /// Violation: a per-segment option of the family (top-k's direction) is not one of the
+    /// options compiled.
+    pub const VIOLATION_OPTION_NOT_COMPILED: u32 = 6;
 }

@@ -9,6 +9,7 @@ use oxicub_kernels::families::batched_topk::{
     batched_topk, BatchedLayout, BatchedStatus, BatchedTopKPlan, PerSegmentOr,
 };
 use oxicub_kernels::families::SelectedValues;
+use oxicub_kernels::segments::{VIOLATION_OPTION_NOT_COMPILED, VIOLATION_PARAM_OUT_OF_BOUNDS};
 use oxicub_params::SelectDirection;
 
 use super::host::direction_not_compiled;
@@ -58,23 +59,17 @@ impl DeviceReport for DeviceStatus {
 }
 
 impl DeviceStatus {
-    /// The violation with this device code (the codes of `cuda/batched_topk.cuh`).
+    /// The violation with this device code; batched top-k's per-segment parameter is `k`, its
+    /// option the direction.
     fn violation(&self, code: u8) -> Option<Violation> {
-        let segments = &self.request.segments;
-        Some(match code {
-            1 => Violation::OffsetsOutOfOrder,
-            2 => Violation::PastBuffer {
-                num_keys: segments.num_keys,
-            },
-            3 => Violation::SizeOutOfBounds(segments.sizes),
-            4 => Violation::SizeAboveStride,
-            5 => Violation::OutOfBounds {
+        match u32::from(code) {
+            VIOLATION_PARAM_OUT_OF_BOUNDS => Some(Violation::OutOfBounds {
                 arg: "k",
                 bounds: self.request.k,
-            },
-            6 => direction_not_compiled(&self.request),
-            _ => return None,
-        })
+            }),
+            VIOLATION_OPTION_NOT_COMPILED => Some(direction_not_compiled(&self.request)),
+            code => Violation::of_segment(code, &self.request.segments),
+        }
     }
 }
 

@@ -1,8 +1,13 @@
 //! What a segmented call finds while it runs: per-segment violations, and the results that are
 //! valid only once the stream has reached them.
 
+use oxicub_kernels::segments::{
+    VIOLATION_OFFSETS_OUT_OF_ORDER, VIOLATION_PAST_BUFFER, VIOLATION_SIZE_ABOVE_STRIDE,
+    VIOLATION_SIZE_OUT_OF_BOUNDS,
+};
 use oxicub_params::{BoundOrigin, Bounds, ParamError};
 
+use super::SegmentsRequest;
 use crate::Error;
 
 /// Why one segment was not processed. The layout's own checks are shared by every segmented
@@ -39,6 +44,20 @@ pub(crate) enum Violation {
 }
 
 impl Violation {
+    /// The layout's violation with this device code (`oxicub_kernels::segments::VIOLATION_*`),
+    /// or `None` for a family's own code.
+    pub(crate) fn of_segment(code: u32, request: &SegmentsRequest) -> Option<Violation> {
+        Some(match code {
+            VIOLATION_OFFSETS_OUT_OF_ORDER => Violation::OffsetsOutOfOrder,
+            VIOLATION_PAST_BUFFER => Violation::PastBuffer {
+                num_keys: request.num_keys,
+            },
+            VIOLATION_SIZE_OUT_OF_BOUNDS => Violation::SizeOutOfBounds(request.sizes),
+            VIOLATION_SIZE_ABOVE_STRIDE => Violation::SizeAboveStride,
+            _ => return None,
+        })
+    }
+
     /// The error for segment `segment` whose offending value is `value`.
     pub(crate) fn error(self, segment: u64, value: i64) -> Error {
         let (arg, reason) = match self {

@@ -108,14 +108,14 @@ __device__ __forceinline__ u32 bt_resolve(const BatchedTopKParams& p, u64 seg, u
     const i64 k = (f & BT_K_PER_SEGMENT) ? reinterpret_cast<const i64*>(p.ks)[seg] : (i64)p.k_value;
     if (k < (i64)p.k_min || k > (i64)p.k_max) {
         *value = k;
-        return VIOLATION_K_OUT_OF_BOUNDS;
+        return VIOLATION_PARAM_OUT_OF_BOUNDS;
     }
     u32 dir = p.direction_value;
     if (f & BT_DIR_PER_SEGMENT) {
         const u32 d = reinterpret_cast<const u8*>(p.directions)[seg];
         if (d > 1 || ((p.direction_mask >> d) & 1u) == 0) {
             *value = (i64)d;
-            return VIOLATION_DIRECTION_NOT_COMPILED;
+            return VIOLATION_OPTION_NOT_COMPILED;
         }
         dir = d;
     }
