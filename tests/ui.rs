@@ -2,11 +2,11 @@
 //!
 //! `tests/ui/<area>/*.rs` are the compile-fail cases, one folder per area of the API (`env`:
 //! requirements and environments, `params`: parameter bounds, roles and guarantees,
-//! `contract`: the algorithms' front checks, `keys` and `values`: what travels to the GPU, `topk` and
-//! `batched_topk`: those contracts at the calls a user writes); every folder but `pass/` is an
-//! area, so a new area needs no change here. `tests/ui/pass/*.rs` must compile: trybuild runs `cargo build` (not
-//! `cargo check`) because the suite has pass cases, so the contracts enforced by const
-//! evaluation (post-monomorphization) are exercised too.
+//! `contract`: the algorithms' front checks, `keys` and `values`: what travels to the GPU,
+//! `topk` and `batched_topk`: those contracts at the calls a user writes); every folder but
+//! `pass/` is an area, so a new area needs no change here. `tests/ui/pass/*.rs` must compile:
+//! trybuild runs `cargo build` (not `cargo check`) because the suite has pass cases, so the
+//! contracts enforced by const evaluation (post-monomorphization) are exercised too.
 //!
 //! The `.stderr` files hold the messages of the compiler pinned in `rust-toolchain.toml`;
 //! regenerate them with `TRYBUILD=overwrite cargo test --test ui`.
