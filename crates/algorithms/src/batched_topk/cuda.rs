@@ -6,9 +6,9 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr};
 use oxicub_env::{OutputOrdering, TieBreak};
 use oxicub_kernels::families::batched_topk::{
-    batched_topk, BatchedLayout, BatchedStatus, BatchedTopKPlan, PerSegmentOr,
+    batched_topk, BatchedLayout, BatchedStatus, BatchedTopKPlan,
 };
-use oxicub_kernels::families::SelectedValues;
+use oxicub_kernels::families::{HostOrDevice, SelectedValues};
 use oxicub_kernels::segments::{VIOLATION_OPTION_NOT_COMPILED, VIOLATION_PARAM_OUT_OF_BOUNDS};
 use oxicub_params::SelectDirection;
 
@@ -79,11 +79,9 @@ where
     'b: 'a,
 {
     let uniform_or = |values: ParamValues<&'b CudaView<'b, i64>>| match values {
-        ParamValues::Host(v) => PerSegmentOr::Uniform(v as u64),
-        ParamValues::PerSegment(view) | ParamValues::Deferred(view) => {
-            PerSegmentOr::PerSegment(view)
-        }
-        ParamValues::BoundsOnly => PerSegmentOr::Uniform(0),
+        ParamValues::Host(v) => HostOrDevice::Host(v as u64),
+        ParamValues::PerSegment(view) | ParamValues::Deferred(view) => HostOrDevice::Device(view),
+        ParamValues::BoundsOnly => HostOrDevice::Host(0),
     };
     let layout = match args.segments.layout {
         LayoutArg::Strided(stride) => BatchedLayout::Strided {
@@ -94,9 +92,9 @@ where
         LayoutArg::Listed => unreachable!("run_listed passes the copied addresses as offsets"),
     };
     let direction = match args.direction {
-        ChoiceValues::Host(SelectDirection::Max) => PerSegmentOr::Uniform(0),
-        ChoiceValues::Host(SelectDirection::Min) => PerSegmentOr::Uniform(1),
-        ChoiceValues::PerSegment(view) => PerSegmentOr::PerSegment(view),
+        ChoiceValues::Host(SelectDirection::Max) => HostOrDevice::Host(0),
+        ChoiceValues::Host(SelectDirection::Min) => HostOrDevice::Host(1),
+        ChoiceValues::PerSegment(view) => HostOrDevice::Device(view),
     };
     let bounds = |b: oxicub_params::Bounds| (b.min.max(0) as u64, b.max.max(0) as u64);
     let segments = &request.segments;

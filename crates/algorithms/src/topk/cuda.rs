@@ -3,8 +3,8 @@
 
 use cudarc::driver::{CudaView, CudaViewMut};
 use oxicub_env::{Determinism, OutputOrdering, TieBreak};
-use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKCount, TopKPlan};
-use oxicub_kernels::families::SelectedValues;
+use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKPlan};
+use oxicub_kernels::families::{HostOrDevice, SelectedValues};
 use oxicub_kernels::Direction;
 use oxicub_params::SelectDirection;
 
@@ -18,12 +18,8 @@ use crate::Error;
 
 fn plan<'a>(request: &TopKRequest, k: ParamValues<&'a CudaView<'a, i64>>) -> TopKPlan<'a> {
     let k = match k {
-        ParamValues::Host(value) => TopKCount::Host(value as u64),
-        ParamValues::Deferred(value) => TopKCount::Deferred {
-            value,
-            min: request.k_bounds.0,
-            max: request.k_bounds.1,
-        },
+        ParamValues::Host(value) => HostOrDevice::Host(value as u64),
+        ParamValues::Deferred(value) => HostOrDevice::Device(value),
         ParamValues::PerSegment(_) | ParamValues::BoundsOnly => {
             unreachable!("a single-problem k is one value (`SingleValue`)")
         }
@@ -37,8 +33,9 @@ fn plan<'a>(request: &TopKRequest, k: ParamValues<&'a CudaView<'a, i64>>) -> Top
         deterministic: request.requirements.determinism != Determinism::NotGuaranteed,
         // One item (or none) is already sorted.
         sorted: request.requirements.ordering != OutputOrdering::Unsorted
-            && !matches!(k, TopKCount::Host(0 | 1)),
+            && !matches!(k, HostOrDevice::Host(0 | 1)),
         k,
+        k_bounds: request.k_bounds,
         max_written: request.max_written,
     }
 }

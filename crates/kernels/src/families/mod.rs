@@ -139,6 +139,24 @@ fn keep<'a>(guards: &mut Vec<SyncOnDrop<'a>>, (ptr, guard): (u64, SyncOnDrop<'a>
     ptr
 }
 
+/// A launch argument: one value known on the host, or values the kernels read from device
+/// memory in stream order (one per segment, or a single deferred value).
+///
+/// ```
+/// use oxicub_kernels::families::HostOrDevice;
+///
+/// let k: HostOrDevice<'_, '_, i64, u64> = HostOrDevice::Host(8);
+/// assert!(matches!(k, HostOrDevice::Host(8)));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum HostOrDevice<'a, 'b, T, U> {
+    /// One value, the same for every segment.
+    Host(U),
+    /// In device memory: one per segment (at least `max_segments` elements), or one deferred
+    /// value (one element).
+    Device(&'b CudaView<'a, T>),
+}
+
 /// The values a selection (top-k, batched top-k) carries with its keys.
 #[derive(Debug)]
 pub enum SelectedValues<'a, 'b, V> {

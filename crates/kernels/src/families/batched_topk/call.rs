@@ -7,21 +7,13 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView};
 
 use super::constants::{BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD};
 use super::tiers::BatchedTiers;
+use super::HostOrDevice;
 use crate::error::DriverResultExt;
 use crate::segments::{
     SEGMENT_STATUS_COUNT_BAD, SEGMENT_STATUS_COUNT_VALUE, SEGMENT_STATUS_VALUE,
     SEGMENT_STATUS_VIOLATION,
 };
 use crate::KernelError;
-
-/// A per-segment value, or one for every segment.
-#[derive(Clone, Copy, Debug)]
-pub enum PerSegmentOr<'a, 'b, T, U> {
-    /// The same for every segment.
-    Uniform(U),
-    /// One per segment (at least `max_segments` elements).
-    PerSegment(&'b CudaView<'a, T>),
-}
 
 /// Where the segments are.
 #[derive(Clone, Copy, Debug)]
@@ -31,7 +23,7 @@ pub enum BatchedLayout<'a, 'b> {
         /// The stride.
         stride: u64,
         /// The sizes.
-        sizes: PerSegmentOr<'a, 'b, i64, u64>,
+        sizes: HostOrDevice<'a, 'b, i64, u64>,
     },
     /// Segment `i` is `begin[i]..end[i]`.
     Offsets {
@@ -62,14 +54,14 @@ pub struct BatchedTopKPlan<'a, 'b> {
     /// The layout.
     pub layout: BatchedLayout<'a, 'b>,
     /// `k`.
-    pub k: PerSegmentOr<'a, 'b, i64, u64>,
+    pub k: HostOrDevice<'a, 'b, i64, u64>,
     /// The direction: 0 = max, 1 = min (per segment: `u8`s).
-    pub direction: PerSegmentOr<'a, 'b, u8, u32>,
+    pub direction: HostOrDevice<'a, 'b, u8, u32>,
     /// The options of the direction that were compiled (bit 0: max, bit 1: min).
     pub direction_mask: u32,
     /// The number of segments: on the host, or deferred (an `i64` clamped into
     /// `num_segments_bounds`).
-    pub num_segments: PerSegmentOr<'a, 'b, i64, u64>,
+    pub num_segments: HostOrDevice<'a, 'b, i64, u64>,
     /// Bounds of a deferred number of segments; its upper bound is the most segments launched.
     pub num_segments_bounds: (u64, u64),
     /// Bounds every segment size must satisfy.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cudarc::driver::SyncOnDrop;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
 
-use super::call::{BatchedLayout, BatchedStatus, BatchedTopKPlan, PerSegmentOr};
+use super::call::{BatchedLayout, BatchedStatus, BatchedTopKPlan};
 use super::constants::{
     BT_CLUSTER_BLOCKS, BT_STAGE_INIT, BT_STAGE_SELECT, BT_STATUS_WORDS, BT_STREAM_FILTER_THREADS,
     CHUNK_ITEMS, SORT_CAP, STREAM_MAX_K, WARP_MAX_K,
@@ -16,6 +16,7 @@ use super::constants::{
 use super::kernels::{BatchedKernel, BatchedTopKParams};
 use super::layout::ClusterLayout;
 use super::plan::{plan as plan_call, stride_coprime, CallShape, LayoutShape, Step, ValuesShape};
+use super::HostOrDevice;
 use crate::error::DriverResultExt;
 use crate::families::{keep, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
@@ -122,20 +123,20 @@ pub fn batched_topk<K: RadixKey, V>(
         per_segment("end_offsets", end)?;
     }
     if let BatchedLayout::Strided {
-        sizes: PerSegmentOr::PerSegment(sizes),
+        sizes: HostOrDevice::Device(sizes),
         ..
     } = plan.layout
     {
         per_segment("segment_sizes", sizes)?;
     }
-    if let PerSegmentOr::PerSegment(k) = plan.k {
+    if let HostOrDevice::Device(k) = plan.k {
         per_segment("k", k)?;
     }
-    if let PerSegmentOr::PerSegment(directions) = plan.direction {
+    if let HostOrDevice::Device(directions) = plan.direction {
         runtime.check_buffer("direction", directions)?;
         at_least("direction", directions.len(), max_segments)?;
     }
-    if let PerSegmentOr::PerSegment(n) = plan.num_segments {
+    if let HostOrDevice::Device(n) = plan.num_segments {
         runtime.check_buffer("num_segments", n)?;
         at_least("num_segments", n.len(), 1)?;
     }
@@ -212,8 +213,8 @@ pub fn batched_topk<K: RadixKey, V>(
     let (values_ptr, out_values_ptr, _) = values.device_ptrs(stream, &mut guards);
     let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match plan.layout {
         BatchedLayout::Strided { stride, sizes } => match sizes {
-            PerSegmentOr::Uniform(size) => (stride, size, 0, 0, 0),
-            PerSegmentOr::PerSegment(view) => {
+            HostOrDevice::Host(size) => (stride, size, 0, 0, 0),
+            HostOrDevice::Device(view) => {
                 (stride, 0, keep(&mut guards, view.device_ptr(stream)), 0, 0)
             }
         },
@@ -226,16 +227,16 @@ pub fn batched_topk<K: RadixKey, V>(
         ),
     };
     let (k_value, ks_ptr) = match plan.k {
-        PerSegmentOr::Uniform(k) => (k, 0),
-        PerSegmentOr::PerSegment(view) => (0, keep(&mut guards, view.device_ptr(stream))),
+        HostOrDevice::Host(k) => (k, 0),
+        HostOrDevice::Device(view) => (0, keep(&mut guards, view.device_ptr(stream))),
     };
     let (direction_value, directions_ptr) = match plan.direction {
-        PerSegmentOr::Uniform(d) => (d, 0),
-        PerSegmentOr::PerSegment(view) => (0, keep(&mut guards, view.device_ptr(stream))),
+        HostOrDevice::Host(d) => (d, 0),
+        HostOrDevice::Device(view) => (0, keep(&mut guards, view.device_ptr(stream))),
     };
     let (num_segments, num_segments_ptr) = match plan.num_segments {
-        PerSegmentOr::Uniform(n) => (n, 0),
-        PerSegmentOr::PerSegment(view) => (0, keep(&mut guards, view.device_ptr(stream))),
+        HostOrDevice::Host(n) => (n, 0),
+        HostOrDevice::Device(view) => (0, keep(&mut guards, view.device_ptr(stream))),
     };
     let stream_shape = &launch_plan.stream;
     let params = BatchedTopKParams {
@@ -408,9 +409,9 @@ fn call_shape<K, V>(
     num_keys: u64,
     values: &SelectedValues<'_, '_, V>,
 ) -> CallShape {
-    let uniform = |value: PerSegmentOr<'_, '_, i64, u64>| match value {
-        PerSegmentOr::Uniform(v) => Some(v),
-        PerSegmentOr::PerSegment(_) => None,
+    let uniform = |value: HostOrDevice<'_, '_, i64, u64>| match value {
+        HostOrDevice::Host(v) => Some(v),
+        HostOrDevice::Device(_) => None,
     };
     CallShape {
         layout: match plan.layout {
@@ -423,8 +424,8 @@ fn call_shape<K, V>(
         },
         k: uniform(plan.k),
         direction: match plan.direction {
-            PerSegmentOr::Uniform(d) => Some(d),
-            PerSegmentOr::PerSegment(_) => None,
+            HostOrDevice::Host(d) => Some(d),
+            HostOrDevice::Device(_) => None,
         },
         num_segments: uniform(plan.num_segments),
         num_segments_bounds: plan.num_segments_bounds,

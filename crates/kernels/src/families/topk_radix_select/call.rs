@@ -1,25 +1,7 @@
 //! What a top-k call asks for.
 
-use cudarc::driver::CudaView;
-
+use crate::families::HostOrDevice;
 use crate::Direction;
-
-/// Where `k` is.
-#[derive(Clone, Copy, Debug)]
-pub enum TopKCount<'a> {
-    /// Known on the host (at most the number of keys).
-    Host(u64),
-    /// An `i64` on the device, read in stream order and clamped into `min..=max` (and the number
-    /// of keys).
-    Deferred {
-        /// A one-element view.
-        value: &'a CudaView<'a, i64>,
-        /// Lower clamp.
-        min: u64,
-        /// Upper clamp.
-        max: u64,
-    },
-}
 
 /// What a top-k call selects and how it lays the result out.
 #[derive(Clone, Copy, Debug)]
@@ -35,8 +17,12 @@ pub struct TopKPlan<'a> {
     /// written in whatever order the threads finish, and ties at the k-th key are taken in any
     /// order.
     pub deterministic: bool,
-    /// `k`.
-    pub k: TopKCount<'a>,
+    /// `k`: known on the host (at most the number of keys), or an `i64` on the device (a
+    /// one-element view) read in stream order and clamped into `k_bounds` (and the number of
+    /// keys).
+    pub k: HostOrDevice<'a, 'a, i64, u64>,
+    /// The bounds a deferred `k` is clamped into.
+    pub k_bounds: (u64, u64),
     /// The most items the call may write (`min(k or its upper bound, keys.len())`); the output
     /// buffers hold at least this many.
     pub max_written: u64,

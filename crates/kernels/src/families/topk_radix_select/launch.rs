@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
 
-use super::call::{TopKCount, TopKPlan};
+use super::call::TopKPlan;
 use super::constants::{TOPK_STAGE_INIT, TOPK_STAGE_PREFILTER, TOPK_STAGE_SAMPLE};
 use super::kernels::TopKRadixSelectParams;
 use super::plan::{plan as select_plan, Grid, SelectShape, Step};
 use crate::error::DriverResultExt;
+use crate::families::HostOrDevice;
 use crate::families::{keep, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::{KernelError, KernelRuntime, KernelSpec};
@@ -21,7 +22,8 @@ use crate::{KernelError, KernelRuntime, KernelSpec};
 /// launched back to back with no synchronisation. `V` must be 4 or 8 bytes.
 ///
 /// ```no_run
-/// use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKCount, TopKPlan};
+/// use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKPlan};
+/// use oxicub_kernels::families::HostOrDevice;
 /// use oxicub_kernels::families::SelectedValues;
 /// use oxicub_kernels::{open_context, Direction, KernelRuntime};
 ///
@@ -29,7 +31,7 @@ use crate::{KernelError, KernelRuntime, KernelSpec};
 /// let stream = runtime.context().default_stream();
 /// let keys = stream.clone_htod(&[3u32, 9, 1]).map_err(|e| e.to_string())?;
 /// let mut top = stream.alloc_zeros::<u32>(2).map_err(|e| e.to_string())?;
-/// let plan = TopKPlan { direction: Direction::Descending, prefer_larger_index: false, sorted: true, deterministic: true, k: TopKCount::Host(2), max_written: 2 };
+/// let plan = TopKPlan { direction: Direction::Descending, prefer_larger_index: false, sorted: true, deterministic: true, k: HostOrDevice::Host(2), k_bounds: (2, 2), max_written: 2 };
 /// topk_radix_select::<u32, u32>(&runtime, &stream, plan, &keys.as_view(), &mut top.as_view_mut(), SelectedValues::None)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -91,7 +93,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
             reason: format!("values must be 4 or 8 bytes, not {value_bytes}"),
         });
     }
-    if let TopKCount::Deferred { value, .. } = call.k {
+    if let HostOrDevice::Device(value) = call.k {
         runtime.check_buffer("k", value)?;
         if value.is_empty() {
             return Err(KernelError::LengthMismatch {
@@ -143,12 +145,12 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let at = |word: u64| scratch_ptr + 8 * word;
     let (values_ptr, out_values_ptr, _) = values.device_ptrs(stream, &mut guards);
     let (k_pointer, k_value, k_min, k_max) = match call.k {
-        TopKCount::Host(k) => (0, k.min(len), 0, 0),
-        TopKCount::Deferred { value, min, max } => (
+        HostOrDevice::Host(k) => (0, k.min(len), 0, 0),
+        HostOrDevice::Device(value) => (
             keep(&mut guards, value.device_ptr(stream)),
             0,
-            min,
-            max.min(max_written),
+            call.k_bounds.0,
+            call.k_bounds.1.min(max_written),
         ),
     };
     let params = TopKRadixSelectParams {

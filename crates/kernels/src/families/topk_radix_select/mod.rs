@@ -6,7 +6,7 @@
 //! * `constants`: the fast path's and the rank sort's tuning, and the constants shared with the
 //!   kernel;
 //! * `kernels`: the family's table, parameter struct and specs ([`specs`]);
-//! * `call`: what a call asks for ([`TopKPlan`], [`TopKCount`]);
+//! * `call`: what a call asks for ([`TopKPlan`]);
 //! * `plan`: the launch plan, pure functions of the call's shape (unit-tested without a GPU);
 //! * `launch`: [`topk_radix_select`], which checks, allocates, binds and launches.
 
@@ -16,7 +16,7 @@ mod kernels;
 mod launch;
 mod plan;
 
-pub use call::{TopKCount, TopKPlan};
+pub use call::TopKPlan;
 pub use kernels::specs;
 pub(crate) use kernels::TABLE;
 pub use launch::topk_radix_select;
