@@ -8,12 +8,9 @@
 //! [`AnyBackend`](crate::AnyBackend) copies to the device anyway).
 
 use oxicub_env::Environment;
-use oxicub_params::{
-    role, DiscreteParam, DiscreteParamFor, ParamFor, SelectDirection, SingleValue,
-};
 
-use super::{BatchedTopKBackend, Problem};
-use crate::backend::{Buffer, ChoicesOn, DeviceValue, PerSegmentOn, ValuesOn};
+use super::{BatchedTopKBackend, Problem, ProblemOn};
+use crate::backend::{Buffer, DeviceValue};
 use crate::contract::{self, BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
 use crate::segments::listed::Joined;
@@ -130,10 +127,7 @@ pub fn select_keys_listed<B, K, S, Kp, D, N, E>(
 where
     B: BatchedTopKBackend,
     K: RadixKey,
-    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
-    Kp: ParamFor<role::K> + PerSegmentOn<B>,
-    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
-    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+    Problem<Listed, S, Kp, D, N>: ProblemOn<B>,
     E: Environment,
 {
     let outputs = [("out_keys", out_keys.len())];
@@ -185,10 +179,7 @@ where
     B: BatchedTopKBackend,
     K: RadixKey,
     V: DeviceValue,
-    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
-    Kp: ParamFor<role::K> + PerSegmentOn<B>,
-    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
-    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+    Problem<Listed, S, Kp, D, N>: ProblemOn<B>,
     E: Environment,
 {
     check_topk_value_width::<V>();
@@ -239,10 +230,7 @@ where
     B: BatchedTopKBackend,
     K: RadixKey,
     I: SourceIndex,
-    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
-    Kp: ParamFor<role::K> + PerSegmentOn<B>,
-    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
-    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+    Problem<Listed, S, Kp, D, N>: ProblemOn<B>,
     E: Environment,
 {
     let outputs = [

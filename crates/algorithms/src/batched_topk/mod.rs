@@ -117,15 +117,12 @@ pub use listed::{select_indices_listed, select_keys_listed, select_pairs_listed}
 use cudarc::driver::{CudaView, CudaViewMut};
 use oxicub_env::Environment;
 use oxicub_kernels::families::batched_topk::BatchedTiers;
-use oxicub_params::{
-    role, DiscreteParam, DiscreteParamFor, Param, ParamFor, SelectDirection, SingleValue,
-};
+use oxicub_params::Param;
 
-use crate::backend::{AnyBackend, Backend, Buffer, ChoicesOn, Cuda, DeviceValue, Host};
-use crate::backend::{PerSegmentOn, ValuesOn};
-use crate::contract::{self, BatchedTopKArgsOn, BatchedTopKRequest, StaticTiers};
+use crate::backend::{AnyBackend, Backend, Buffer, Cuda, DeviceValue, Host};
+use crate::contract::{BatchedTopKArgsOn, BatchedTopKRequest, StaticTiers};
 use crate::radix::RadixKey;
-use crate::segments::{Layout, Offsets, Outcome, Segments, Strided};
+use crate::segments::{Offsets, Outcome, Segments, Strided};
 use crate::values::{check_topk_value_width, SourceIndex, ValuesIn};
 use crate::Error;
 
@@ -161,6 +158,45 @@ pub trait BatchedTopKBackend: Backend {
         out_keys: Self::SliceMut<'_, K>,
         out_values: Option<Self::SliceMut<'_, V>>,
     ) -> Result<Outcome, Error>;
+}
+
+/// A batched top-k [`Problem`] every argument of which backend `B` can read: its layout
+/// ([`Layout`](crate::segments::Layout)), sizes and `k` ([`PerSegmentOn`](crate::PerSegmentOn)),
+/// direction ([`ChoicesOn`](crate::ChoicesOn)) and number of segments
+/// ([`ValuesOn`](crate::ValuesOn)). Implemented by `Problem` whenever that holds; the entry points take
+/// any such problem.
+///
+/// ```
+/// use oxicub_algorithms::batched_topk::{Problem, ProblemOn};
+/// use oxicub_algorithms::Host;
+/// use oxicub_params::{direction, k, num_segments, segment_size};
+///
+/// fn runs_on_host<P: ProblemOn<Host>>(_: &P) {}
+/// let ks = [2i64, 1];
+/// runs_on_host(&Problem::strided(
+///     4,
+///     segment_size::Static::<4>::new(),
+///     k::PerSegment::<_, 0, 4>::new(&ks[..]),
+///     direction::Max,
+///     num_segments::uniform(2)?,
+/// ));
+/// # Ok::<(), oxicub_params::ParamError>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "the `{B}` backend cannot run the batched top-k problem `{Self}`",
+    note = "every argument of the problem must be readable on the backend: per-segment values \
+            and offsets in host slices on `Host` and `AnyBackend`, in `CudaView`s on `Cuda`"
+)]
+pub trait ProblemOn<B: Backend + ?Sized> {
+    /// The front check of a call on this problem over `num_keys` keys (listed: the slices'
+    /// total) writing `outputs` (name, length): only it builds a request.
+    #[doc(hidden)]
+    fn checked<E: Environment>(
+        &self,
+        num_keys: usize,
+        env: &E,
+        outputs: &[(&'static str, usize)],
+    ) -> Result<(BatchedTopKRequest, BatchedTopKArgsOn<'_, B>), Error>;
 }
 
 impl BatchedTopKBackend for Host {
@@ -429,9 +465,9 @@ pub fn kernel_specs<Key: RadixKey, S: Param, K: Param, E: Environment>(
 /// assert_eq!(out, [3, 0, 0, 7, 8, 0]);
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
-pub fn select_keys<B, K, L, S, Kp, D, N, E>(
+pub fn select_keys<B, K, P, E>(
     backend: &B,
-    problem: &Problem<L, S, Kp, D, N>,
+    problem: &P,
     keys: B::Slice<'_, K>,
     out_keys: B::SliceMut<'_, K>,
     env: &E,
@@ -439,16 +475,11 @@ pub fn select_keys<B, K, L, S, Kp, D, N, E>(
 where
     B: BatchedTopKBackend,
     K: RadixKey,
-    L: Layout<B>,
-    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
-    Kp: ParamFor<role::K> + PerSegmentOn<B>,
-    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
-    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+    P: ProblemOn<B>,
     E: Environment,
 {
     let outputs = [("out_keys", out_keys.len())];
-    let (request, args) =
-        contract::checked_batched_topk::<B, L, S, Kp, D, N, E>(problem, keys.len(), env, &outputs)?;
+    let (request, args) = problem.checked(keys.len(), env, &outputs)?;
     backend.batched_topk_checked::<K, u32>(&request, args, keys, ValuesIn::None, out_keys, None)
 }
 
@@ -468,9 +499,9 @@ where
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
-pub fn select_pairs<B, K, V, L, S, Kp, D, N, E>(
+pub fn select_pairs<B, K, V, P, E>(
     backend: &B,
-    problem: &Problem<L, S, Kp, D, N>,
+    problem: &P,
     keys: B::Slice<'_, K>,
     values: B::Slice<'_, V>,
     out_keys: B::SliceMut<'_, K>,
@@ -481,11 +512,7 @@ where
     B: BatchedTopKBackend,
     K: RadixKey,
     V: DeviceValue,
-    L: Layout<B>,
-    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
-    Kp: ParamFor<role::K> + PerSegmentOn<B>,
-    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
-    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+    P: ProblemOn<B>,
     E: Environment,
 {
     check_topk_value_width::<V>();
@@ -493,8 +520,7 @@ where
         ("out_keys", out_keys.len()),
         ("out_values", out_values.len()),
     ];
-    let (request, args) =
-        contract::checked_batched_topk::<B, L, S, Kp, D, N, E>(problem, keys.len(), env, &outputs)?;
+    let (request, args) = problem.checked(keys.len(), env, &outputs)?;
     Error::check_len("values", values.len(), keys.len(), "keys.len()")?;
     backend.batched_topk_checked(
         &request,
@@ -522,9 +548,9 @@ where
 /// assert_eq!(at, [2, 3]); // the tie at the boundary keeps the larger indices, stable sorted
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
-pub fn select_indices<B, K, I, L, S, Kp, D, N, E>(
+pub fn select_indices<B, K, I, P, E>(
     backend: &B,
-    problem: &Problem<L, S, Kp, D, N>,
+    problem: &P,
     keys: B::Slice<'_, K>,
     out_keys: B::SliceMut<'_, K>,
     out_indices: B::SliceMut<'_, I>,
@@ -534,19 +560,14 @@ where
     B: BatchedTopKBackend,
     K: RadixKey,
     I: SourceIndex,
-    L: Layout<B>,
-    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
-    Kp: ParamFor<role::K> + PerSegmentOn<B>,
-    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
-    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+    P: ProblemOn<B>,
     E: Environment,
 {
     let outputs = [
         ("out_keys", out_keys.len()),
         ("out_indices", out_indices.len()),
     ];
-    let (request, args) =
-        contract::checked_batched_topk::<B, L, S, Kp, D, N, E>(problem, keys.len(), env, &outputs)?;
+    let (request, args) = problem.checked(keys.len(), env, &outputs)?;
     let largest_segment = request.segments.largest;
     if largest_segment > I::MAX_ITEMS {
         return Err(Error::TooLarge {

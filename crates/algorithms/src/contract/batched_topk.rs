@@ -15,7 +15,7 @@ use super::{segment_bounds, SegmentBounds};
 use crate::backend::{
     Backend, Buffer, ChoiceValues, ChoicesOn, ParamValues, PerSegmentOn, ValuesOn,
 };
-use crate::batched_topk::Problem;
+use crate::batched_topk::{Problem, ProblemOn};
 use crate::segments::{self, check_per_segment, Layout, Listed, SegmentArgs, SegmentsRequest};
 use crate::Error;
 
@@ -128,7 +128,8 @@ impl<S: Param, K: Param, G: Guarantees> StaticTiers<S, K, G> {
         });
 }
 
-/// One checked batched top-k call, as the backends receive it. Only [`checked`] builds one.
+/// One checked batched top-k call, as the backends receive it. Only the front check
+/// ([`ProblemOn::checked`]) builds one.
 #[derive(Clone, Copy, Debug)]
 pub struct BatchedTopKRequest {
     /// The segments.
@@ -186,15 +187,7 @@ pub struct BatchedTopKArgs<I, J> {
 pub type BatchedTopKArgsOn<'r, B> =
     BatchedTopKArgs<<B as Backend>::Values<'r, i64>, <B as Backend>::Values<'r, u8>>;
 
-/// The front check of every batched top-k entry point: [`batched_topk`]'s contract, the
-/// segments, `k` and the directions' buffers, and each output's length against what the call
-/// may write. `num_keys` is `keys.len()` (listed: the slices' total).
-pub(crate) fn checked<'p, B, L, S, Kp, D, N, E>(
-    problem: &'p Problem<L, S, Kp, D, N>,
-    num_keys: usize,
-    env: &E,
-    outputs: &[(&'static str, usize)],
-) -> Result<(BatchedTopKRequest, BatchedTopKArgsOn<'p, B>), Error>
+impl<B, L, S, Kp, D, N> ProblemOn<B> for Problem<L, S, Kp, D, N>
 where
     B: Backend + ?Sized,
     L: Layout<B>,
@@ -202,76 +195,86 @@ where
     Kp: ParamFor<role::K> + PerSegmentOn<B>,
     D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
     N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
-    E: Environment,
 {
-    let bounds = batched_topk(
-        &problem.segments.sizes,
-        &problem.k,
-        &problem.direction,
-        &problem.segments.num_segments,
-        env,
-    )?;
-    let segment_bounds = SegmentBounds {
-        sizes_static: bounds.segment_sizes_static,
-        sizes: bounds.segment_sizes,
-        num_segments: bounds.num_segments,
-        total_items: bounds.total_items,
-    };
-    let (segments, segment_args) = segments::check(&problem.segments, segment_bounds, num_keys)?;
-    let args = BatchedTopKArgs {
-        segments: segment_args,
-        k: problem.k.values(),
-        direction: problem.direction.choices(),
-    };
-    // The most items one segment can hold, then write.
-    let mut per_segment_max = segments.largest.min(bounds.k.max as u64);
-    match args.k {
-        ParamValues::Host(k) => per_segment_max = per_segment_max.min(k as u64),
-        ParamValues::PerSegment(ks) => check_per_segment("k", ks.len(), &segments)?,
-        ParamValues::Deferred(_) | ParamValues::BoundsOnly => {
-            unreachable!("k is a per-segment parameter (`PerSegmentOn`)")
+    /// The front check of every batched top-k entry point: [`batched_topk`]'s contract, the
+    /// segments, `k` and the directions' buffers, and each output's length against what the
+    /// call may write. `num_keys` is `keys.len()` (listed: the slices' total).
+    fn checked<E: Environment>(
+        &self,
+        num_keys: usize,
+        env: &E,
+        outputs: &[(&'static str, usize)],
+    ) -> Result<(BatchedTopKRequest, BatchedTopKArgsOn<'_, B>), Error> {
+        let problem = self;
+        let bounds = batched_topk(
+            &problem.segments.sizes,
+            &problem.k,
+            &problem.direction,
+            &problem.segments.num_segments,
+            env,
+        )?;
+        let segment_bounds = SegmentBounds {
+            sizes_static: bounds.segment_sizes_static,
+            sizes: bounds.segment_sizes,
+            num_segments: bounds.num_segments,
+            total_items: bounds.total_items,
+        };
+        let (segments, segment_args) =
+            segments::check(&problem.segments, segment_bounds, num_keys)?;
+        let args = BatchedTopKArgs {
+            segments: segment_args,
+            k: problem.k.values(),
+            direction: problem.direction.choices(),
+        };
+        // The most items one segment can hold, then write.
+        let mut per_segment_max = segments.largest.min(bounds.k.max as u64);
+        match args.k {
+            ParamValues::Host(k) => per_segment_max = per_segment_max.min(k as u64),
+            ParamValues::PerSegment(ks) => check_per_segment("k", ks.len(), &segments)?,
+            ParamValues::Deferred(_) | ParamValues::BoundsOnly => {
+                unreachable!("k is a per-segment parameter (`PerSegmentOn`)")
+            }
         }
-    }
-    if let ChoiceValues::PerSegment(directions) = args.direction {
-        check_per_segment("direction", directions.len(), &segments)?;
-    }
-    let out_stride = match problem.out_stride {
-        None => per_segment_max,
-        Some(stride) if stride >= per_segment_max => stride,
-        Some(stride) => {
-            return Err(Error::InvalidArgument {
+        if let ChoiceValues::PerSegment(directions) = args.direction {
+            check_per_segment("direction", directions.len(), &segments)?;
+        }
+        let out_stride = match problem.out_stride {
+            None => per_segment_max,
+            Some(stride) if stride >= per_segment_max => stride,
+            Some(stride) => return Err(Error::InvalidArgument {
                 arg: "out_stride",
                 reason: format!(
                     "{stride} is smaller than the most one segment can write ({per_segment_max})"
                 ),
-            })
+            }),
+        };
+        let request = BatchedTopKRequest {
+            segments,
+            requirements: bounds.requirements,
+            k: bounds.k,
+            directions: bounds.directions,
+            per_segment_max,
+            out_stride,
+            static_tiers: StaticTiers::<S, Kp, E::Guarantees>::TIERS,
+            warp_items: StaticTiers::<S, Kp, E::Guarantees>::WARP_ITEMS,
+        };
+        let required = request.out_len();
+        for &(arg, len) in outputs {
+            if (len as u64) < required {
+                return Err(Error::BufferTooSmall {
+                    arg,
+                    len,
+                    required: required.min(usize::MAX as u64) as usize,
+                    required_from: "(num_segments - 1) * out_stride + min(k, segment size)",
+                });
+            }
         }
-    };
-    let request = BatchedTopKRequest {
-        segments,
-        requirements: bounds.requirements,
-        k: bounds.k,
-        directions: bounds.directions,
-        per_segment_max,
-        out_stride,
-        static_tiers: StaticTiers::<S, Kp, E::Guarantees>::TIERS,
-        warp_items: StaticTiers::<S, Kp, E::Guarantees>::WARP_ITEMS,
-    };
-    let required = request.out_len();
-    for &(arg, len) in outputs {
-        if (len as u64) < required {
-            return Err(Error::BufferTooSmall {
-                arg,
-                len,
-                required: required.min(usize::MAX as u64) as usize,
-                required_from: "(num_segments - 1) * out_stride + min(k, segment size)",
-            });
-        }
+        Ok((request, args))
     }
-    Ok((request, args))
 }
 
-/// [`checked`] for a listed layout: the slices' lengths as the keys', then the list's length.
+/// [`ProblemOn::checked`] for a listed layout: the slices' lengths as the keys', then the
+/// list's length.
 pub(crate) fn checked_listed<'p, B, S, Kp, D, N, E>(
     problem: &'p Problem<Listed, S, Kp, D, N>,
     segment_lens: impl Iterator<Item = usize>,
@@ -281,15 +284,12 @@ pub(crate) fn checked_listed<'p, B, S, Kp, D, N, E>(
 ) -> Result<(BatchedTopKRequest, BatchedTopKArgsOn<'p, B>), Error>
 where
     B: Backend + ?Sized,
-    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
-    Kp: ParamFor<role::K> + PerSegmentOn<B>,
-    D: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection> + ChoicesOn<B>,
-    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+    Problem<Listed, S, Kp, D, N>: ProblemOn<B>,
     E: Environment,
 {
     // As the offsets layout over the slices joined: the total bounds every segment.
     let total = segment_lens.fold(0usize, |sum, len| sum.saturating_add(len));
-    let (request, args) = checked::<B, Listed, S, Kp, D, N, E>(problem, total, env, outputs)?;
+    let (request, args) = problem.checked(total, env, outputs)?;
     if (list_len as u64) < request.segments.max_segments {
         return Err(Error::BufferTooSmall {
             arg: "segments",

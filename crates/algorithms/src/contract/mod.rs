@@ -18,8 +18,8 @@ mod topk;
 
 pub use batched_topk::{batched_topk, BatchedTopKBounds};
 pub(crate) use batched_topk::{
-    checked as checked_batched_topk, checked_listed as checked_batched_topk_listed,
-    BatchedTopKArgs, BatchedTopKArgsOn, BatchedTopKRequest, StaticTiers,
+    checked_listed as checked_batched_topk_listed, BatchedTopKArgs, BatchedTopKArgsOn,
+    BatchedTopKRequest, StaticTiers,
 };
 pub(crate) use topk::{
     check_index_type, checked as checked_topk, direction_of, TopKBuffers, TopKRequest,
