@@ -34,7 +34,7 @@
 //! `total_items`, and the results are then unspecified (memory is never written out of
 //! bounds).
 //!
-//! Every entry point first runs the one front check [`contract::batched_topk`]: static
+//! Every entry point first runs the one front check [`contract::batched_topk`](crate::contract::batched_topk): static
 //! contradictions (a static `k` above every segment size the types allow, ...) are compile
 //! errors there, host-known ones are [`Error::Param`]. The static bounds that survive choose
 //! which GPU kernels exist (see [`Cuda`] below).
@@ -127,7 +127,7 @@ use crate::values::{check_topk_value_width, SourceIndex, ValuesIn};
 use crate::Error;
 
 /// A backend that runs batched top-k: [`Host`], [`Cuda`] and [`AnyBackend`]. Use the functions
-/// of this module: they check the arguments once ([`contract`]) and then run the checked call.
+/// of this module: they check the arguments once ([`contract`](crate::contract)) and then run the checked call.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not run batched top-k",
     note = "oxicub's backends are `Host`, `Cuda` and `AnyBackend`"

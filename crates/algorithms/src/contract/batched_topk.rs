@@ -241,12 +241,14 @@ where
         let out_stride = match problem.out_stride {
             None => per_segment_max,
             Some(stride) if stride >= per_segment_max => stride,
-            Some(stride) => return Err(Error::InvalidArgument {
-                arg: "out_stride",
-                reason: format!(
+            Some(stride) => {
+                return Err(Error::InvalidArgument {
+                    arg: "out_stride",
+                    reason: format!(
                     "{stride} is smaller than the most one segment can write ({per_segment_max})"
                 ),
-            }),
+                })
+            }
         };
         let request = BatchedTopKRequest {
             segments,

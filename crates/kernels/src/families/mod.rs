@@ -2,7 +2,7 @@
 //! parameter struct), its spec constructors, every spec it can produce and its typed launcher.
 //!
 //! A family is a folder of headers `cuda/<family>/`, a module here (`pub mod <family>;`, which
-//! rustfmt must see) and one line of the [`families!`] registry below, which makes its
+//! rustfmt must see) and one line of the `families!` registry below, which makes its
 //! [`KernelFamily`] variant, its place in [`KernelFamily::ALL`], the lookup of its table and of
 //! its specs (the compile check compiles [`all_specs`]). The module provides
 //! `pub(crate) static TABLE: FamilyTable` and `pub fn specs() -> Vec<KernelSpec>`.
