@@ -34,10 +34,11 @@
 //! `total_items`, and the results are then unspecified (memory is never written out of
 //! bounds).
 //!
-//! Every entry point first runs the one front check [`contract::batched_topk`](crate::contract::batched_topk): static
-//! contradictions (a static `k` above every segment size the types allow, ...) are compile
-//! errors there, host-known ones are [`Error::Param`]. The static bounds that survive choose
-//! which GPU kernels exist (see [`Cuda`] below).
+//! Every entry point first runs the one front check
+//! ([`contract::batched_topk`](crate::contract::batched_topk)): static contradictions (a static
+//! `k` above every segment size the types allow, ...) are compile errors there, host-known
+//! ones are [`Error::Param`]. The static bounds that survive choose which GPU kernels exist
+//! (see [`Cuda`] below).
 //!
 //! # Results
 //!
