@@ -302,8 +302,8 @@ fn pairs_carry_each_value_with_its_key() {
     #[derive(Clone, Copy, Debug, PartialEq)]
     #[repr(C)]
     struct Token(u32, u32);
-    // SAFETY: two `u32`s in a `#[repr(C)]` struct of 8 bytes: no padding, zero is valid, and a
-    // byte copy of a value is a value.
+    // SAFETY: two `u32`s in a `#[repr(C)]` struct of 8 bytes: no padding, and every bit pattern
+    // is a value.
     unsafe impl oxicub_algorithms::DeviceValue for Token {}
     let tokens: Vec<Token> = (0..5).map(|i| Token(i, i * 10)).collect();
     let (mut top, mut t) = ([0i16; 1], [Token(0, 0); 1]);

@@ -1,10 +1,12 @@
 //! Values as bytes: the one place where the algorithms reinterpret memory.
 //!
 //! Kernels move keys and values without looking at them, as raw bytes. That is sound only for
-//! types whose every byte is initialised (no padding) and for which any copy of a valid value,
-//! and the all-zero pattern, is again valid. [`DeviceValue`] is that promise; every `unsafe`
-//! block of `oxicub-algorithms` that moves values lives in this module and relies on it (keys
-//! rely on the sealed [`RadixKey`], whose types are integers and floats of their `Bits`' size).
+//! types whose every byte is initialised (no padding) and for which every bit pattern of their
+//! size is a valid value: a byte copy, the zeros of an unwritten slot, a source index written
+//! as a value, even a value torn by a copy that raced with a write. [`DeviceValue`] is that
+//! promise; every `unsafe` block of `oxicub-algorithms` that moves values lives in this module
+//! and relies on it (keys rely on the sealed [`RadixKey`], whose types are integers and floats
+//! of their `Bits`' size).
 
 use std::marker::PhantomData;
 
@@ -45,31 +47,31 @@ use crate::Error;
 ///
 /// # Safety
 ///
-/// Implement it for your own type only when all of these hold: the type has no padding bytes
-/// (every byte of every value is initialised: a `#[repr(C)]` struct whose fields' sizes add up
-/// to its size, with fields that are themselves `DeviceValue`s), the all-zero bit pattern is a
-/// valid value, and a byte-wise copy of a valid value is a valid value (no references, no
-/// pointers that own memory, no `NonZero`/`bool`/`char` fields).
+/// Implement it for your own type only when both hold: the type has no padding bytes (every
+/// byte of every value is initialised: a `#[repr(C)]` struct whose fields' sizes add up to its
+/// size, with fields that are themselves `DeviceValue`s), and every bit pattern of its size is
+/// a valid value (no references or owning pointers, no `bool`, `char`, `NonZero` or enum
+/// fields). These are the conditions of bytemuck's `Pod`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot travel to the GPU as a value",
     label = "oxicub copies values as raw bytes",
-    note = "a value must have no padding bytes and be valid as all zeros: integers, floats, \
-            `f16`, `bf16` and arrays of them are; a tuple such as `(u8, u32)` has padding \
-            (use `[u32; 2]`, or a `#[repr(C)]` struct without padding and \
+    note = "a value must have no padding bytes, and every bit pattern must be a value: \
+            integers, floats, `f16`, `bf16` and arrays of them are; a tuple such as `(u8, u32)` \
+            has padding (use `[u32; 2]`, or a `#[repr(C)]` struct without padding and \
             `unsafe impl oxicub::DeviceValue for MyValue {{}}`)"
 )]
 pub unsafe trait DeviceValue: Copy + Send + Sync + 'static {}
 
 macro_rules! device_value {
     ($($ty:ty),*) => {$(
-        // SAFETY: a primitive number: no padding, every bit pattern (zero included) is valid.
+        // SAFETY: a primitive number: no padding, every bit pattern is a valid value.
         unsafe impl DeviceValue for $ty {}
     )*};
 }
 device_value!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, f16, bf16);
 
 // SAFETY: an array has no padding between or after its elements (its size is `N` times theirs),
-// so it is padding-free, zero-valid and copyable exactly when its element type is.
+// so it is padding-free, and valid for every bit pattern, exactly when its element type is.
 unsafe impl<T: DeviceValue, const N: usize> DeviceValue for [T; N] {}
 
 /// The bytes of `values`.
@@ -85,8 +87,8 @@ fn as_bytes<V: DeviceValue>(values: &[V]) -> &[u8] {
 /// The bytes of `values`, to overwrite with bytes that hold valid values of `V`.
 fn as_bytes_mut<V: DeviceValue>(values: &mut [V]) -> &mut [u8] {
     let len = std::mem::size_of_val(values);
-    // SAFETY: as in `as_bytes`; callers only write copies of valid `V`s (or zeros) into the
-    // bytes, so the values stay valid (`DeviceValue`'s contract).
+    // SAFETY: as in `as_bytes`; every bit pattern of `V`'s size is a valid `V`
+    // (`DeviceValue`'s contract), so whatever bytes are written the values stay valid.
     unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) }
 }
 
@@ -249,10 +251,10 @@ impl<V: DeviceValue> DeviceValues<V> {
 
     /// The values as a device view of `V`.
     pub fn as_view(&self) -> CudaView<'_, V> {
-        // SAFETY: the bytes hold `len` values of `V`: copies of valid values (uploaded, or
-        // written by a kernel that copies values or writes indices) or zero bits, all valid by
-        // `DeviceValue`'s contract; the allocation holds `len * size_of::<V>()` bytes (at
-        // least one) and is 256-byte aligned.
+        // SAFETY: every bit pattern of `V`'s size is a valid `V` (`DeviceValue`'s contract), so
+        // whatever the bytes hold (uploaded values, kernel outputs, zeros) they are `len` valid
+        // values; the allocation holds `len * size_of::<V>()` bytes (at least one) and is
+        // 256-byte aligned.
         match unsafe { self.bytes.transmute::<V>(self.len) } {
             Some(view) => view,
             None => unreachable!("the allocation holds len values"),
@@ -285,12 +287,15 @@ impl<V: DeviceValue> DeviceValues<V> {
         let bytes = self.bytes.slice(..std::mem::size_of_val(out));
         cuda.stream()
             .memcpy_dtoh(&bytes, as_bytes_mut(out))
-            .map_err(driver_error("cuMemcpyDtoHAsync"))
+            .map_err(driver_error("cuMemcpyDtoHAsync"))?;
+        // Into page-locked memory the copy is still running when the call returns: `out` is
+        // the caller's again only once the stream has finished it.
+        super::Backend::synchronize(cuda)
     }
 }
 
 /// The all-zero value of `V`.
 fn zeroed<V: DeviceValue>() -> V {
-    // SAFETY: zero bits are a valid `V` (`DeviceValue`'s contract).
+    // SAFETY: every bit pattern, zeros included, is a valid `V` (`DeviceValue`'s contract).
     unsafe { std::mem::zeroed() }
 }
