@@ -30,6 +30,7 @@ constexpr u32 BT_L_DONE = 3;
 constexpr u32 BT_L_BOUNDARY = 4;
 constexpr u32 BT_L_ABOVE = 5;
 constexpr u32 BT_L_ARRIVED = 6;  // histogram work items of this pass that have finished
+static_assert(BT_L_ARRIVED < BT_LARGE_WORDS, "the state words fit a segment's BT_LARGE_WORDS");
 
 // The pivot digit of pass `p.shift` from a segment's merged histogram, by the whole block
 // (thread b looks at digit 255 - b, so an inclusive scan in thread order counts the items at

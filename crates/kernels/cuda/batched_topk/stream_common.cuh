@@ -53,6 +53,7 @@ namespace oxicub {
 // per lane).
 constexpr u32 BT_STREAM_LOADS = BT_STREAM_TASK / 32u;
 constexpr u32 BT_BUCKET_LOG = 12;
+static_assert((1u << BT_BUCKET_LOG) == BT_BUCKETS, "BT_BUCKET_LOG is log2 of BT_BUCKETS");
 // The bucket path ranks an item by comparing it with every item of its bucket: it is taken
 // when the sum of the squared bucket sizes is at most this many comparisons per candidate.
 constexpr u32 BT_BUCKET_WORK = 64;

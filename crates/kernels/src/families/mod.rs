@@ -186,28 +186,26 @@ pub enum SelectedValues<'a, 'b, V> {
 }
 
 impl<V> SelectedValues<'_, '_, V> {
-    /// The device pointers of the values and of their output (0 where there is none) and whether
-    /// the kernel writes indices rather than copying values; the guards go to `guards`.
+    /// The device pointers of the values and of their output (0 where there is none); the
+    /// guards go to `guards`. (Whether the kernel writes indices is a flag of the plan.)
     fn device_ptrs<'s>(
         &'s mut self,
         stream: &'s CudaStream,
         guards: &mut Vec<SyncOnDrop<'s>>,
-    ) -> (u64, u64, bool) {
+    ) -> (u64, u64) {
         match self {
-            SelectedValues::None => (0, 0, false),
+            SelectedValues::None => (0, 0),
             SelectedValues::Copy { values, out } => (
                 keep(guards, values.device_ptr(stream)),
                 keep(guards, out.device_ptr_mut(stream)),
-                false,
             ),
-            SelectedValues::Index { out } => (0, keep(guards, out.device_ptr_mut(stream)), true),
+            SelectedValues::Index { out } => (0, keep(guards, out.device_ptr_mut(stream))),
             SelectedValues::Listed {
                 value_addresses,
                 out,
             } => (
                 keep(guards, value_addresses.device_ptr(stream)),
                 keep(guards, out.device_ptr_mut(stream)),
-                false,
             ),
         }
     }

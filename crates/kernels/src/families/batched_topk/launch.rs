@@ -66,6 +66,29 @@ pub fn batched_topk<K: RadixKey, V>(
         _ => {}
     }
     runtime.check_buffer("out_keys", &*out_keys)?;
+    // A segment writes min(k, size) items, each checked on the device against the plan's
+    // bounds and the layout: the outputs are laid out for per_segment_max a segment, so it
+    // must cover that, and segments must not overlap.
+    let k_cap = match plan.k {
+        HostOrDevice::Host(k) => k,
+        HostOrDevice::Device(_) => plan.k_bounds.1,
+    };
+    let size_cap = match plan.layout {
+        BatchedLayout::Strided {
+            stride,
+            sizes: HostOrDevice::Host(size),
+        } => size.min(stride),
+        BatchedLayout::Strided { stride, .. } => plan.size_bounds.1.min(stride),
+        BatchedLayout::Offsets { .. } => plan.size_bounds.1,
+        BatchedLayout::Listed { max_size, .. } => plan.size_bounds.1.min(max_size),
+    };
+    let written = k_cap.min(size_cap).min(num_keys);
+    if plan.per_segment_max < written || plan.out_stride < plan.per_segment_max {
+        return Err(mismatch(&format!(
+            "a segment may write {written} items, but the plan lays out {} a segment, {} apart",
+            plan.per_segment_max, plan.out_stride
+        )));
+    }
     let shape = call_shape::<K, V>(&plan, num_keys, &values);
     let max_segments = shape.max_segments();
     let out_len = shape.out_len();
@@ -210,7 +233,7 @@ pub fn batched_topk<K: RadixKey, V>(
     let stream_ranks_ptr = keep_opt(&mut guards, stream, &mut stream_ranks);
     let stream_indices_ptr = keep_opt(&mut guards, stream, &mut stream_indices);
     let stream_counts_ptr = keep_opt(&mut guards, stream, &mut stream_counts);
-    let (values_ptr, out_values_ptr, _) = values.device_ptrs(stream, &mut guards);
+    let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
     let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match plan.layout {
         BatchedLayout::Strided { stride, sizes } => match sizes {
             HostOrDevice::Host(size) => (stride, size, 0, 0, 0),

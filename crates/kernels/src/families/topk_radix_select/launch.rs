@@ -93,6 +93,15 @@ pub fn topk_radix_select<K: RadixKey, V>(
             reason: format!("values must be 4 or 8 bytes, not {value_bytes}"),
         });
     }
+    if let HostOrDevice::Host(k) = call.k {
+        // The kernels write min(k, len) items: the outputs were checked for max_written.
+        if k.min(len) > max_written {
+            return Err(KernelError::InvalidSpec {
+                kernel: spec.to_string(),
+                reason: format!("k = {k} is more than the outputs hold ({max_written})"),
+            });
+        }
+    }
     if let HostOrDevice::Device(value) = call.k {
         runtime.check_buffer("k", value)?;
         if value.is_empty() {
@@ -143,7 +152,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
     let scratch_ptr = keep(&mut guards, scratch.device_ptr_mut(stream));
     let at = |word: u64| scratch_ptr + 8 * word;
-    let (values_ptr, out_values_ptr, _) = values.device_ptrs(stream, &mut guards);
+    let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
     let (k_pointer, k_value, k_min, k_max) = match call.k {
         HostOrDevice::Host(k) => (0, k.min(len), 0, 0),
         HostOrDevice::Device(value) => (
