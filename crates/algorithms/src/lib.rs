@@ -37,6 +37,30 @@ pub mod segments;
 pub mod topk;
 mod values;
 
+/// What only this crate may implement or call.
+mod sealed {
+    /// The supertrait of the public traits whose implementations are oxicub's alone (a
+    /// parameter that lied about its values would get past the front check).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not one of oxicub's types: this trait is implemented by oxicub \
+                   alone",
+        note = "build parameters from oxicub's modules (`k`, `segment_size`, `num_segments`, \
+                `direction`, ...), layouts from `segments`, problems from their constructors"
+    )]
+    pub trait Sealed {}
+
+    /// The first argument of the public traits' hidden methods: only this crate makes one, so
+    /// only its entry points, after their front check, call those methods.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Token(());
+
+    impl Token {
+        pub(crate) const fn new() -> Token {
+            Token(())
+        }
+    }
+}
+
 pub use backend::{
     AnyBackend, Backend, Buffer, ChoicesOn, Cuda, DeviceKeys, DeviceValue, DeviceValues, Host,
     PerSegmentOn, ValuesOn,

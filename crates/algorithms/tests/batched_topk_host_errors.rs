@@ -526,3 +526,63 @@ fn the_total_items_guarantee_is_checked_against_the_sizes() {
         .expect_err("3 rows of 2 against a guarantee of 5");
     assert!(matches!(err, Error::Param(_)), "{err}");
 }
+
+/// The front check reports in one order, whatever else is wrong: the layout and the scalar
+/// arguments (here `out_stride`) before the per-segment buffers (here a `k` per segment for
+/// one of two segments), and those before the outputs.
+#[test]
+fn scalar_arguments_are_reported_before_per_segment_buffers() {
+    let keys = [0u32; 8];
+    let ks = [2i64]; // two segments, one k
+    let problem = Problem::strided(
+        4,
+        segment_size::Static::<4>::new(),
+        k::PerSegment::<_, 0, 4>::new(&ks[..]),
+        direction::Max,
+        num_segments::uniform(2).expect("count"),
+    );
+    let mut out = [0u32; 8];
+    let host = Host::new();
+    let narrow = problem.out_stride(1);
+    let err = batched_topk::select_keys(&host, &narrow, &keys[..], &mut out[..], &Env::new())
+        .expect_err("an error");
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                arg: "out_stride",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = batched_topk::select_keys(&host, &problem, &keys[..], &mut out[..1], &Env::new())
+        .expect_err("an error");
+    assert!(
+        matches!(err, Error::BufferTooSmall { arg: "k", .. }),
+        "{err:?}"
+    );
+}
+
+/// The public contract merges the bounds in the order of its arguments: a call that breaks the
+/// guarantees on both `k` and `num_segments` is reported for `k`.
+#[test]
+fn the_contract_reports_k_before_num_segments() {
+    use oxicub_params::guarantee::{MaxK, MaxNumSegments};
+    use oxicub_params::ParamError;
+    let env = Env::new()
+        .guarantee(MaxK::<4>::new())
+        .guarantee(MaxNumSegments::<1024>::new());
+    let err = oxicub_algorithms::contract::batched_topk(
+        &segment_size::Static::<64>::new(),
+        &k::uniform(8).expect("k"),
+        &direction::Max,
+        &num_segments::uniform(4096).expect("count"),
+        &env,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, ParamError::OutOfBounds { param: "k", .. }),
+        "{err:?}"
+    );
+}

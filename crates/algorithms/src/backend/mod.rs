@@ -19,12 +19,9 @@ use oxicub_kernels::{open_context, DeviceFacts, KernelRuntime, RadixKey};
 use crate::error::driver_error;
 use crate::Error;
 
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for super::Host {}
-    impl Sealed for super::Cuda {}
-    impl Sealed for super::AnyBackend {}
-}
+impl crate::sealed::Sealed for Host {}
+impl crate::sealed::Sealed for Cuda {}
+impl crate::sealed::Sealed for AnyBackend {}
 
 /// A buffer argument of an algorithm: a host slice or a device view.
 ///
@@ -85,7 +82,7 @@ impl<T> Buffer for CudaViewMut<'_, T> {
 /// }
 /// assert!(describe(&Host::new()).starts_with("host"));
 /// ```
-pub trait Backend: fmt::Display + Send + Sync + sealed::Sealed {
+pub trait Backend: fmt::Display + Send + Sync + crate::sealed::Sealed {
     /// A read-only input buffer.
     type Slice<'a, T: 'a>: Buffer;
     /// A writable output buffer.

@@ -12,9 +12,21 @@ use oxicub_params::{
     PerSegmentChoice, SelectDirection, SortOrder, Static, Uniform,
 };
 
-use oxicub_params::role::Role;
+use oxicub_params::role::{self, Role};
 
 use super::{AnyBackend, Backend, ByteOption, Cuda, Host};
+use crate::sealed::Sealed;
+
+impl<R: Role, const V: i64> Sealed for Static<R, V> {}
+impl<R: Role, const MIN: i64, const MAX: i64> Sealed for Uniform<R, MIN, MAX> {}
+impl<R: Role, S, const MIN: i64, const MAX: i64> Sealed for PerSegment<R, S, MIN, MAX> {}
+impl<R: Role, S, const MIN: i64, const MAX: i64> Sealed for Deferred<R, S, MIN, MAX> {}
+impl<Set: OptionSet> Sealed for Choice<Set> {}
+impl<Set: OptionSet, S> Sealed for PerSegmentChoice<Set, S> {}
+impl Sealed for direction::Max {}
+impl Sealed for direction::Min {}
+impl Sealed for order::Ascending {}
+impl Sealed for order::Descending {}
 
 /// Where the values of a numeric parameter are: `I` is the buffer type of the backend that
 /// reads them (`&[i64]` in host memory, `&CudaView<i64>` on [`Cuda`]).
@@ -36,7 +48,8 @@ pub type ParamValuesOn<'r, B> = ParamValues<<B as Backend>::Values<'r, i64>>;
 
 /// A numeric parameter whose values backend `B` can read: `Static` and `Uniform` on every
 /// backend; `PerSegment` and `Deferred` over host memory on [`Host`] and [`AnyBackend`], over
-/// device memory on [`Cuda`]; `PerSegment<()>` (bounds only) everywhere.
+/// device memory on [`Cuda`]; segment sizes as `PerSegment<()>` (bounds only: the sizes a
+/// layout's offsets give) everywhere.
 ///
 /// ```
 /// use oxicub_algorithms::{Host, ValuesOn};
@@ -65,7 +78,7 @@ pub type ParamValuesOn<'r, B> = ParamValues<<B as Backend>::Values<'r, i64>>;
             `&i64`) on `Host` and `AnyBackend`, `CudaView<i64>` on `Cuda`; `Static` and \
             `Uniform` values work on every backend"
 )]
-pub trait ValuesOn<B: Backend + ?Sized>: Param {
+pub trait ValuesOn<B: Backend + ?Sized>: Param + Sealed {
     /// Where the values are.
     #[doc(hidden)]
     fn values(&self) -> ParamValuesOn<'_, B>;
@@ -85,8 +98,8 @@ impl<B: Backend + ?Sized, R: Role, const MIN: i64, const MAX: i64> ValuesOn<B>
     }
 }
 
-impl<B: Backend + ?Sized, R: Role, const MIN: i64, const MAX: i64> ValuesOn<B>
-    for PerSegment<R, (), MIN, MAX>
+impl<B: Backend + ?Sized, const MIN: i64, const MAX: i64> ValuesOn<B>
+    for PerSegment<role::SegmentSize, (), MIN, MAX>
 {
     fn values(&self) -> ParamValuesOn<'_, B> {
         ParamValues::BoundsOnly
@@ -200,7 +213,7 @@ pub type ChoiceValuesOn<'r, B, E> = ChoiceValues<<B as Backend>::Values<'r, u8>,
             enum on `Host` and `AnyBackend`, `CudaView<u8>` on `Cuda`; static options and \
             `Choice` work on every backend"
 )]
-pub trait ChoicesOn<B: Backend + ?Sized>: DiscreteParam {
+pub trait ChoicesOn<B: Backend + ?Sized>: DiscreteParam + Sealed {
     /// Where the options are.
     #[doc(hidden)]
     fn choices(&self) -> ChoiceValuesOn<'_, B, Self::Option>;

@@ -13,6 +13,7 @@ use super::{BatchedTopKBackend, Problem, ProblemOn};
 use crate::backend::{Buffer, DeviceValue};
 use crate::contract::{self, BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
+use crate::sealed::Token;
 use crate::segments::listed::Joined;
 use crate::segments::{Listed, Outcome, Segments};
 use crate::values::{check_topk_value_width, SourceIndex, ValuesIn};
@@ -94,6 +95,7 @@ where
         ..args
     };
     backend.batched_topk_checked::<K, V>(
+        Token::new(),
         request,
         args,
         &keys.items[..],
@@ -140,6 +142,7 @@ where
         &outputs,
     )?;
     backend.batched_topk_listed_checked::<K, u32>(
+        Token::new(),
         &request,
         args,
         segments,
@@ -205,6 +208,7 @@ where
         )?;
     }
     backend.batched_topk_listed_checked(
+        Token::new(),
         &request,
         args,
         segments,
@@ -255,6 +259,7 @@ where
         });
     }
     backend.batched_topk_listed_checked(
+        Token::new(),
         &request,
         args,
         segments,

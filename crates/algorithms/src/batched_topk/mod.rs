@@ -123,6 +123,7 @@ use oxicub_params::Param;
 use crate::backend::{AnyBackend, Backend, Buffer, Cuda, DeviceValue, Host};
 use crate::contract::{BatchedTopKArgsOn, BatchedTopKRequest, StaticTiers};
 use crate::radix::RadixKey;
+use crate::sealed::{Sealed, Token};
 use crate::segments::{Offsets, Outcome, Segments, Strided};
 use crate::values::{check_topk_value_width, SourceIndex, ValuesIn};
 use crate::Error;
@@ -139,6 +140,7 @@ pub trait BatchedTopKBackend: Backend {
     #[allow(clippy::too_many_arguments)]
     fn batched_topk_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        token: Token,
         request: &BatchedTopKRequest,
         args: BatchedTopKArgsOn<'_, Self>,
         keys: Self::Slice<'_, K>,
@@ -152,6 +154,7 @@ pub trait BatchedTopKBackend: Backend {
     #[allow(clippy::too_many_arguments)]
     fn batched_topk_listed_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        token: Token,
         request: &BatchedTopKRequest,
         args: BatchedTopKArgsOn<'_, Self>,
         segments: &[Self::Slice<'_, K>],
@@ -188,12 +191,13 @@ pub trait BatchedTopKBackend: Backend {
     note = "every argument of the problem must be readable on the backend: per-segment values \
             and offsets in host slices on `Host` and `AnyBackend`, in `CudaView`s on `Cuda`"
 )]
-pub trait ProblemOn<B: Backend + ?Sized> {
+pub trait ProblemOn<B: Backend + ?Sized>: Sealed {
     /// The front check of a call on this problem over `num_keys` keys (listed: the slices'
     /// total) writing `outputs` (name, length): only it builds a request.
     #[doc(hidden)]
     fn checked<E: Environment>(
         &self,
+        token: Token,
         num_keys: usize,
         env: &E,
         outputs: &[(&'static str, usize)],
@@ -203,6 +207,7 @@ pub trait ProblemOn<B: Backend + ?Sized> {
 impl BatchedTopKBackend for Host {
     fn batched_topk_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        _: Token,
         request: &BatchedTopKRequest,
         args: BatchedTopKArgsOn<'_, Self>,
         keys: &[K],
@@ -217,6 +222,7 @@ impl BatchedTopKBackend for Host {
 
     fn batched_topk_listed_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        _: Token,
         request: &BatchedTopKRequest,
         args: BatchedTopKArgsOn<'_, Self>,
         segments: &[&[K]],
@@ -232,6 +238,7 @@ impl BatchedTopKBackend for Host {
 impl BatchedTopKBackend for AnyBackend {
     fn batched_topk_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        _: Token,
         request: &BatchedTopKRequest,
         args: BatchedTopKArgsOn<'_, Self>,
         keys: &[K],
@@ -251,6 +258,7 @@ impl BatchedTopKBackend for AnyBackend {
 
     fn batched_topk_listed_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        _: Token,
         request: &BatchedTopKRequest,
         args: BatchedTopKArgsOn<'_, Self>,
         segments: &[&[K]],
@@ -266,6 +274,7 @@ impl BatchedTopKBackend for AnyBackend {
 impl BatchedTopKBackend for Cuda {
     fn batched_topk_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        _: Token,
         request: &BatchedTopKRequest,
         args: BatchedTopKArgsOn<'_, Self>,
         keys: CudaView<'_, K>,
@@ -278,6 +287,7 @@ impl BatchedTopKBackend for Cuda {
 
     fn batched_topk_listed_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        _: Token,
         request: &BatchedTopKRequest,
         args: BatchedTopKArgsOn<'_, Self>,
         segments: &[CudaView<'_, K>],
@@ -480,8 +490,17 @@ where
     E: Environment,
 {
     let outputs = [("out_keys", out_keys.len())];
-    let (request, args) = problem.checked(keys.len(), env, &outputs)?;
-    backend.batched_topk_checked::<K, u32>(&request, args, keys, ValuesIn::None, out_keys, None)
+    let (request, args) = problem.checked(Token::new(), keys.len(), env, &outputs)?;
+    let token = Token::new();
+    backend.batched_topk_checked::<K, u32>(
+        token,
+        &request,
+        args,
+        keys,
+        ValuesIn::None,
+        out_keys,
+        None,
+    )
 }
 
 /// The top `k_i` keys of every segment with the value of each (`values[j]` belongs to
@@ -521,9 +540,10 @@ where
         ("out_keys", out_keys.len()),
         ("out_values", out_values.len()),
     ];
-    let (request, args) = problem.checked(keys.len(), env, &outputs)?;
+    let (request, args) = problem.checked(Token::new(), keys.len(), env, &outputs)?;
     Error::check_len("values", values.len(), keys.len(), "keys.len()")?;
     backend.batched_topk_checked(
+        Token::new(),
         &request,
         args,
         keys,
@@ -568,7 +588,7 @@ where
         ("out_keys", out_keys.len()),
         ("out_indices", out_indices.len()),
     ];
-    let (request, args) = problem.checked(keys.len(), env, &outputs)?;
+    let (request, args) = problem.checked(Token::new(), keys.len(), env, &outputs)?;
     let largest_segment = request.segments.largest;
     if largest_segment > I::MAX_ITEMS {
         return Err(Error::TooLarge {
@@ -579,6 +599,7 @@ where
         });
     }
     backend.batched_topk_checked(
+        Token::new(),
         &request,
         args,
         keys,

@@ -11,11 +11,14 @@ use oxicub_params::{
     SingleValue,
 };
 
-use super::{segment_bounds, SegmentBounds};
+use super::{total_items_bounds, SegmentBounds};
 use crate::backend::{
     Backend, Buffer, ChoiceValues, ChoicesOn, ParamValues, PerSegmentOn, ValuesOn,
 };
 use crate::batched_topk::{Problem, ProblemOn};
+use crate::sealed::{Sealed, Token};
+
+impl<L, S, K, D, N> Sealed for Problem<L, S, K, D, N> {}
 use crate::segments::{self, check_per_segment, Layout, Listed, SegmentArgs, SegmentsRequest};
 use crate::Error;
 
@@ -96,15 +99,16 @@ where
 {
     let () = BatchedTopKStatic::<S, K, E::Guarantees>::CHECKED;
     let _ = direction;
-    let segments = segment_bounds(segment_sizes, num_segments, env)?;
+    let total_items = total_items_bounds(env)?;
+    let guarantees = env.guarantees();
     Ok(BatchedTopKBounds {
-        segment_sizes_static: segments.sizes_static,
+        segment_sizes_static: merged_static_bounds::<S, E::Guarantees>(),
         k_static: merged_static_bounds::<K, E::Guarantees>(),
-        segment_sizes: segments.sizes,
-        k: merged_bounds(k, env.guarantees())?,
-        num_segments: segments.num_segments,
+        segment_sizes: merged_bounds(segment_sizes, guarantees)?,
+        k: merged_bounds(k, guarantees)?,
+        num_segments: merged_bounds(num_segments, guarantees)?,
         directions: Dir::OPTIONS,
-        total_items: segments.total_items,
+        total_items,
         requirements: env.resolved(),
     })
 }
@@ -201,6 +205,7 @@ where
     /// call may write. `num_keys` is `keys.len()` (listed: the slices' total).
     fn checked<E: Environment>(
         &self,
+        _: Token,
         num_keys: usize,
         env: &E,
         outputs: &[(&'static str, usize)],
@@ -214,7 +219,6 @@ where
             env,
         )?;
         let segment_bounds = SegmentBounds {
-            sizes_static: bounds.segment_sizes_static,
             sizes: bounds.segment_sizes,
             num_segments: bounds.num_segments,
             total_items: bounds.total_items,
@@ -228,15 +232,8 @@ where
         };
         // The most items one segment can hold, then write.
         let mut per_segment_max = segments.largest.min(bounds.k.max as u64);
-        match args.k {
-            ParamValues::Host(k) => per_segment_max = per_segment_max.min(k as u64),
-            ParamValues::PerSegment(ks) => check_per_segment("k", ks.len(), &segments)?,
-            ParamValues::Deferred(_) | ParamValues::BoundsOnly => {
-                unreachable!("k is a per-segment parameter (`PerSegmentOn`)")
-            }
-        }
-        if let ChoiceValues::PerSegment(directions) = args.direction {
-            check_per_segment("direction", directions.len(), &segments)?;
+        if let ParamValues::Host(k) = args.k {
+            per_segment_max = per_segment_max.min(k as u64);
         }
         let out_stride = match problem.out_stride {
             None => per_segment_max,
@@ -245,11 +242,19 @@ where
                 return Err(Error::InvalidArgument {
                     arg: "out_stride",
                     reason: format!(
-                    "{stride} is smaller than the most one segment can write ({per_segment_max})"
-                ),
+                        "{stride} is smaller than the most one segment can write \
+                         ({per_segment_max})"
+                    ),
                 })
             }
         };
+        segments::check_buffers(&segments, &args.segments)?;
+        if let ParamValues::PerSegment(ks) = args.k {
+            check_per_segment("k", ks.len(), &segments)?;
+        }
+        if let ChoiceValues::PerSegment(directions) = args.direction {
+            check_per_segment("direction", directions.len(), &segments)?;
+        }
         let request = BatchedTopKRequest {
             segments,
             requirements: bounds.requirements,
@@ -271,6 +276,7 @@ where
                 });
             }
         }
+        segments::check_deferred("num_segments", &args.segments.num_segments)?;
         Ok((request, args))
     }
 }
@@ -291,14 +297,7 @@ where
 {
     // As the offsets layout over the slices joined: the total bounds every segment.
     let total = segment_lens.fold(0usize, |sum, len| sum.saturating_add(len));
-    let (request, args) = problem.checked(total, env, outputs)?;
-    if (list_len as u64) < request.segments.max_segments {
-        return Err(Error::BufferTooSmall {
-            arg: "segments",
-            len: list_len,
-            required: request.segments.max_segments as usize,
-            required_from: "num_segments (its upper bound when deferred)",
-        });
-    }
+    let (request, args) = problem.checked(Token::new(), total, env, outputs)?;
+    check_per_segment("segments", list_len, &request.segments)?;
     Ok((request, args))
 }

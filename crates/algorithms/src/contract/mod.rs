@@ -21,21 +21,17 @@ pub(crate) use batched_topk::{
     checked_listed as checked_batched_topk_listed, BatchedTopKArgs, BatchedTopKArgsOn,
     BatchedTopKRequest, StaticTiers,
 };
-pub(crate) use topk::{
-    check_index_type, checked as checked_topk, direction_of, TopKBuffers, TopKRequest,
-};
+pub(crate) use topk::{checked as checked_topk, direction_of, TopKBuffers, TopKRequest};
 pub use topk::{topk, TopKBounds};
 
-use oxicub_env::{merged_bounds, merged_static_bounds, Environment, Guarantees};
-use oxicub_params::role::{self, RoleId};
-use oxicub_params::{Bounds, ParamError, ParamFor, SingleValue};
+use oxicub_env::{Environment, Guarantees};
+use oxicub_params::role::RoleId;
+use oxicub_params::{Bounds, ParamError};
 
 /// The merged bounds of a segmented call's sizes and count: the part of the contract every
 /// segmented algorithm shares.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SegmentBounds {
-    /// The tightest static bounds on the segment sizes.
-    pub(crate) sizes_static: Bounds,
     /// The tightest runtime bounds on the segment sizes.
     pub(crate) sizes: Bounds,
     /// The tightest runtime bounds on the number of segments.
@@ -45,31 +41,16 @@ pub(crate) struct SegmentBounds {
     pub(crate) total_items: Bounds,
 }
 
-/// Merges the sizes' and the count's bounds with the environment's guarantees.
-pub(crate) fn segment_bounds<S, N, E>(
-    sizes: &S,
-    num_segments: &N,
-    env: &E,
-) -> Result<SegmentBounds, ParamError>
-where
-    S: ParamFor<role::SegmentSize>,
-    N: ParamFor<role::NumSegments> + SingleValue,
-    E: Environment,
-{
-    let guarantees = env.guarantees();
+/// The bounds the environment's `TotalItems` guarantees put on the sum of the segment sizes.
+pub(crate) fn total_items_bounds<E: Environment>(env: &E) -> Result<Bounds, ParamError> {
     let total = RoleId::TotalItems;
-    let total_items =
-        <E::Guarantees as Guarantees>::STATIC[total as usize].intersect(guarantees.runtime(total));
-    if total_items.is_empty() {
+    let bounds = <E::Guarantees as Guarantees>::STATIC[total as usize]
+        .intersect(env.guarantees().runtime(total));
+    if bounds.is_empty() {
         return Err(ParamError::ContradictoryGuarantees {
             param: "total_items",
-            bounds: total_items,
+            bounds,
         });
     }
-    Ok(SegmentBounds {
-        sizes_static: merged_static_bounds::<S, E::Guarantees>(),
-        sizes: merged_bounds(sizes, guarantees)?,
-        num_segments: merged_bounds(num_segments, guarantees)?,
-        total_items,
-    })
+    Ok(bounds)
 }

@@ -7,7 +7,6 @@ use oxicub_params::{
 };
 
 use crate::backend::{Backend, ValuesOn};
-use crate::values::SourceIndex;
 use crate::Error;
 
 /// What is known about a single-problem top-k call once its contract holds.
@@ -80,6 +79,8 @@ pub(crate) struct TopKBuffers<'a> {
     pub(crate) keys: usize,
     /// `values.len()`, for pairs.
     pub(crate) values: Option<usize>,
+    /// The most items the index type holds, for source indices (`SourceIndex::MAX_ITEMS`).
+    pub(crate) index_limit: Option<u64>,
     /// The output buffers the call writes (none for the `*_owned` functions).
     pub(crate) outputs: &'a [(&'static str, usize)],
 }
@@ -121,16 +122,6 @@ where
         Some(value) => not_above_n(value)?,
         None => not_above_n(checked.k.min)?,
     }
-    if let crate::backend::ParamValues::Deferred(value) = k.values() {
-        if crate::backend::Buffer::is_empty(&value) {
-            return Err(Error::BufferTooSmall {
-                arg: "k",
-                len: 0,
-                required: 1,
-                required_from: "a deferred value is one element",
-            });
-        }
-    }
     let k_bounds = (checked.k.min as u64, checked.k.max as u64);
     let request = TopKRequest {
         direction,
@@ -139,6 +130,16 @@ where
         k_bounds,
         max_written: k_bounds.1.min(num_items as u64),
     };
+    if let Some(max) = buffers.index_limit {
+        if request.num_items > max {
+            return Err(Error::TooLarge {
+                arg: "keys",
+                len: request.num_items,
+                max,
+                reason: "the index type cannot hold every source index; use u64 or i64 indices",
+            });
+        }
+    }
     if let Some(values) = buffers.values {
         Error::check_len("values", values, num_items, "keys.len()")?;
     }
@@ -152,20 +153,8 @@ where
             });
         }
     }
+    crate::segments::check_deferred("k", &k.values())?;
     Ok(request)
-}
-
-/// The index type must hold every source index.
-pub(crate) fn check_index_type<I: SourceIndex>(request: &TopKRequest) -> Result<(), Error> {
-    if request.num_items > I::MAX_ITEMS {
-        return Err(Error::TooLarge {
-            arg: "keys",
-            len: request.num_items,
-            max: I::MAX_ITEMS,
-            reason: "the index type cannot hold every source index; use u64 or i64 indices",
-        });
-    }
-    Ok(())
 }
 
 /// The one direction of a single-problem call, known on the host.

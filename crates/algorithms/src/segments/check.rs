@@ -58,7 +58,7 @@ pub(crate) fn check_per_segment(
 }
 
 /// Checks the segments of a call over `num_keys` keys, whose bounds the contract merged with
-/// the environment's guarantees ([`segment_bounds`](crate::contract::segment_bounds)): the
+/// the environment's guarantees: the
 /// layout against the sizes, the keys buffer where the host knows every segment, and the
 /// per-segment buffers' lengths.
 pub(crate) fn check<'p, B, L, S, N>(
@@ -124,8 +124,7 @@ where
             }
             request.largest = request.largest.min(stride).min(size);
         }
-        (LayoutArg::Strided(stride), ParamValues::PerSegment(sizes)) => {
-            check_per_segment("segment_sizes", sizes.len(), &request)?;
+        (LayoutArg::Strided(stride), ParamValues::PerSegment(_)) => {
             request.largest = request.largest.min(stride);
         }
         (LayoutArg::Strided(_), _) => {
@@ -137,34 +136,52 @@ where
             });
         }
         (LayoutArg::Offsets { .. } | LayoutArg::Listed, ParamValues::PerSegment(_)) => {
-            let given_by = if matches!(args.layout, LayoutArg::Listed) {
-                "the slices' lengths"
+            let reason = if matches!(args.layout, LayoutArg::Listed) {
+                "with listed segments the sizes are the slices' lengths: pass only bounds \
+                 (segment_size::PerSegment::<(), MIN, MAX>::new(())) or a Static/Uniform size"
             } else {
-                "end - begin"
+                "with offsets the sizes are end - begin: pass only bounds \
+                 (segment_size::PerSegment::<(), MIN, MAX>::new(())) or a Static/Uniform size"
             };
             return Err(Error::InvalidArgument {
                 arg: "segment_sizes",
-                reason: format!(
-                    "with this layout the sizes are {given_by}: pass only bounds \
-                     (segment_size::PerSegment::<(), MIN, MAX>::new(())) or a Static/Uniform size"
-                ),
+                reason: reason.to_owned(),
             });
         }
-        (LayoutArg::Offsets { begin, end }, _) => {
-            check_per_segment("begin_offsets", begin.len(), &request)?;
-            check_per_segment("end_offsets", end.len(), &request)?;
-        }
-        (LayoutArg::Listed, _) => {}
-    }
-    if let ParamValues::Deferred(n) = args.num_segments {
-        if n.is_empty() {
-            return Err(Error::BufferTooSmall {
-                arg: "num_segments",
-                len: 0,
-                required: 1,
-                required_from: "a deferred value is one element",
-            });
-        }
+        (LayoutArg::Offsets { .. } | LayoutArg::Listed, _) => {}
     }
     Ok((request, args))
+}
+
+/// Checks the lengths of the segments' per-segment buffers (begin and end offsets, sizes), in
+/// that order; an algorithm's contract calls it once its own scalar checks have passed, then
+/// checks its own per-segment buffers.
+pub(crate) fn check_buffers<I: Buffer>(
+    request: &SegmentsRequest,
+    args: &SegmentArgs<I>,
+) -> Result<(), Error> {
+    if let LayoutArg::Offsets { begin, end } = &args.layout {
+        check_per_segment("begin_offsets", begin.len(), request)?;
+        check_per_segment("end_offsets", end.len(), request)?;
+    }
+    if let ParamValues::PerSegment(sizes) = &args.sizes {
+        check_per_segment("segment_sizes", sizes.len(), request)?;
+    }
+    Ok(())
+}
+
+/// A deferred value is read from a one-element buffer: it must have that element.
+pub(crate) fn check_deferred<I: Buffer>(
+    arg: &'static str,
+    values: &ParamValues<I>,
+) -> Result<(), Error> {
+    match values {
+        ParamValues::Deferred(value) if value.is_empty() => Err(Error::BufferTooSmall {
+            arg,
+            len: 0,
+            required: 1,
+            required_from: "a deferred value is one element",
+        }),
+        _ => Ok(()),
+    }
 }

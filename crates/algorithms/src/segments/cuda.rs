@@ -93,10 +93,15 @@ impl<E: Copy> ChoiceCopy<E> {
     }
 }
 
+/// A layout of an `AnyBackend` call with its offsets copied to the device.
+enum LayoutCopy {
+    Strided(u64),
+    Offsets(CudaSlice<i64>, CudaSlice<i64>),
+}
+
 /// The segmented arguments of an `AnyBackend` call copied to the device.
 pub(crate) struct SegmentArgsCopy {
-    stride: Option<u64>,
-    offsets: Option<(CudaSlice<i64>, CudaSlice<i64>)>,
+    layout: LayoutCopy,
     sizes: ParamCopy,
     num_segments: ParamCopy,
 }
@@ -111,16 +116,15 @@ pub(crate) struct SegmentViews<'a> {
 impl SegmentArgsCopy {
     /// Copies the arguments (the host backends join listed segments into offsets first).
     pub(crate) fn upload(cuda: &Cuda, args: &SegmentArgs<&[i64]>) -> Result<Self, Error> {
-        let (stride, offsets) = match args.layout {
-            LayoutArg::Strided(stride) => (Some(stride), None),
+        let layout = match args.layout {
+            LayoutArg::Strided(stride) => LayoutCopy::Strided(stride),
             LayoutArg::Offsets { begin, end } => {
-                (None, Some((copy(cuda, begin)?, copy(cuda, end)?)))
+                LayoutCopy::Offsets(copy(cuda, begin)?, copy(cuda, end)?)
             }
             LayoutArg::Listed => unreachable!("listed segments are joined before the copy"),
         };
         Ok(SegmentArgsCopy {
-            stride,
-            offsets,
+            layout,
             sizes: ParamCopy::upload(cuda, args.sizes)?,
             num_segments: ParamCopy::upload(cuda, args.num_segments)?,
         })
@@ -128,10 +132,10 @@ impl SegmentArgsCopy {
 
     pub(crate) fn views(&self) -> SegmentViews<'_> {
         SegmentViews {
-            offsets: self
-                .offsets
-                .as_ref()
-                .map(|(begin, end)| (begin.as_view(), end.as_view())),
+            offsets: match &self.layout {
+                LayoutCopy::Offsets(begin, end) => Some((begin.as_view(), end.as_view())),
+                LayoutCopy::Strided(_) => None,
+            },
             sizes: self.sizes.view(),
             num_segments: self.num_segments.view(),
         }
@@ -142,10 +146,10 @@ impl SegmentArgsCopy {
         &self,
         views: &'r SegmentViews<'r>,
     ) -> SegmentArgs<&'r CudaView<'r, i64>> {
-        let layout = match (&views.offsets, self.stride) {
-            (Some((begin, end)), _) => LayoutArg::Offsets { begin, end },
-            (None, Some(stride)) => LayoutArg::Strided(stride),
-            (None, None) => unreachable!("a copied layout is strided or offsets"),
+        let layout = match (&self.layout, &views.offsets) {
+            (LayoutCopy::Strided(stride), _) => LayoutArg::Strided(*stride),
+            (LayoutCopy::Offsets(..), Some((begin, end))) => LayoutArg::Offsets { begin, end },
+            (LayoutCopy::Offsets(..), None) => unreachable!("a device copy has a view"),
         };
         SegmentArgs {
             layout,

@@ -90,11 +90,15 @@ pub type LayoutArgOn<'r, B> = LayoutArg<<B as Backend>::Values<'r, i64>>;
     note = "offsets live where the backend runs: `&[i64]` on `Host` and `AnyBackend`, \
             `CudaView<i64>` on `Cuda`; the strided and listed layouts work on every backend"
 )]
-pub trait Layout<B: Backend + ?Sized> {
+pub trait Layout<B: Backend + ?Sized>: crate::sealed::Sealed {
     /// Where the segments are.
     #[doc(hidden)]
     fn arg(&self) -> LayoutArgOn<'_, B>;
 }
+
+impl crate::sealed::Sealed for Strided {}
+impl<O> crate::sealed::Sealed for Offsets<O> {}
+impl crate::sealed::Sealed for Listed {}
 
 impl<B: Backend + ?Sized> Layout<B> for Strided {
     fn arg(&self) -> LayoutArgOn<'_, B> {

@@ -38,7 +38,9 @@ mod layout;
 pub(crate) mod listed;
 mod outcome;
 
-pub(crate) use check::{check, check_per_segment, SegmentArgs, SegmentsRequest};
+pub(crate) use check::{
+    check, check_buffers, check_deferred, check_per_segment, SegmentArgs, SegmentsRequest,
+};
 pub use layout::{Layout, LayoutArg, LayoutArgOn, Listed, Offsets, Strided};
 pub(crate) use outcome::{num_segments_error, total_items_error, DeviceReport, Violation};
 pub use outcome::{Outcome, Pending};

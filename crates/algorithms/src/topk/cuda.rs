@@ -13,6 +13,7 @@ use super::TopKBackend;
 use crate::backend::{AnyBackend, Cuda, DeviceKeys, DeviceValue, DeviceValues, ParamValues};
 use crate::contract::TopKRequest;
 use crate::radix::RadixKey;
+use crate::sealed::Token;
 use crate::values::ValuesIn;
 use crate::Error;
 
@@ -44,8 +45,10 @@ impl TopKBackend for Cuda {
     type OwnedKeys<K: RadixKey> = DeviceKeys<K>;
     type OwnedValues<V: DeviceValue> = DeviceValues<V>;
 
+    #[allow(clippy::too_many_arguments)]
     fn topk_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        _: Token,
         request: TopKRequest,
         k: ParamValues<&CudaView<'_, i64>>,
         keys: CudaView<'_, K>,
@@ -77,6 +80,7 @@ impl TopKBackend for Cuda {
 
     fn topk_owned_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        token: Token,
         request: TopKRequest,
         k: ParamValues<&CudaView<'_, i64>>,
         keys: CudaView<'_, K>,
@@ -92,7 +96,15 @@ impl TopKBackend for Cuda {
             ValuesIn::Copy(_) | ValuesIn::Index(_) => Some(self.alloc_values::<V>(len)?),
         };
         let out_view = out_values.as_mut().map(DeviceValues::as_view_mut);
-        self.topk_checked(request, k, keys, values, out_keys.as_view_mut(), out_view)?;
+        self.topk_checked(
+            token,
+            request,
+            k,
+            keys,
+            values,
+            out_keys.as_view_mut(),
+            out_view,
+        )?;
         Ok((out_keys, out_values))
     }
 }
@@ -103,8 +115,10 @@ impl TopKBackend for AnyBackend {
     type OwnedKeys<K: RadixKey> = Vec<K>;
     type OwnedValues<V: DeviceValue> = Vec<V>;
 
+    #[allow(clippy::too_many_arguments)]
     fn topk_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        token: Token,
         request: TopKRequest,
         k: ParamValues<&[i64]>,
         keys: &[K],
@@ -114,10 +128,11 @@ impl TopKBackend for AnyBackend {
     ) -> Result<(), Error> {
         match self {
             AnyBackend::Host(host) => {
-                host.topk_checked(request, k, keys, values, out_keys, out_values)
+                host.topk_checked(token, request, k, keys, values, out_keys, out_values)
             }
             AnyBackend::Cuda(_) => {
-                let (top_keys, top_values) = self.topk_owned_checked(request, k, keys, values)?;
+                let (top_keys, top_values) =
+                    self.topk_owned_checked(token, request, k, keys, values)?;
                 out_keys[..top_keys.len()].copy_from_slice(&top_keys);
                 if let (Some(out), Some(top)) = (out_values, top_values) {
                     out[..top.len()].copy_from_slice(&top);
@@ -129,13 +144,16 @@ impl TopKBackend for AnyBackend {
 
     fn topk_owned_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        token: Token,
         request: TopKRequest,
         k: ParamValues<&[i64]>,
         keys: &[K],
         values: ValuesIn<&[V], V>,
     ) -> Result<(Vec<K>, Option<Vec<V>>), Error> {
         let cuda = match self {
-            AnyBackend::Host(host) => return host.topk_owned_checked(request, k, keys, values),
+            AnyBackend::Host(host) => {
+                return host.topk_owned_checked(token, request, k, keys, values)
+            }
             AnyBackend::Cuda(cuda) => cuda,
         };
         // A deferred k in host memory is read here: the host knows it.
@@ -151,6 +169,7 @@ impl TopKBackend for AnyBackend {
             _ => ValuesIn::None,
         };
         let (top_keys, top_values) = cuda.topk_owned_checked(
+            token,
             request,
             ParamValues::Host(count as i64),
             device_keys.as_view(),

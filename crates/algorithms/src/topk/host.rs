@@ -9,6 +9,7 @@ use super::TopKBackend;
 use crate::backend::{DeviceValue, Host, ParamValues};
 use crate::contract::TopKRequest;
 use crate::radix::{RadixBits, RadixKey};
+use crate::sealed::Token;
 use crate::values::ValuesIn;
 use crate::Error;
 use oxicub_env::{OutputOrdering, TieBreak};
@@ -172,8 +173,10 @@ impl TopKBackend for Host {
     type OwnedKeys<K: RadixKey> = Vec<K>;
     type OwnedValues<V: DeviceValue> = Vec<V>;
 
+    #[allow(clippy::too_many_arguments)]
     fn topk_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        _: Token,
         request: TopKRequest,
         k: ParamValues<&[i64]>,
         keys: &[K],
@@ -188,6 +191,7 @@ impl TopKBackend for Host {
 
     fn topk_owned_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        _: Token,
         request: TopKRequest,
         k: ParamValues<&[i64]>,
         keys: &[K],

@@ -65,6 +65,7 @@ use oxicub_params::{
 use crate::backend::{Backend, Buffer, DeviceValue, ParamValuesOn, ValuesOn};
 use crate::contract::{self, TopKBuffers, TopKRequest};
 use crate::radix::RadixKey;
+use crate::sealed::Token;
 use crate::values::{check_topk_value_width, SourceIndex, ValuesIn};
 use crate::Error;
 
@@ -89,8 +90,10 @@ pub trait TopKBackend: Backend {
 
     /// Top-k into caller buffers, after the front check (only the contract builds a request).
     #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
     fn topk_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        token: Token,
         request: TopKRequest,
         k: ParamValuesOn<'_, Self>,
         keys: Self::Slice<'_, K>,
@@ -104,26 +107,12 @@ pub trait TopKBackend: Backend {
     #[allow(clippy::type_complexity)]
     fn topk_owned_checked<K: RadixKey, V: DeviceValue>(
         &self,
+        token: Token,
         request: TopKRequest,
         k: ParamValuesOn<'_, Self>,
         keys: Self::Slice<'_, K>,
         values: ValuesIn<Self::Slice<'_, V>, V>,
     ) -> Result<(Self::OwnedKeys<K>, Option<Self::OwnedValues<V>>), Error>;
-}
-
-/// The front check of the entry points that write into caller buffers.
-fn checked<B, Kp, E>(
-    buffers: TopKBuffers<'_>,
-    k: &Kp,
-    env: &E,
-    direction: SelectDirection,
-) -> Result<TopKRequest, Error>
-where
-    B: TopKBackend,
-    Kp: ParamFor<role::K> + SingleValue + ValuesOn<B>,
-    E: Environment,
-{
-    contract::checked_topk::<B, Kp, E>(buffers, k, env, direction)
 }
 
 fn keys_into<B, K, Kp, E>(
@@ -144,10 +133,19 @@ where
     let buffers = TopKBuffers {
         keys: keys.len(),
         values: None,
+        index_limit: None,
         outputs: &outputs,
     };
-    let request = checked::<B, Kp, E>(buffers, k, env, direction)?;
-    backend.topk_checked::<K, u32>(request, k.values(), keys, ValuesIn::None, out_keys, None)
+    let request = contract::checked_topk::<B, Kp, E>(buffers, k, env, direction)?;
+    backend.topk_checked::<K, u32>(
+        Token::new(),
+        request,
+        k.values(),
+        keys,
+        ValuesIn::None,
+        out_keys,
+        None,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -176,11 +174,13 @@ where
     let buffers = TopKBuffers {
         keys: keys.len(),
         values: Some(values.len()),
+        index_limit: None,
         outputs: &outputs,
     };
-    let request = checked::<B, Kp, E>(buffers, k, env, direction)?;
+    let request = contract::checked_topk::<B, Kp, E>(buffers, k, env, direction)?;
     let values = ValuesIn::Copy(values);
     backend.topk_checked(
+        Token::new(),
         request,
         k.values(),
         keys,
@@ -213,12 +213,13 @@ where
     let buffers = TopKBuffers {
         keys: keys.len(),
         values: None,
+        index_limit: Some(I::MAX_ITEMS),
         outputs: &outputs,
     };
-    let request = checked::<B, Kp, E>(buffers, k, env, direction)?;
-    contract::check_index_type::<I>(&request)?;
+    let request = contract::checked_topk::<B, Kp, E>(buffers, k, env, direction)?;
     let indices = ValuesIn::Index(I::from_index);
     backend.topk_checked(
+        Token::new(),
         request,
         k.values(),
         keys,
@@ -566,11 +567,18 @@ where
     let buffers = TopKBuffers {
         keys: keys.len(),
         values: None,
+        index_limit: None,
         outputs: &[],
     };
-    let request = checked::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
-    let (out_keys, _) =
-        backend.topk_owned_checked::<K, u32>(request, k.values(), keys, ValuesIn::None)?;
+    let request =
+        contract::checked_topk::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
+    let (out_keys, _) = backend.topk_owned_checked::<K, u32>(
+        Token::new(),
+        request,
+        k.values(),
+        keys,
+        ValuesIn::None,
+    )?;
     Ok(out_keys)
 }
 
@@ -605,11 +613,18 @@ where
     let buffers = TopKBuffers {
         keys: keys.len(),
         values: Some(values.len()),
+        index_limit: None,
         outputs: &[],
     };
-    let request = checked::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
-    let (out_keys, out_values) =
-        backend.topk_owned_checked(request, k.values(), keys, ValuesIn::Copy(values))?;
+    let request =
+        contract::checked_topk::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
+    let (out_keys, out_values) = backend.topk_owned_checked(
+        Token::new(),
+        request,
+        k.values(),
+        keys,
+        ValuesIn::Copy(values),
+    )?;
     match out_values {
         Some(out_values) => Ok((out_keys, out_values)),
         None => unreachable!("a backend returns values when given values"),
@@ -645,12 +660,14 @@ where
     let buffers = TopKBuffers {
         keys: keys.len(),
         values: None,
+        index_limit: Some(I::MAX_ITEMS),
         outputs: &[],
     };
-    let request = checked::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
-    contract::check_index_type::<I>(&request)?;
+    let request =
+        contract::checked_topk::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
     let indices = ValuesIn::Index(I::from_index);
-    let (out_keys, out_indices) = backend.topk_owned_checked(request, k.values(), keys, indices)?;
+    let (out_keys, out_indices) =
+        backend.topk_owned_checked(Token::new(), request, k.values(), keys, indices)?;
     match out_indices {
         Some(out_indices) => Ok((out_keys, out_indices)),
         None => unreachable!("a backend returns indices when asked for them"),
