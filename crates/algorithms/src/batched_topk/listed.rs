@@ -133,13 +133,8 @@ where
     E: Environment,
 {
     let outputs = [("out_keys", out_keys.len())];
-    let lens = segments.iter().map(|s| s.len());
     let (request, args) = contract::checked_batched_topk_listed::<B, S, Kp, D, N, E>(
-        problem,
-        lens,
-        segments.len(),
-        env,
-        &outputs,
+        problem, segments, env, &outputs,
     )?;
     backend.batched_topk_listed_checked::<K, u32>(
         Token::new(),
@@ -190,13 +185,8 @@ where
         ("out_keys", out_keys.len()),
         ("out_values", out_values.len()),
     ];
-    let lens = segments.iter().map(|s| s.len());
     let (request, args) = contract::checked_batched_topk_listed::<B, S, Kp, D, N, E>(
-        problem,
-        lens,
-        segments.len(),
-        env,
-        &outputs,
+        problem, segments, env, &outputs,
     )?;
     Error::check_len("values", values.len(), segments.len(), "segments.len()")?;
     for (segment, value) in segments.iter().zip(values) {
@@ -241,13 +231,8 @@ where
         ("out_keys", out_keys.len()),
         ("out_indices", out_indices.len()),
     ];
-    let lens = segments.iter().map(|s| s.len());
     let (request, args) = contract::checked_batched_topk_listed::<B, S, Kp, D, N, E>(
-        problem,
-        lens,
-        segments.len(),
-        env,
-        &outputs,
+        problem, segments, env, &outputs,
     )?;
     let largest = segments.iter().map(|s| s.len() as u64).max().unwrap_or(0);
     if largest > I::MAX_ITEMS {

@@ -285,8 +285,7 @@ where
 /// list's length.
 pub(crate) fn checked_listed<'p, B, S, Kp, D, N, E>(
     problem: &'p Problem<Listed, S, Kp, D, N>,
-    segment_lens: impl Iterator<Item = usize>,
-    list_len: usize,
+    segments: &[impl Buffer],
     env: &E,
     outputs: &[(&'static str, usize)],
 ) -> Result<(BatchedTopKRequest, BatchedTopKArgsOn<'p, B>), Error>
@@ -296,8 +295,10 @@ where
     E: Environment,
 {
     // As the offsets layout over the slices joined: the total bounds every segment.
-    let total = segment_lens.fold(0usize, |sum, len| sum.saturating_add(len));
+    let total = segments
+        .iter()
+        .fold(0usize, |sum, segment| sum.saturating_add(segment.len()));
     let (request, args) = problem.checked(Token::new(), total, env, outputs)?;
-    check_per_segment("segments", list_len, &request.segments)?;
+    check_per_segment("segments", segments.len(), &request.segments)?;
     Ok((request, args))
 }

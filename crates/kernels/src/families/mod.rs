@@ -133,6 +133,19 @@ fn device_ptrs<'a, I, O>(
     ((input_ptr, output_ptr), (input_guard, output_guard))
 }
 
+/// A buffer must hold at least `expected` elements.
+fn at_least(buffer: &'static str, actual: usize, expected: u64) -> Result<(), KernelError> {
+    if (actual as u64) < expected {
+        Err(KernelError::LengthMismatch {
+            buffer,
+            actual,
+            expected: expected.min(usize::MAX as u64) as usize,
+        })
+    } else {
+        Ok(())
+    }
+}
+
 /// Keeps the guard of a device pointer until the launches are issued; returns the pointer.
 fn keep<'a>(guards: &mut Vec<SyncOnDrop<'a>>, (ptr, guard): (u64, SyncOnDrop<'a>)) -> u64 {
     guards.push(guard);

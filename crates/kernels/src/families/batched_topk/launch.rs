@@ -18,7 +18,7 @@ use super::layout::ClusterLayout;
 use super::plan::{plan as plan_call, stride_coprime, CallShape, LayoutShape, Step, ValuesShape};
 use super::HostOrDevice;
 use crate::error::DriverResultExt;
-use crate::families::{keep, SelectedValues};
+use crate::families::{at_least, keep, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::runtime::{LaunchOrder, LoadedKernel};
 use crate::{KernelError, KernelRuntime, KernelSpec};
@@ -92,17 +92,6 @@ pub fn batched_topk<K: RadixKey, V>(
     let shape = call_shape::<K, V>(&plan, num_keys, &values);
     let max_segments = shape.max_segments();
     let out_len = shape.out_len();
-    let at_least = |buffer: &'static str, actual: usize, expected: u64| {
-        if (actual as u64) < expected {
-            Err(KernelError::LengthMismatch {
-                buffer,
-                actual,
-                expected: expected as usize,
-            })
-        } else {
-            Ok(())
-        }
-    };
     at_least("out_keys", out_keys.len(), out_len)?;
     let value_bytes = match &values {
         SelectedValues::None => 0u8,

@@ -12,8 +12,8 @@ use super::constants::{TOPK_STAGE_INIT, TOPK_STAGE_PREFILTER, TOPK_STAGE_SAMPLE}
 use super::kernels::TopKRadixSelectParams;
 use super::plan::{plan as select_plan, Grid, SelectShape, Step};
 use crate::error::DriverResultExt;
-use crate::families::HostOrDevice;
-use crate::families::{keep, SelectedValues};
+
+use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::{KernelError, KernelRuntime, KernelSpec};
 
@@ -47,18 +47,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
     runtime.check_buffer("out_keys", &*out_keys)?;
     let len = keys.len() as u64;
     let max_written = call.max_written.min(len);
-    let at_least = |buffer: &'static str, actual: usize| {
-        if (actual as u64) < max_written {
-            Err(KernelError::LengthMismatch {
-                buffer,
-                actual,
-                expected: max_written as usize,
-            })
-        } else {
-            Ok(())
-        }
-    };
-    at_least("out_keys", out_keys.len())?;
+    at_least("out_keys", out_keys.len(), max_written)?;
     let value_bytes = match &values {
         SelectedValues::None => 0u8,
         SelectedValues::Copy { values, out } => {
@@ -71,12 +60,12 @@ pub fn topk_radix_select<K: RadixKey, V>(
                     expected: keys.len(),
                 });
             }
-            at_least("out_values", out.len())?;
+            at_least("out_values", out.len(), max_written)?;
             std::mem::size_of::<V>() as u8
         }
         SelectedValues::Index { out } => {
             runtime.check_buffer("out_values", &**out)?;
-            at_least("out_values", out.len())?;
+            at_least("out_values", out.len(), max_written)?;
             std::mem::size_of::<V>() as u8
         }
         SelectedValues::Listed { .. } => {
