@@ -586,3 +586,38 @@ fn the_contract_reports_k_before_num_segments() {
         "{err:?}"
     );
 }
+
+/// A call may have up to 2^63 segments that write nothing (stride 0, size 0): the host decides
+/// for all of them at once, instead of building one result per segment (which panicked at
+/// i64::MAX segments and aborted on a 3.8 TB allocation at 2^36).
+#[test]
+fn a_huge_count_of_segments_that_write_nothing_is_not_visited() {
+    let keys = [0u32; 4];
+    let mut out: [u32; 0] = [];
+    for n in [1i64 << 36, i64::MAX] {
+        let problem = Problem::strided(
+            0,
+            segment_size::Uniform::<0, 4>::new(0).expect("size"),
+            k::Static::<1>::new(),
+            direction::Max,
+            num_segments::uniform(n).expect("count"),
+        );
+        batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut out[..], &Env::new())
+            .expect("checked")
+            .check()
+            .expect("every segment is valid and empty");
+    }
+    // The same through a deferred count the host reads: also every segment at once.
+    let count = i64::MAX;
+    let problem = Problem::strided(
+        0,
+        segment_size::Uniform::<0, 4>::new(0).expect("size"),
+        k::Static::<1>::new(),
+        direction::Max,
+        num_segments::Deferred::<_, 0, { i64::MAX }>::new(&count),
+    );
+    batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut out[..], &Env::new())
+        .expect("checked")
+        .check()
+        .expect("every segment is valid and empty");
+}

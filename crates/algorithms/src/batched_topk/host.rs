@@ -8,7 +8,7 @@ use crate::backend::{ChoiceValues, DeviceValue, ParamValues};
 use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::{RadixBits, RadixKey};
 use crate::segments::host::{resolve_num_segments, resolve_segment};
-use crate::segments::{total_items_error, Outcome, Violation};
+use crate::segments::{total_items_error, LayoutArg, Outcome, Violation};
 use crate::values::ValuesIn;
 use crate::Error;
 use oxicub_env::TieBreak;
@@ -121,6 +121,27 @@ pub(crate) fn select_segment<K: RadixKey>(
 /// A processed segment and its selected indices, or why it was skipped.
 type SegmentResult = Result<(Segment, Vec<usize>), (Violation, i64)>;
 
+/// Whether every segment is alike (strided layout, one size, one `k`, one direction): then
+/// segment 0 stands for all of them (the front check made the keys hold every segment up to
+/// the count's upper bound, so none ends past them), and a call with up to 2^63 segments that
+/// write nothing (stride 0, size 0) is decided without visiting them one by one.
+fn segments_alike(args: &BatchedTopKArgs<&[i64], &[u8]>) -> bool {
+    matches!(
+        (
+            args.segments.layout,
+            args.segments.sizes,
+            args.k,
+            args.direction
+        ),
+        (
+            LayoutArg::Strided(_),
+            ParamValues::Host(_),
+            ParamValues::Host(_),
+            ChoiceValues::Host(_)
+        )
+    )
+}
+
 /// Runs a checked call on the host.
 pub(super) fn run<K: RadixKey, V: DeviceValue>(
     request: &BatchedTopKRequest,
@@ -133,41 +154,52 @@ pub(super) fn run<K: RadixKey, V: DeviceValue>(
     let (num_segments, num_segments_error) =
         resolve_num_segments(&request.segments, args.segments.num_segments);
     let tie_break = request.requirements.tie_break;
-    let results: Vec<SegmentResult> = (0..num_segments)
-        .into_par_iter()
-        .map(|i| {
-            let segment = resolve(request, args, i)?;
-            let items = &keys[segment.begin as usize..][..segment.size as usize];
-            let selected = select_segment(
-                items,
-                segment.written as usize,
-                segment.direction,
-                tie_break,
-            );
-            Ok((segment, selected))
-        })
-        .collect();
-    // The TotalItems guarantee bounds the sum of the valid segments' sizes (the device sizes
-    // its scratch from it and reports the same error).
-    let total = results
-        .iter()
-        .filter_map(|r| r.as_ref().ok())
-        .fold(0u64, |sum, (segment, _)| sum.saturating_add(segment.size))
-        .min(i64::MAX as u64) as i64;
+    let select = |i: u64| -> SegmentResult {
+        let segment = resolve(request, args, i)?;
+        let items = &keys[segment.begin as usize..][..segment.size as usize];
+        let selected = select_segment(
+            items,
+            segment.written as usize,
+            segment.direction,
+            tie_break,
+        );
+        Ok((segment, selected))
+    };
+    // The sum of the valid segments' sizes (the TotalItems guarantee bounds it: the device
+    // sizes its scratch from it and reports the same error) and the first invalid segment.
+    let (results, total, first_violation): (Vec<SegmentResult>, u64, _) = if segments_alike(args)
+        && num_segments > 0
+    {
+        match resolve(request, args, 0) {
+            // Only segments that write something are visited (the outputs bound them).
+            Ok(first) => {
+                let visited = if first.written == 0 { 0 } else { num_segments };
+                let results = (0..visited).into_par_iter().map(select).collect();
+                (results, first.size.saturating_mul(num_segments), None)
+            }
+            Err((violation, value)) => (Vec::new(), 0, Some(violation.error(0, value))),
+        }
+    } else {
+        // Per-segment buffers (or none at all) bound the segments visited.
+        let results: Vec<SegmentResult> = (0..num_segments).into_par_iter().map(select).collect();
+        let total = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .fold(0u64, |sum, (segment, _)| sum.saturating_add(segment.size));
+        let first = results
+            .iter()
+            .enumerate()
+            .find_map(|(i, r)| r.as_ref().err().map(|&(v, value)| v.error(i as u64, value)));
+        (results, total, first)
+    };
+    let total = total.min(i64::MAX as u64) as i64;
     let total_items = request.segments.total_items;
     let total_error = (!total_items.contains(total)).then(|| total_items_error(total_items, total));
     let stride = request.out_stride as usize;
     let mut out_values = out_values;
-    let mut first_violation = None;
     for (i, result) in results.into_iter().enumerate() {
-        let (segment, selected) = match result {
-            Ok(ok) => ok,
-            Err((violation, value)) => {
-                if first_violation.is_none() {
-                    first_violation = Some(violation.error(i as u64, value));
-                }
-                continue;
-            }
+        let Ok((segment, selected)) = result else {
+            continue;
         };
         let base = i * stride;
         let begin = segment.begin as usize;
