@@ -121,15 +121,40 @@ fn plant(path: &Path, payload_byte: u8) -> Vec<u8> {
     entry[payload_at..].to_vec()
 }
 
-/// A new directory (mode 0700) under the temporary directory for one test.
-fn fresh_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("oxicub-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .expect("cache dir");
-    dir
+/// A new directory (mode 0700) under the temporary directory for one test, removed on drop
+/// (also when the test fails).
+struct FreshDir(PathBuf);
+
+impl FreshDir {
+    fn new(test: &str) -> FreshDir {
+        let dir = std::env::temp_dir().join(format!("oxicub-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .expect("cache dir");
+        FreshDir(dir)
+    }
+}
+
+impl std::ops::Deref for FreshDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for FreshDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for FreshDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The `.cubin` files in `dir`.
@@ -159,7 +184,7 @@ fn a_planted_entry_is_not_loaded() {
     if !nvrtc_or_skip() {
         return;
     }
-    let dir = fresh_dir("planted");
+    let dir = FreshDir::new("planted");
     let (real, entry) = compiled_entry(&dir);
     let planted = plant(&entry, 0x41);
     let planted_fingerprint = fingerprint(&planted);
@@ -171,7 +196,6 @@ fn a_planted_entry_is_not_loaded() {
     );
     // The planted entry was replaced by the real one.
     assert_eq!(lookup_in_child(&dir), ("Disk".to_owned(), real, 0));
-    std::fs::remove_dir_all(&dir).expect("remove");
 }
 
 /// A valid entry reachable only through a symbolic link is not read, and the link is replaced.
@@ -180,7 +204,7 @@ fn a_symlinked_entry_is_not_loaded() {
     if !nvrtc_or_skip() {
         return;
     }
-    let dir = fresh_dir("symlinked");
+    let dir = FreshDir::new("symlinked");
     let (real, entry) = compiled_entry(&dir);
     let target = dir.join("elsewhere");
     std::fs::rename(&entry, &target).expect("move");
@@ -193,7 +217,6 @@ fn a_symlinked_entry_is_not_loaded() {
     assert!(!std::fs::symlink_metadata(&entry)
         .expect("entry")
         .is_symlink());
-    std::fs::remove_dir_all(&dir).expect("remove");
 }
 
 /// A directory others can write (a shared or pre-created one) is not used: nothing is read
@@ -203,12 +226,12 @@ fn a_directory_others_can_write_is_not_used() {
     if !nvrtc_or_skip() {
         return;
     }
-    let dir = fresh_dir("shared");
+    let dir = FreshDir::new("shared");
     let (real, _) = compiled_entry(&dir);
     std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))
         .expect("chmod");
     assert_eq!(lookup_in_child(&dir), ("Compiled".to_owned(), real, 0));
-    let shared = fresh_dir("shared-new");
+    let shared = FreshDir::new("shared-new");
     std::fs::set_permissions(
         &shared,
         std::os::unix::fs::PermissionsExt::from_mode(0o1777),
@@ -216,6 +239,4 @@ fn a_directory_others_can_write_is_not_used() {
     .expect("chmod");
     assert_eq!(lookup_in_child(&shared).0, "Compiled");
     assert_eq!(std::fs::read_dir(&shared).expect("list").count(), 0);
-    std::fs::remove_dir_all(&dir).expect("remove");
-    std::fs::remove_dir_all(&shared).expect("remove");
 }
