@@ -1,5 +1,7 @@
 //! The error type of the kernel layer.
 
+use std::path::{Path, PathBuf};
+
 use cudarc::driver::DriverError;
 use cudarc::nvrtc::result::NvrtcError;
 
@@ -62,9 +64,12 @@ pub enum KernelError {
         #[source]
         source: NvrtcError,
     },
-    /// NVRTC rejected a generated kernel: carries the compiler log and the full source.
+    /// NVRTC rejected a generated kernel: carries the compiler log and the full source. Its
+    /// `Display` shows the log and where the source was saved, not the source (a generated
+    /// translation unit is some hundred KB).
     #[error(
-        "NVRTC failed to compile `{kernel}` for {arch}:\n{log}\n--- generated source ---\n{generated_source}"
+        "NVRTC failed to compile `{kernel}` for {arch}:\n{log}\n{}",
+        saved_source_note(.saved_source.as_deref(), .generated_source.len())
     )]
     Compile {
         /// The kernel instantiation (the spec's `Display`).
@@ -75,6 +80,9 @@ pub enum KernelError {
         log: String,
         /// The complete source that was compiled.
         generated_source: String,
+        /// The file the source was saved to (new, in the temporary directory, readable by the
+        /// user only), or `None` where it could not be written.
+        saved_source: Option<PathBuf>,
     },
     /// A kernel needs more of a device resource than the device (or the launch) allows.
     #[error("kernel `{kernel}` needs {requested} {resource}, but at most {limit} are available")]
@@ -136,6 +144,20 @@ pub enum KernelError {
         /// The buffer's device ordinal (it may also be another context on the same device).
         found: usize,
     },
+}
+
+/// The last line of a compile error's message: where the generated source is.
+fn saved_source_note(path: Option<&Path>, source_bytes: usize) -> String {
+    match path {
+        Some(path) => format!(
+            "the generated source ({source_bytes} bytes) is saved in {}",
+            path.display()
+        ),
+        None => format!(
+            "the generated source ({source_bytes} bytes) could not be saved; it is in the \
+             error's `generated_source`"
+        ),
+    }
 }
 
 /// Attaches the name of the failing call to a driver error.

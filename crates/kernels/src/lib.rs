@@ -5,7 +5,8 @@
 //! * [`KernelSpec`]: names one template instantiation of one kernel family; its C++ code and
 //!   entry-point name are generated from one table per family.
 //! * [`compile_cubin`]: NVRTC to CUBIN for a real architecture, no driver needed.
-//! * [`cached_cubin`] / [`CacheConfig`]: in-process and on-disk module cache.
+//! * [`cached_cubin`] / [`CacheConfig`]: in-process and on-disk module cache (what the disk
+//!   cache trusts and checks: SECURITY.md).
 //! * [`segments`]: the segmented problem's flags, status words and violation codes.
 //! * [`KernelRuntime`]: loads and launches kernels on one context, with the device's
 //!   [`DeviceFacts`].
@@ -35,7 +36,9 @@ pub mod radix;
 mod runtime;
 pub mod segments;
 
-pub use cache::{cache_stats, cached_cubin, CacheConfig, CacheStats, CubinOrigin};
+pub use cache::{
+    cache_stats, cached_cubin, disk_cache_refusal, CacheConfig, CacheStats, CubinOrigin,
+};
 pub use codegen::spec::{Direction, KernelSpec, Tier, ValueType, STATIC_SHARED_LIMIT_BYTES};
 pub use device::{device_count, driver_available, open_context, DeviceFacts};
 pub use error::KernelError;
