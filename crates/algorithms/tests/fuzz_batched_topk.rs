@@ -13,12 +13,12 @@
 
 use oxicub_params::{direction, k, num_segments, role, segment_size};
 use oxicub_test::fuzz::batched::{
-    BatchedCall, Count, CountKind, Direction, DirectionKind, DirectionOnHost, DirectionSet, KArg,
-    KKind, KOnHost, Kinds, LayoutKind, Sizes, SizesKind, SizesOnHost, STATIC_K,
-    STATIC_NUM_SEGMENTS, STATIC_SIZE,
+    BatchedCall, Direction, DirectionKind, DirectionOnHost, DirectionSet, KArg, KKind, KOnHost,
+    Kinds, LayoutKind, Sizes, SizesKind, SizesOnHost, STATIC_K, STATIC_NUM_SEGMENTS, STATIC_SIZE,
 };
 use oxicub_test::fuzz::{
-    self, bounds_only, deferred, per_segment, Entry, GuaranteeEnv, PrintOnPanic, Tape,
+    self, bounds_only, deferred, per_segment, Entry, GuaranteeEnv, PrintOnPanic, Single,
+    SingleKind, Tape,
 };
 use proptest::prelude::*;
 
@@ -43,7 +43,7 @@ const MAIN_KINDS: Kinds = Kinds {
         DirectionKind::Bytes(DirectionSet::Either),
         DirectionKind::Choice,
     ],
-    counts: &[CountKind::Uniform, CountKind::Deferred],
+    counts: &[SingleKind::Uniform, SingleKind::Deferred],
 };
 
 /// One kind outside the main product each, the other parameters fixed.
@@ -57,7 +57,7 @@ const SIDE_KINDS: [Kinds; 4] = [
         ..FIXED
     },
     Kinds {
-        counts: &[CountKind::Static],
+        counts: &[SingleKind::Static],
         ..FIXED
     },
     Kinds {
@@ -80,7 +80,7 @@ const FIXED: Kinds = Kinds {
     sizes: &[SizesKind::Uniform],
     k: &[KKind::PerSegment],
     directions: &[DirectionKind::Bytes(DirectionSet::Either)],
-    counts: &[CountKind::Uniform],
+    counts: &[SingleKind::Uniform],
 };
 
 type Call = BatchedCall<f32>;
@@ -137,15 +137,15 @@ fn main_count<S: SizesOnHost, Kp: KOnHost, D: DirectionOnHost>(
     direction: D,
 ) {
     match &call.num_segments {
-        Count::Uniform(n) => {
+        Single::Uniform(n) => {
             let count = num_segments::uniform(*n).expect("a count");
             call.run_on_host::<u64, u32, _, _, _, _, _>(env, sizes, k, direction, count)
         }
-        Count::Deferred { value, bounds } => {
+        Single::Deferred { value, bounds } => {
             let count = deferred::<role::NumSegments>(value, *bounds);
             call.run_on_host::<u64, u32, _, _, _, _, _>(env, sizes, k, direction, count)
         }
-        Count::Static => unreachable!("not among MAIN_KINDS"),
+        Single::Static => unreachable!("not among MAIN_KINDS"),
     }
 }
 
@@ -166,7 +166,7 @@ fn run_side(call: &Call) {
     };
     let either = || direction::PerSegment::<_>::new(bytes(DirectionSet::Either));
     let count = || match &call.num_segments {
-        Count::Uniform(n) => num_segments::uniform(*n).expect("a count"),
+        Single::Uniform(n) => num_segments::uniform(*n).expect("a count"),
         _ => unreachable!("fixed: a uniform count"),
     };
     macro_rules! run {
@@ -184,7 +184,7 @@ fn run_side(call: &Call) {
             )
         }
         (_, KArg::Static, ..) => run!(sizes(), k::Static::<STATIC_K>::new(), either(), count()),
-        (.., Count::Static) => {
+        (.., Single::Static) => {
             let static_count = num_segments::Static::<STATIC_NUM_SEGMENTS>::new();
             run!(sizes(), ks(), either(), static_count)
         }

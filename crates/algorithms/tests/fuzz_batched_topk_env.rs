@@ -9,10 +9,12 @@ use oxicub_algorithms::SourceIndex;
 use oxicub_env::Environment;
 use oxicub_params::{direction, role};
 use oxicub_test::fuzz::batched::{
-    BatchedCall, Count, CountKind, Direction, DirectionKind, DirectionSet, KArg, KKind, Kinds,
-    LayoutKind, Sizes, SizesKind,
+    BatchedCall, Direction, DirectionKind, DirectionSet, KArg, KKind, Kinds, LayoutKind, Sizes,
+    SizesKind,
 };
-use oxicub_test::fuzz::{self, bounds_only, deferred, per_segment, Entry, FuzzValue};
+use oxicub_test::fuzz::{
+    self, bounds_only, deferred, per_segment, Entry, FuzzValue, Single, SingleKind,
+};
 use oxicub_test::fuzz::{PrintOnPanic, Tape};
 use oxicub_test::oracle::RefKey;
 use oxicub_test::with_requirements;
@@ -27,7 +29,7 @@ const KINDS: Kinds = Kinds {
     sizes: &[SizesKind::BoundsOnly],
     k: &[KKind::PerSegment],
     directions: &[DirectionKind::Bytes(DirectionSet::Either)],
-    counts: &[CountKind::Deferred],
+    counts: &[SingleKind::Deferred],
 };
 
 fn run<Key: RefKey, V: FuzzValue, I: FuzzValue + SourceIndex, E: Environment>(
@@ -42,7 +44,7 @@ fn run<Key: RefKey, V: FuzzValue, I: FuzzValue + SourceIndex, E: Environment>(
     let Direction::Bytes { bytes, .. } = &call.direction else {
         unreachable!("KINDS: direction bytes")
     };
-    let Count::Deferred {
+    let Single::Deferred {
         value,
         bounds: count_bounds,
     } = &call.num_segments

@@ -5,14 +5,18 @@
 //! in the first `k` slots and poison in every other. The number of cases is each test's
 //! constant, or `PROPTEST_CASES` (see docs/testing.md).
 
+use std::marker::PhantomData;
+
 use oxicub_algorithms::{topk, Host, SourceIndex, ValuesOn};
 use oxicub_env::Environment;
 use oxicub_params::{
     direction, k, role, DiscreteParam, DiscreteParamFor, ParamFor, SelectDirection, SingleValue,
 };
 use oxicub_test::cases::poison;
-use oxicub_test::fuzz::topk::{Direction, DirectionKind, KArg, KKind, Kinds, TopKCall};
-use oxicub_test::fuzz::{self, deferred, Entry, FuzzValue, GuaranteeSpec, PrintOnPanic, Tape};
+use oxicub_test::fuzz::topk::{Direction, DirectionKind, Kinds, TopKCall};
+use oxicub_test::fuzz::{
+    self, deferred, Entry, FuzzValue, GuaranteeSpec, PrintOnPanic, Single, SingleKind, Tape,
+};
 use oxicub_test::oracle::RefKey;
 use oxicub_test::with_requirements;
 use proptest::prelude::*;
@@ -40,15 +44,146 @@ fn values<V: FuzzValue>(len: usize) -> Vec<V> {
     (0..len as u64).map(V::from_source).collect()
 }
 
-/// Calls `$run(call, env, &k)` with the call's `k` as its parameter type.
-macro_rules! with_k {
-    ($call:expr, $env:expr, $run:ident::<$($t:ty),*>) => {
-        match &$call.k {
-            KArg::Static => $run::<$($t),*, _>($call, $env, &k::Static::<{ fuzz::topk::STATIC_K }>::new()),
-            KArg::Uniform(value) => $run::<$($t),*, _>($call, $env, &k::uniform(*value).expect("a count")),
-            KArg::Deferred { value, bounds } => $run::<$($t),*, _>($call, $env, &deferred::<role::K>(value, *bounds)),
+/// One call with its environment and its `k` typed; `V` and `I` are the value and index types
+/// of pairs and indices.
+struct Run<'a, Key, V, I, E, Kp> {
+    call: &'a TopKCall<Key>,
+    env: &'a E,
+    k: &'a Kp,
+    types: PhantomData<(V, I)>,
+}
+
+impl<'a, Key, V, I, E, Kp> Run<'a, Key, V, I, E, Kp>
+where
+    Key: RefKey,
+    V: FuzzValue,
+    I: FuzzValue + SourceIndex,
+    E: Environment,
+    Kp: KOnHost,
+{
+    fn new(call: &'a TopKCall<Key>, env: &'a E, k: &'a Kp) -> Self {
+        Run {
+            call,
+            env,
+            k,
+            types: PhantomData,
         }
-    };
+    }
+
+    /// Every kind of direction, `select_*` into caller buffers or owned.
+    fn any_direction(&self) {
+        let owned = self.call.owned;
+        match &self.call.direction {
+            Direction::Function(_) if owned => unreachable!("no owned max_*/min_* function"),
+            Direction::Function(direction) => self.function(*direction),
+            Direction::Max => self.select(&direction::Max, owned),
+            Direction::Min => self.select(&direction::Min, owned),
+            Direction::Choice(d) => {
+                let choice = direction::Choice::<direction::Either>::new(*d).expect("either");
+                self.select(&choice, owned)
+            }
+            Direction::PerSegment(bytes) => {
+                self.select(&direction::PerSegment::<_>::new(&bytes[..]), owned)
+            }
+        }
+    }
+
+    fn select<D: DirectionParam>(&self, direction: &D, owned: bool) {
+        if owned {
+            self.owned(direction)
+        } else {
+            self.to_buffers(direction)
+        }
+    }
+
+    /// `max_*` or `min_*` into caller buffers.
+    fn function(&self, direction: SelectDirection) {
+        let (call, env, k) = (self.call, self.env, self.k);
+        let (host, keys, r) = (Host::new(), &call.keys[..], env.resolved());
+        let max = direction == SelectDirection::Max;
+        let mut out_keys = vec![poison::<Key>(); call.out_lens[0]];
+        match call.entry {
+            Entry::Keys => {
+                let out = &mut out_keys[..];
+                let result = if max {
+                    topk::max_keys(&host, keys, out, k, env)
+                } else {
+                    topk::min_keys(&host, keys, out, k, env)
+                };
+                call.check::<V>(r, &result, &out_keys, None);
+            }
+            Entry::Pairs => {
+                let values = values::<V>(call.values_len);
+                let mut out_values = vec![V::poison(); call.out_lens[1]];
+                let (out, out_v) = (&mut out_keys[..], &mut out_values[..]);
+                let result = if max {
+                    topk::max_pairs(&host, keys, &values[..], out, out_v, k, env)
+                } else {
+                    topk::min_pairs(&host, keys, &values[..], out, out_v, k, env)
+                };
+                call.check(r, &result, &out_keys, Some(&out_values));
+            }
+            Entry::Indices => {
+                let mut out_indices = vec![I::poison(); call.out_lens[1]];
+                let (out, out_i) = (&mut out_keys[..], &mut out_indices[..]);
+                let result = if max {
+                    topk::max_indices(&host, keys, out, out_i, k, env)
+                } else {
+                    topk::min_indices(&host, keys, out, out_i, k, env)
+                };
+                call.check(r, &result, &out_keys, Some(&out_indices));
+            }
+        }
+    }
+
+    /// `select_*` into caller buffers.
+    fn to_buffers<D: DirectionParam>(&self, direction: &D) {
+        let (call, env, k) = (self.call, self.env, self.k);
+        let (host, keys, r) = (Host::new(), &call.keys[..], env.resolved());
+        let mut out_keys = vec![poison::<Key>(); call.out_lens[0]];
+        match call.entry {
+            Entry::Keys => {
+                let result = topk::select_keys(&host, direction, keys, &mut out_keys[..], k, env);
+                call.check::<V>(r, &result, &out_keys, None);
+            }
+            Entry::Pairs => {
+                let values = values::<V>(call.values_len);
+                let mut out_values = vec![V::poison(); call.out_lens[1]];
+                let (out, out_v) = (&mut out_keys[..], &mut out_values[..]);
+                let result =
+                    topk::select_pairs(&host, direction, keys, &values[..], out, out_v, k, env);
+                call.check(r, &result, &out_keys, Some(&out_values));
+            }
+            Entry::Indices => {
+                let mut out_indices = vec![I::poison(); call.out_lens[1]];
+                let (out, out_i) = (&mut out_keys[..], &mut out_indices[..]);
+                let result = topk::select_indices(&host, direction, keys, out, out_i, k, env);
+                call.check(r, &result, &out_keys, Some(&out_indices));
+            }
+        }
+    }
+
+    /// `select_*_owned`.
+    fn owned<D: DirectionParam>(&self, direction: &D) {
+        let (call, env, k) = (self.call, self.env, self.k);
+        let (host, keys, r) = (Host::new(), &call.keys[..], env.resolved());
+        match call.entry {
+            Entry::Keys => {
+                let result = topk::select_keys_owned(&host, direction, keys, k, env);
+                call.check_owned::<V>(r, result.map(|keys| (keys, None)));
+            }
+            Entry::Pairs => {
+                let values = values::<V>(call.values_len);
+                let result = topk::select_pairs_owned(&host, direction, keys, &values[..], k, env);
+                call.check_owned(r, result.map(|(keys, values)| (keys, Some(values))));
+            }
+            Entry::Indices => {
+                let result =
+                    topk::select_indices_owned::<_, _, _, I, _, _>(&host, direction, keys, k, env);
+                call.check_owned(r, result.map(|(keys, indices)| (keys, Some(indices))));
+            }
+        }
+    }
 }
 
 /// Every entry point, every kind of `k` and direction.
@@ -56,174 +191,18 @@ fn run_any<Key: RefKey, V: FuzzValue, I: FuzzValue + SourceIndex, E: Environment
     call: &TopKCall<Key>,
     env: &E,
 ) {
-    with_k!(call, env, run_any_k::<Key, V, I, E>)
-}
-
-fn run_any_k<Key: RefKey, V: FuzzValue, I: FuzzValue + SourceIndex, E: Environment, Kp: KOnHost>(
-    call: &TopKCall<Key>,
-    env: &E,
-    k: &Kp,
-) {
-    match (&call.direction, call.owned) {
-        (Direction::Function(direction), false) => {
-            run_function::<Key, V, I, E, Kp>(call, env, k, *direction)
+    match &call.k {
+        Single::Static => {
+            let k = k::Static::<{ fuzz::topk::STATIC_K }>::new();
+            Run::<Key, V, I, E, _>::new(call, env, &k).any_direction()
         }
-        (Direction::Max, owned) => {
-            run_select::<Key, V, I, E, Kp, _>(call, env, k, &direction::Max, owned)
+        Single::Uniform(value) => {
+            let k = k::uniform(*value).expect("a count");
+            Run::<Key, V, I, E, _>::new(call, env, &k).any_direction()
         }
-        (Direction::Min, owned) => {
-            run_select::<Key, V, I, E, Kp, _>(call, env, k, &direction::Min, owned)
-        }
-        (Direction::Choice(d), owned) => {
-            let choice = direction::Choice::<direction::Either>::new(*d).expect("either");
-            run_select::<Key, V, I, E, Kp, _>(call, env, k, &choice, owned)
-        }
-        (Direction::PerSegment(bytes), owned) => {
-            let per_segment = direction::PerSegment::<_>::new(&bytes[..]);
-            run_select::<Key, V, I, E, Kp, _>(call, env, k, &per_segment, owned)
-        }
-        (Direction::Function(_), true) => unreachable!("no owned max_*/min_* function"),
-    }
-}
-
-fn run_select<
-    Key: RefKey,
-    V: FuzzValue,
-    I: FuzzValue + SourceIndex,
-    E: Environment,
-    Kp: KOnHost,
-    D: DirectionParam,
->(
-    call: &TopKCall<Key>,
-    env: &E,
-    k: &Kp,
-    direction: &D,
-    owned: bool,
-) {
-    if owned {
-        run_owned::<Key, V, I, E, Kp, D>(call, env, k, direction)
-    } else {
-        run_into::<Key, V, I, E, Kp, D>(call, env, k, direction)
-    }
-}
-
-/// `max_*` or `min_*` into caller buffers.
-fn run_function<
-    Key: RefKey,
-    V: FuzzValue,
-    I: FuzzValue + SourceIndex,
-    E: Environment,
-    Kp: KOnHost,
->(
-    call: &TopKCall<Key>,
-    env: &E,
-    k: &Kp,
-    direction: SelectDirection,
-) {
-    let (host, keys, r) = (Host::new(), &call.keys[..], env.resolved());
-    let max = direction == SelectDirection::Max;
-    let mut out_keys = vec![poison::<Key>(); call.out_lens[0]];
-    match call.entry {
-        Entry::Keys => {
-            let out = &mut out_keys[..];
-            let result = if max {
-                topk::max_keys(&host, keys, out, k, env)
-            } else {
-                topk::min_keys(&host, keys, out, k, env)
-            };
-            call.check::<V>(r, &result, &out_keys, None);
-        }
-        Entry::Pairs => {
-            let values = values::<V>(call.values_len);
-            let mut out_values = vec![V::poison(); call.out_lens[1]];
-            let (out, out_v) = (&mut out_keys[..], &mut out_values[..]);
-            let result = if max {
-                topk::max_pairs(&host, keys, &values[..], out, out_v, k, env)
-            } else {
-                topk::min_pairs(&host, keys, &values[..], out, out_v, k, env)
-            };
-            call.check(r, &result, &out_keys, Some(&out_values));
-        }
-        Entry::Indices => {
-            let mut out_indices = vec![I::poison(); call.out_lens[1]];
-            let (out, out_i) = (&mut out_keys[..], &mut out_indices[..]);
-            let result = if max {
-                topk::max_indices(&host, keys, out, out_i, k, env)
-            } else {
-                topk::min_indices(&host, keys, out, out_i, k, env)
-            };
-            call.check(r, &result, &out_keys, Some(&out_indices));
-        }
-    }
-}
-
-/// `select_*` into caller buffers.
-fn run_into<
-    Key: RefKey,
-    V: FuzzValue,
-    I: FuzzValue + SourceIndex,
-    E: Environment,
-    Kp: KOnHost,
-    D: DirectionParam,
->(
-    call: &TopKCall<Key>,
-    env: &E,
-    k: &Kp,
-    direction: &D,
-) {
-    let (host, keys, r) = (Host::new(), &call.keys[..], env.resolved());
-    let mut out_keys = vec![poison::<Key>(); call.out_lens[0]];
-    match call.entry {
-        Entry::Keys => {
-            let result = topk::select_keys(&host, direction, keys, &mut out_keys[..], k, env);
-            call.check::<V>(r, &result, &out_keys, None);
-        }
-        Entry::Pairs => {
-            let values = values::<V>(call.values_len);
-            let mut out_values = vec![V::poison(); call.out_lens[1]];
-            let (out, out_v) = (&mut out_keys[..], &mut out_values[..]);
-            let result =
-                topk::select_pairs(&host, direction, keys, &values[..], out, out_v, k, env);
-            call.check(r, &result, &out_keys, Some(&out_values));
-        }
-        Entry::Indices => {
-            let mut out_indices = vec![I::poison(); call.out_lens[1]];
-            let (out, out_i) = (&mut out_keys[..], &mut out_indices[..]);
-            let result = topk::select_indices(&host, direction, keys, out, out_i, k, env);
-            call.check(r, &result, &out_keys, Some(&out_indices));
-        }
-    }
-}
-
-/// `select_*_owned`.
-fn run_owned<
-    Key: RefKey,
-    V: FuzzValue,
-    I: FuzzValue + SourceIndex,
-    E: Environment,
-    Kp: KOnHost,
-    D: DirectionParam,
->(
-    call: &TopKCall<Key>,
-    env: &E,
-    k: &Kp,
-    direction: &D,
-) {
-    let (host, keys, r) = (Host::new(), &call.keys[..], env.resolved());
-    match call.entry {
-        Entry::Keys => {
-            let result = topk::select_keys_owned(&host, direction, keys, k, env);
-            call.check_owned::<V>(r, result.map(|keys| (keys, None)));
-        }
-        Entry::Pairs => {
-            let values = values::<V>(call.values_len);
-            let result = topk::select_pairs_owned(&host, direction, keys, &values[..], k, env);
-            call.check_owned(r, result.map(|(keys, values)| (keys, Some(values))));
-        }
-        Entry::Indices => {
-            let result =
-                topk::select_indices_owned::<_, _, _, I, _, _>(&host, direction, keys, k, env);
-            call.check_owned(r, result.map(|(keys, indices)| (keys, Some(indices))));
+        Single::Deferred { value, bounds } => {
+            let k = deferred::<role::K>(value, *bounds);
+            Run::<Key, V, I, E, _>::new(call, env, &k).any_direction()
         }
     }
 }
@@ -234,7 +213,7 @@ const NARROW_KINDS: Kinds = Kinds {
     entries: &[Entry::Indices, Entry::Keys, Entry::Pairs],
     owned: &[false],
     directions: &[DirectionKind::Choice],
-    k: &[KKind::Uniform, KKind::Deferred],
+    k: &[SingleKind::Uniform, SingleKind::Deferred],
 };
 
 fn run_narrow<Key: RefKey, V: FuzzValue, I: FuzzValue + SourceIndex, E: Environment>(
@@ -246,15 +225,15 @@ fn run_narrow<Key: RefKey, V: FuzzValue, I: FuzzValue + SourceIndex, E: Environm
     };
     let choice = direction::Choice::<direction::Either>::new(d).expect("either");
     match &call.k {
-        KArg::Uniform(value) => {
+        Single::Uniform(value) => {
             let k = k::uniform(*value).expect("a count");
-            run_into::<Key, V, I, E, _, _>(call, env, &k, &choice)
+            Run::<Key, V, I, E, _>::new(call, env, &k).to_buffers(&choice)
         }
-        KArg::Deferred { value, bounds } => {
+        Single::Deferred { value, bounds } => {
             let k = deferred::<role::K>(value, *bounds);
-            run_into::<Key, V, I, E, _, _>(call, env, &k, &choice)
+            Run::<Key, V, I, E, _>::new(call, env, &k).to_buffers(&choice)
         }
-        KArg::Static => unreachable!("not among NARROW_KINDS"),
+        Single::Static => unreachable!("not among NARROW_KINDS"),
     }
 }
 

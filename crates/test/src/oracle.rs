@@ -188,18 +188,7 @@ pub fn check_top_k<K: RefKey>(
             "{what}: key at {j} is not keys[{i}]"
         );
     }
-    // The keys are the true top-k as a multiset (under the contract's order).
-    let expected = top_k(keys, k, direction, TieBreak::PreferSmallerIndex);
-    let mut got: Vec<K> = out_keys.to_vec();
-    got.sort_by(|a, b| output_cmp(a, b, direction));
-    for (j, (&e, g)) in expected.iter().zip(&got).enumerate() {
-        assert_eq!(
-            keys[e].ref_cmp(g),
-            Ordering::Equal,
-            "{what}: the {j}-th best selected key is {g:?}, expected {:?}",
-            keys[e]
-        );
-    }
+    assert_top_keys(what, keys, k, direction, out_keys);
     // An explicit tie-break pins the set.
     if requirements.pins_result_set() {
         let mut expected_set = top_k(keys, k, direction, requirements.tie_break);
@@ -236,6 +225,28 @@ pub fn check_top_k<K: RefKey>(
         let expected = top_k(keys, k, direction, requirements.tie_break);
         let got: Vec<usize> = out_indices.iter().map(|&i| i as usize).collect();
         assert_eq!(got, expected, "{what}: pinned output");
+    }
+}
+
+/// Asserts that `out_keys` are the true top `k` of `keys` as a multiset, under the contract's
+/// order.
+fn assert_top_keys<K: RefKey>(
+    what: &str,
+    keys: &[K],
+    k: usize,
+    direction: SelectDirection,
+    out_keys: &[K],
+) {
+    let expected = top_k(keys, k, direction, TieBreak::PreferSmallerIndex);
+    let mut got: Vec<K> = out_keys.to_vec();
+    got.sort_by(|a, b| output_cmp(a, b, direction));
+    for (j, (&e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(
+            keys[e].ref_cmp(g),
+            Ordering::Equal,
+            "{what}: the {j}-th best selected key is {g:?}, expected {:?}",
+            keys[e]
+        );
     }
 }
 
@@ -287,18 +298,7 @@ pub fn check_top_k_keys<K: RefKey>(
             "{what}: key bits {bits:#x} written more often than the input holds them"
         );
     }
-    // The true top-k as a multiset, under the contract's order.
-    let expected = top_k(keys, k, direction, TieBreak::PreferSmallerIndex);
-    let mut ranked: Vec<K> = out_keys.to_vec();
-    ranked.sort_by(|a, b| output_cmp(a, b, direction));
-    for (j, (&e, g)) in expected.iter().zip(&ranked).enumerate() {
-        assert_eq!(
-            keys[e].ref_cmp(g),
-            Ordering::Equal,
-            "{what}: the {j}-th best selected key is {g:?}, expected {:?}",
-            keys[e]
-        );
-    }
+    assert_top_keys(what, keys, k, direction, out_keys);
     let reference = top_k(keys, k, direction, requirements.tie_break);
     if requirements.pins_result_set() {
         let mut expected_set = key_bits(reference.iter().map(|&i| keys[i]));

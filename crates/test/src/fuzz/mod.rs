@@ -170,6 +170,36 @@ pub enum Entry {
     Indices,
 }
 
+/// How a parameter of one value for the whole call is passed: single-problem top-k's `k`, a
+/// number of segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Single {
+    /// `Static::<N>` of the parameter's module, `N` the value the call's module names
+    /// ([`topk::STATIC_K`], [`batched::STATIC_NUM_SEGMENTS`]).
+    Static,
+    /// `uniform(v)`.
+    Uniform(i64),
+    /// `Deferred::<&i64>` over `value` (a host value the call does not read before it runs),
+    /// narrowed to `bounds`.
+    Deferred {
+        /// The value.
+        value: i64,
+        /// Runtime bounds (`with_bounds`), if any.
+        bounds: Option<Bounds>,
+    },
+}
+
+/// The kinds of [`Single`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SingleKind {
+    /// [`Single::Static`].
+    Static,
+    /// [`Single::Uniform`].
+    Uniform,
+    /// [`Single::Deferred`].
+    Deferred,
+}
+
 /// The runtime bounds of the environment's guarantees, two for each role a call reads (a test
 /// gives both, as `Guarantee::between`; [`Bounds::COUNTS`] is no constraint). Two guarantees
 /// for one role may contradict each other.

@@ -15,7 +15,9 @@ use oxicub_env::Resolved;
 use oxicub_params::{Bounds, SelectDirection};
 
 use super::expected::assert_outcome;
-use super::{check_selection, check_untouched, merged, Entry, Expected, FuzzValue, Tape};
+use super::{
+    check_selection, check_untouched, merged, Entry, Expected, FuzzValue, Single, SingleKind, Tape,
+};
 use crate::oracle::RefKey;
 
 /// The value of a static `k` (`k::Static::<3>`).
@@ -51,33 +53,6 @@ pub enum DirectionKind {
     PerSegment,
 }
 
-/// How `k` is passed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KArg {
-    /// `k::Static::<STATIC_K>`.
-    Static,
-    /// `k::uniform(v)`.
-    Uniform(i64),
-    /// `k::Deferred::<&i64, 0, i64::MAX>` over `value`, narrowed to `bounds`.
-    Deferred {
-        /// The value.
-        value: i64,
-        /// Runtime bounds (`with_bounds`), if any.
-        bounds: Option<Bounds>,
-    },
-}
-
-/// The kinds of [`KArg`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KKind {
-    /// [`KArg::Static`].
-    Static,
-    /// [`KArg::Uniform`].
-    Uniform,
-    /// [`KArg::Deferred`].
-    Deferred,
-}
-
 /// Which kinds a test's dispatch runs.
 #[derive(Clone, Copy, Debug)]
 pub struct Kinds {
@@ -88,7 +63,7 @@ pub struct Kinds {
     /// Directions (an owned call has no [`DirectionKind::Function`]).
     pub directions: &'static [DirectionKind],
     /// `k`.
-    pub k: &'static [KKind],
+    pub k: &'static [SingleKind],
 }
 
 /// One single-problem top-k call.
@@ -101,7 +76,7 @@ pub struct TopKCall<Key> {
     /// The direction.
     pub direction: Direction,
     /// `k`.
-    pub k: KArg,
+    pub k: Single,
     /// Two guarantees on `k` in the environment.
     pub k_guarantees: [Bounds; 2],
     /// The keys.
@@ -138,7 +113,11 @@ impl<Key: RefKey> TopKCall<Key> {
             DirectionKind::Min,
             DirectionKind::PerSegment,
         ],
-        k: &[KKind::Uniform, KKind::Static, KKind::Deferred],
+        k: &[
+            SingleKind::Uniform,
+            SingleKind::Static,
+            SingleKind::Deferred,
+        ],
     };
 
     /// A call from `tape` with parameters of `kinds`: mostly valid, with each bad input
@@ -180,16 +159,16 @@ impl<Key: RefKey> TopKCall<Key> {
             _ => tape.pick(&[1 << 40, i64::MAX]),
         };
         let k = match tape.pick(kinds.k) {
-            KKind::Static => KArg::Static,
-            KKind::Uniform => KArg::Uniform(k_value(tape)),
-            KKind::Deferred => {
+            SingleKind::Static => Single::Static,
+            SingleKind::Uniform => Single::Uniform(k_value(tape)),
+            SingleKind::Deferred => {
                 let bounds = tape.percent(70).then(|| tape.bounds(3, n as u64 + 2));
                 let value = if tape.percent(10) {
                     tape.wild()
                 } else {
                     k_value(tape)
                 };
-                KArg::Deferred { value, bounds }
+                Single::Deferred { value, bounds }
             }
         };
         let k_guarantees = super::GuaranteeSpec::generate(tape, [STATIC_K as u64; 4]).k;
@@ -236,9 +215,9 @@ impl<Key: RefKey> TopKCall<Key> {
         };
         let n = self.keys.len();
         let (own, host) = match self.k {
-            KArg::Static => (Bounds::exactly(STATIC_K), Some(STATIC_K)),
-            KArg::Uniform(value) => (Bounds::exactly(value), Some(value)),
-            KArg::Deferred { bounds, .. } => (bounds.unwrap_or(Bounds::COUNTS), None),
+            Single::Static => (Bounds::exactly(STATIC_K), Some(STATIC_K)),
+            Single::Uniform(value) => (Bounds::exactly(value), Some(value)),
+            Single::Deferred { bounds, .. } => (bounds.unwrap_or(Bounds::COUNTS), None),
         };
         let k = merged("k", own, host, self.k_guarantees)?;
         // A host k above the items, or a deferred k whose lower bound is.
@@ -270,14 +249,14 @@ impl<Key: RefKey> TopKCall<Key> {
             }
         }
         let written = match self.k {
-            KArg::Deferred { value, .. } => value.clamp(k.min, k.max),
+            Single::Deferred { value, .. } => value.clamp(k.min, k.max),
             _ => least,
         };
         Ok(TopKRun {
             direction,
             written: (written as u64).min(n as u64) as usize,
             max_written,
-            deferred: matches!(self.k, KArg::Deferred { .. }),
+            deferred: matches!(self.k, Single::Deferred { .. }),
         })
     }
 

@@ -132,7 +132,6 @@ impl<Key: RefKey> BatchedCall<Key> {
         }
     }
 
-    #[allow(clippy::type_complexity)]
     fn run_listed<V, I, S, K, D, N, E>(
         &self,
         problem: &Problem<Listed, S, K, D, N>,
@@ -141,10 +140,7 @@ impl<Key: RefKey> BatchedCall<Key> {
     ) where
         V: FuzzValue,
         I: FuzzValue + SourceIndex,
-        S: SizesOnHost,
-        K: KOnHost,
-        D: DirectionOnHost,
-        N: CountOnHost,
+        Problem<Listed, S, K, D, N>: batched_topk::ProblemOn<Host>,
         E: Environment,
     {
         let (host, r) = (Host::new(), env.resolved());

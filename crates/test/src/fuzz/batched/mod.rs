@@ -12,7 +12,7 @@ pub use predict::{BatchedRun, Scalars, SegmentRun};
 
 use oxicub_params::{Bounds, SelectDirection};
 
-use super::{Entry, GuaranteeSpec, Tape};
+use super::{Entry, GuaranteeSpec, Single, SingleKind, Tape};
 use crate::oracle::RefKey;
 
 /// The value of a static segment size (`segment_size::Static::<5>`).
@@ -172,33 +172,6 @@ pub enum DirectionKind {
     Typed,
 }
 
-/// How the number of segments is passed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Count {
-    /// `num_segments::Static::<STATIC_NUM_SEGMENTS>`.
-    Static,
-    /// `num_segments::uniform(v)`.
-    Uniform(i64),
-    /// `num_segments::Deferred::<&i64>` over `value`, narrowed to `bounds`.
-    Deferred {
-        /// The value.
-        value: i64,
-        /// Runtime bounds, if any.
-        bounds: Option<Bounds>,
-    },
-}
-
-/// The kinds of [`Count`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CountKind {
-    /// [`Count::Static`].
-    Static,
-    /// [`Count::Uniform`].
-    Uniform,
-    /// [`Count::Deferred`].
-    Deferred,
-}
-
 /// Which kinds a test's dispatch runs; the first of each is what a zero draw picks.
 #[derive(Clone, Copy, Debug)]
 pub struct Kinds {
@@ -213,7 +186,7 @@ pub struct Kinds {
     /// Directions.
     pub directions: &'static [DirectionKind],
     /// Numbers of segments.
-    pub counts: &'static [CountKind],
+    pub counts: &'static [SingleKind],
 }
 
 /// One batched top-k call.
@@ -230,7 +203,7 @@ pub struct BatchedCall<Key> {
     /// The direction.
     pub direction: Direction,
     /// The number of segments.
-    pub num_segments: Count,
+    pub num_segments: Single,
     /// The environment's guarantees.
     pub guarantees: GuaranteeSpec,
     /// `Problem::out_stride`, if set.
@@ -292,7 +265,11 @@ impl<Key: RefKey> BatchedCall<Key> {
             DirectionKind::Bytes(DirectionSet::Min),
             DirectionKind::Typed,
         ],
-        counts: &[CountKind::Uniform, CountKind::Deferred, CountKind::Static],
+        counts: &[
+            SingleKind::Uniform,
+            SingleKind::Deferred,
+            SingleKind::Static,
+        ],
     };
 
     /// A call from `tape` with parameters of `kinds`: up to 5 segments of up to 64 keys,
@@ -321,7 +298,7 @@ impl<Key: RefKey> BatchedCall<Key> {
         let count_kind = tape.pick(kinds.counts);
         // The number of segments every buffer is made for.
         let cap = match count_kind {
-            CountKind::Static => STATIC_NUM_SEGMENTS as usize,
+            SingleKind::Static => STATIC_NUM_SEGMENTS as usize,
             _ => tape.up_to(5) as usize,
         };
         let host_size = matches!(sizes_kind, SizesKind::Static | SizesKind::Uniform);
@@ -534,13 +511,15 @@ impl<Key: RefKey> BatchedCall<Key> {
     /// upper bound is the buffers' `cap` (rarely none, or `2^40`); only under a bound of `cap`
     /// is its value outside the bounds (clamped to them), so no call runs more than `cap + 3`
     /// segments.
-    fn count(tape: &mut Tape<'_>, kind: CountKind, cap: usize) -> Count {
+    fn count(tape: &mut Tape<'_>, kind: SingleKind, cap: usize) -> Single {
         let cap = cap as i64;
         match kind {
-            CountKind::Static => Count::Static,
-            CountKind::Uniform if tape.percent(3) => Count::Uniform(cap + 1 + tape.below(3) as i64),
-            CountKind::Uniform => Count::Uniform(cap),
-            CountKind::Deferred => {
+            SingleKind::Static => Single::Static,
+            SingleKind::Uniform if tape.percent(3) => {
+                Single::Uniform(cap + 1 + tape.below(3) as i64)
+            }
+            SingleKind::Uniform => Single::Uniform(cap),
+            SingleKind::Deferred => {
                 let min = if tape.percent(20) {
                     tape.up_to(cap as u64) as i64
                 } else {
@@ -558,7 +537,7 @@ impl<Key: RefKey> BatchedCall<Key> {
                     }
                     _ => (Some(Bounds::new(min, cap)), tape.up_to(cap as u64) as i64),
                 };
-                Count::Deferred { value, bounds }
+                Single::Deferred { value, bounds }
             }
         }
     }

@@ -30,10 +30,10 @@ use oxicub_algorithms::Error;
 use oxicub_env::Resolved;
 use oxicub_params::{Bounds, SelectDirection};
 
-use super::{BatchedCall, Count, Direction, KArg, Layout, Sizes};
+use super::{BatchedCall, Direction, KArg, Layout, Sizes};
 use super::{STATIC_K, STATIC_NUM_SEGMENTS, STATIC_SIZE};
 use crate::fuzz::expected::assert_outcome;
-use crate::fuzz::{check_selection, check_untouched, merged, Entry, Expected, FuzzValue};
+use crate::fuzz::{check_selection, check_untouched, merged, Entry, Expected, FuzzValue, Single};
 use crate::oracle::RefKey;
 
 /// What the front check knows once its scalar checks pass (steps 1 to 3 and the output
@@ -167,9 +167,9 @@ impl<Key: RefKey> BatchedCall<Key> {
         let host_k = self.host_k();
         let k = merged("k", own(host_k, &k_bounds), host_k, g.k)?;
         let (host_count, count_bounds) = match self.num_segments {
-            Count::Static => (Some(STATIC_NUM_SEGMENTS), None),
-            Count::Uniform(value) => (Some(value), None),
-            Count::Deferred { bounds, .. } => (None, bounds),
+            Single::Static => (Some(STATIC_NUM_SEGMENTS), None),
+            Single::Uniform(value) => (Some(value), None),
+            Single::Deferred { bounds, .. } => (None, bounds),
         };
         let own_count = own(host_count, &count_bounds);
         let num_segments = merged("num_segments", own_count, host_count, g.num_segments)?;
@@ -374,10 +374,10 @@ impl<Key: RefKey> BatchedCall<Key> {
     pub fn predict(&self) -> Result<BatchedRun, Expected> {
         let s = self.front()?;
         let (count, count_error) = match self.num_segments {
-            Count::Static => (STATIC_NUM_SEGMENTS, None),
-            Count::Uniform(value) => (value, None),
-            Count::Deferred { value, .. } if s.num_segments.contains(value) => (value, None),
-            Count::Deferred { value, .. } => {
+            Single::Static => (STATIC_NUM_SEGMENTS, None),
+            Single::Uniform(value) => (value, None),
+            Single::Deferred { value, .. } if s.num_segments.contains(value) => (value, None),
+            Single::Deferred { value, .. } => {
                 let bounds = s.num_segments;
                 let error = Expected::OutOfBounds {
                     param: "num_segments",
