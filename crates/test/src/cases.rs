@@ -65,7 +65,7 @@ impl SplitMix64 {
 /// Bit patterns of edge values worth mixing into any key sample: all zeros, all ones, only
 /// the sign bit, the sign bit clear with the rest set, and the float specials of each width
 /// (+/-inf, quiet and signalling NaNs of both signs, the smallest subnormal).
-fn edge_bits(bits: u32) -> Vec<u64> {
+pub(crate) fn edge_bits(bits: u32) -> Vec<u64> {
     let all = u64::MAX >> (64 - bits);
     let sign = 1u64 << (bits - 1);
     let mut edges = vec![0, all, sign, all & !sign, 1, sign | 1];

@@ -8,6 +8,9 @@
 //! * [`batched_topk`]: batched top-k cases (segments, k and direction each), the builders for
 //!   each tier's shapes, the per-segment check, and one case run on the host and the GPU and
 //!   compared.
+//! * [`fuzz`]: generated calls of every algorithm's public API on the host backend, with the
+//!   oracle's prediction of each (the exact error of a bad input, or what every output slot
+//!   holds); the fuzz tests of `crates/algorithms/tests/fuzz_*.rs` run them under proptest.
 //! * [`gpu_or_skip`]: the [`Cuda`] backend, or a printed skip line when there is no GPU; with
 //!   `OXICUB_REQUIRE_GPU=1` a missing GPU fails the test instead, so a run on a GPU machine can
 //!   never pass by skipping.
@@ -27,6 +30,7 @@
 
 pub mod batched_topk;
 pub mod cases;
+pub mod fuzz;
 pub mod oracle;
 
 pub use cases::{all_keys, sample_keys, SplitMix64};

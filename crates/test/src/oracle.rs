@@ -24,7 +24,7 @@
 use std::cmp::Ordering;
 
 use half::{bf16, f16};
-use oxicub_algorithms::radix::RadixKey;
+use oxicub_algorithms::radix::{RadixBits, RadixKey};
 use oxicub_env::{OutputOrdering, Resolved, TieBreak};
 use oxicub_params::SelectDirection;
 
@@ -188,18 +188,7 @@ pub fn check_top_k<K: RefKey>(
             "{what}: key at {j} is not keys[{i}]"
         );
     }
-    // The keys are the true top-k as a multiset (under the contract's order).
-    let expected = top_k(keys, k, direction, TieBreak::PreferSmallerIndex);
-    let mut got: Vec<K> = out_keys.to_vec();
-    got.sort_by(|a, b| output_cmp(a, b, direction));
-    for (j, (&e, g)) in expected.iter().zip(&got).enumerate() {
-        assert_eq!(
-            keys[e].ref_cmp(g),
-            Ordering::Equal,
-            "{what}: the {j}-th best selected key is {g:?}, expected {:?}",
-            keys[e]
-        );
-    }
+    assert_top_keys(what, keys, k, direction, out_keys);
     // An explicit tie-break pins the set.
     if requirements.pins_result_set() {
         let mut expected_set = top_k(keys, k, direction, requirements.tie_break);
@@ -236,6 +225,102 @@ pub fn check_top_k<K: RefKey>(
         let expected = top_k(keys, k, direction, requirements.tie_break);
         let got: Vec<usize> = out_indices.iter().map(|&i| i as usize).collect();
         assert_eq!(got, expected, "{what}: pinned output");
+    }
+}
+
+/// Asserts that `out_keys` are the true top `k` of `keys` as a multiset, under the contract's
+/// order.
+fn assert_top_keys<K: RefKey>(
+    what: &str,
+    keys: &[K],
+    k: usize,
+    direction: SelectDirection,
+    out_keys: &[K],
+) {
+    let expected = top_k(keys, k, direction, TieBreak::PreferSmallerIndex);
+    let mut got: Vec<K> = out_keys.to_vec();
+    got.sort_by(|a, b| output_cmp(a, b, direction));
+    for (j, (&e, g)) in expected.iter().zip(&got).enumerate() {
+        assert_eq!(
+            keys[e].ref_cmp(g),
+            Ordering::Equal,
+            "{what}: the {j}-th best selected key is {g:?}, expected {:?}",
+            keys[e]
+        );
+    }
+}
+
+/// Key bits, to compare keys bit for bit (NaN payloads and signed zeros included).
+fn key_bits<K: RadixKey>(keys: impl IntoIterator<Item = K>) -> Vec<u64> {
+    keys.into_iter().map(|key| key.to_bits().to_u64()).collect()
+}
+
+/// Asserts the contract of `requirements` for a top-k result given as keys alone (no index
+/// says which item each key came from), as [`check_top_k`] does where keys can show it:
+///
+/// * `min(k, keys.len())` keys, which are distinct source items' keys, bit for bit (as
+///   multisets of bit patterns);
+/// * the true top-k as a multiset under the contract's order;
+/// * where the requirements pin the set, the bit patterns of exactly [`top_k`]'s items;
+/// * the order that `requirements.ordering` asks for (which of equal keys comes first shows
+///   only where the output is pinned);
+/// * where the requirements pin the output, [`top_k`]'s keys in its order, bit for bit.
+///
+/// ```
+/// use oxicub_env::{Env, Requirements};
+/// use oxicub_params::SelectDirection;
+/// use oxicub_test::oracle::check_top_k_keys;
+///
+/// let keys = [f32::NAN, 1.0, -f32::NAN, 2.0];
+/// let out = [f32::NAN, -f32::NAN]; // both NaNs rank above every number, by index
+/// check_top_k_keys("example", &keys, 2, SelectDirection::Max, Env::new().resolved(), &out);
+/// ```
+pub fn check_top_k_keys<K: RefKey>(
+    what: &str,
+    keys: &[K],
+    k: usize,
+    direction: SelectDirection,
+    requirements: Resolved,
+    out_keys: &[K],
+) {
+    let k = k.min(keys.len());
+    assert_eq!(out_keys.len(), k, "{what}: number of keys");
+    // Distinct source items: the output's bit patterns are a sub-multiset of the input's.
+    let mut source = key_bits(keys.iter().copied());
+    source.sort_unstable();
+    let mut got = key_bits(out_keys.iter().copied());
+    got.sort_unstable();
+    let mut from = source.iter().peekable();
+    for bits in &got {
+        while from.next_if(|&&s| s < *bits).is_some() {}
+        assert!(
+            from.next_if(|&&s| s == *bits).is_some(),
+            "{what}: key bits {bits:#x} written more often than the input holds them"
+        );
+    }
+    assert_top_keys(what, keys, k, direction, out_keys);
+    let reference = top_k(keys, k, direction, requirements.tie_break);
+    if requirements.pins_result_set() {
+        let mut expected_set = key_bits(reference.iter().map(|&i| keys[i]));
+        expected_set.sort_unstable();
+        assert_eq!(got, expected_set, "{what}: selected set (key bits)");
+    }
+    if requirements.ordering != OutputOrdering::Unsorted {
+        for j in 1..k {
+            assert_ne!(
+                output_cmp(&out_keys[j - 1], &out_keys[j], direction),
+                Ordering::Greater,
+                "{what}: not sorted at {j}"
+            );
+        }
+    }
+    if requirements.pins_output() {
+        let expected = key_bits(reference.iter().map(|&i| keys[i]));
+        assert_eq!(
+            key_bits(out_keys.iter().copied()),
+            expected,
+            "{what}: pinned output (key bits)"
+        );
     }
 }
 
