@@ -24,6 +24,7 @@ pub use oxicub_kernels::radix::{
 };
 
 use crate::backend::{AnyBackend, Backend, Buffer, Cuda, Host};
+use crate::sealed::Token;
 use crate::Error;
 
 /// A backend that implements the radix primitives (all of them do). Use the free functions of
@@ -33,6 +34,7 @@ pub trait RadixBackend: Backend {
     #[doc(hidden)]
     fn transform_keys_checked<K: RadixKey>(
         &self,
+        token: Token,
         keys: Self::Slice<'_, K>,
         codes: Self::SliceMut<'_, K::Bits>,
     ) -> Result<(), Error>;
@@ -41,6 +43,7 @@ pub trait RadixBackend: Backend {
     #[doc(hidden)]
     fn inverse_transform_keys_checked<K: RadixKey>(
         &self,
+        token: Token,
         codes: Self::Slice<'_, K::Bits>,
         keys: Self::SliceMut<'_, K>,
     ) -> Result<(), Error>;
@@ -49,6 +52,7 @@ pub trait RadixBackend: Backend {
     #[doc(hidden)]
     fn digit_histogram_checked<K: RadixKey, C: HistogramCount>(
         &self,
+        token: Token,
         keys: Self::Slice<'_, K>,
         digit: RadixDigit,
         histogram: Self::SliceMut<'_, C>,
@@ -74,7 +78,7 @@ pub fn transform_keys<B: RadixBackend, K: RadixKey>(
     codes: B::SliceMut<'_, K::Bits>,
 ) -> Result<(), Error> {
     Error::check_len("codes", codes.len(), keys.len(), "keys.len()")?;
-    backend.transform_keys_checked(keys, codes)
+    backend.transform_keys_checked(Token::new(), keys, codes)
 }
 
 /// Writes the key of every radix code: `keys[i] = K::from_radix(codes[i])` (NaN codes give
@@ -97,7 +101,7 @@ pub fn inverse_transform_keys<B: RadixBackend, K: RadixKey>(
     keys: B::SliceMut<'_, K>,
 ) -> Result<(), Error> {
     Error::check_len("keys", keys.len(), codes.len(), "codes.len()")?;
-    backend.inverse_transform_keys_checked(codes, keys)
+    backend.inverse_transform_keys_checked(Token::new(), codes, keys)
 }
 
 /// Overwrites `histogram` with the number of keys whose radix code has each value of `digit`:
@@ -149,7 +153,7 @@ pub fn digit_histogram<B: RadixBackend, K: RadixKey, C: HistogramCount>(
             reason: "the histogram's u32 counters could overflow; use u64 counters",
         });
     }
-    backend.digit_histogram_checked(keys, digit, histogram)
+    backend.digit_histogram_checked(Token::new(), keys, digit, histogram)
 }
 
 /// Keys per rayon task in the host histogram.
@@ -158,6 +162,7 @@ const HOST_HISTOGRAM_CHUNK: usize = 1 << 16;
 impl RadixBackend for Host {
     fn transform_keys_checked<K: RadixKey>(
         &self,
+        _: Token,
         keys: &[K],
         codes: &mut [K::Bits],
     ) -> Result<(), Error> {
@@ -170,6 +175,7 @@ impl RadixBackend for Host {
 
     fn inverse_transform_keys_checked<K: RadixKey>(
         &self,
+        _: Token,
         codes: &[K::Bits],
         keys: &mut [K],
     ) -> Result<(), Error> {
@@ -181,6 +187,7 @@ impl RadixBackend for Host {
 
     fn digit_histogram_checked<K: RadixKey, C: HistogramCount>(
         &self,
+        _: Token,
         keys: &[K],
         digit: RadixDigit,
         histogram: &mut [C],
@@ -213,6 +220,7 @@ impl RadixBackend for Host {
 impl RadixBackend for Cuda {
     fn transform_keys_checked<K: RadixKey>(
         &self,
+        _: Token,
         keys: Self::Slice<'_, K>,
         mut codes: Self::SliceMut<'_, K::Bits>,
     ) -> Result<(), Error> {
@@ -222,6 +230,7 @@ impl RadixBackend for Cuda {
 
     fn inverse_transform_keys_checked<K: RadixKey>(
         &self,
+        _: Token,
         codes: Self::Slice<'_, K::Bits>,
         mut keys: Self::SliceMut<'_, K>,
     ) -> Result<(), Error> {
@@ -231,6 +240,7 @@ impl RadixBackend for Cuda {
 
     fn digit_histogram_checked<K: RadixKey, C: HistogramCount>(
         &self,
+        _: Token,
         keys: Self::Slice<'_, K>,
         digit: RadixDigit,
         mut histogram: Self::SliceMut<'_, C>,
@@ -251,15 +261,20 @@ impl RadixBackend for Cuda {
 impl RadixBackend for AnyBackend {
     fn transform_keys_checked<K: RadixKey>(
         &self,
+        token: Token,
         keys: &[K],
         codes: &mut [K::Bits],
     ) -> Result<(), Error> {
         match self {
-            AnyBackend::Host(host) => host.transform_keys_checked(keys, codes),
+            AnyBackend::Host(host) => host.transform_keys_checked(token, keys, codes),
             AnyBackend::Cuda(cuda) => {
                 let device_keys = cuda.upload_keys(keys)?;
                 let mut device_codes = cuda.alloc_zeros::<K::Bits>(codes.len())?;
-                cuda.transform_keys_checked(device_keys.as_view(), device_codes.as_view_mut())?;
+                cuda.transform_keys_checked(
+                    token,
+                    device_keys.as_view(),
+                    device_codes.as_view_mut(),
+                )?;
                 codes.copy_from_slice(&cuda.download(&device_codes.as_view())?);
                 Ok(())
             }
@@ -268,15 +283,17 @@ impl RadixBackend for AnyBackend {
 
     fn inverse_transform_keys_checked<K: RadixKey>(
         &self,
+        token: Token,
         codes: &[K::Bits],
         keys: &mut [K],
     ) -> Result<(), Error> {
         match self {
-            AnyBackend::Host(host) => host.inverse_transform_keys_checked(codes, keys),
+            AnyBackend::Host(host) => host.inverse_transform_keys_checked(token, codes, keys),
             AnyBackend::Cuda(cuda) => {
                 let device_codes = cuda.upload(codes)?;
                 let mut device_keys = cuda.alloc_keys::<K>(keys.len())?;
                 cuda.inverse_transform_keys_checked::<K>(
+                    token,
                     device_codes.as_view(),
                     device_keys.as_view_mut(),
                 )?;
@@ -288,16 +305,18 @@ impl RadixBackend for AnyBackend {
 
     fn digit_histogram_checked<K: RadixKey, C: HistogramCount>(
         &self,
+        token: Token,
         keys: &[K],
         digit: RadixDigit,
         histogram: &mut [C],
     ) -> Result<(), Error> {
         match self {
-            AnyBackend::Host(host) => host.digit_histogram_checked(keys, digit, histogram),
+            AnyBackend::Host(host) => host.digit_histogram_checked(token, keys, digit, histogram),
             AnyBackend::Cuda(cuda) => {
                 let device_keys = cuda.upload_keys(keys)?;
                 let mut device_histogram = cuda.alloc_zeros::<C>(histogram.len())?;
                 cuda.digit_histogram_checked(
+                    token,
                     device_keys.as_view(),
                     digit,
                     device_histogram.as_view_mut(),

@@ -264,7 +264,6 @@ where
 /// return (an error naming `num_segments`, or `Ok` without a per-segment allocation) is the
 /// fix's decision; this pins only that it returns.
 #[test]
-#[ignore = "issue 23 defect 5: the host batched top-k panics on num_segments = i64::MAX"]
 fn a_huge_host_count_of_empty_segments_returns() {
     let problem = oxicub_algorithms::batched_topk::Problem::strided(
         0,
@@ -279,7 +278,6 @@ fn a_huge_host_count_of_empty_segments_returns() {
 /// Issue 23, defect 5, with a deferred count: its bounds admit `i64::MAX` (none were given),
 /// no segment can write, and the host backend panics on the per-segment allocation.
 #[test]
-#[ignore = "issue 23 defect 5: the host batched top-k panics on a deferred count of i64::MAX"]
 fn a_huge_deferred_count_of_empty_segments_returns() {
     let count = i64::MAX;
     let problem = oxicub_algorithms::batched_topk::Problem::strided(

@@ -304,7 +304,6 @@ proptest! {
 /// a host `&i64`) returns the `k` items alone. The fuzz accepts either length; one rule for
 /// every backend is issue 23's defect 11.
 #[test]
-#[ignore = "docs and host disagree on the length of select_*_owned with a deferred k (defect 11)"]
 fn owned_with_a_deferred_k_has_the_documented_length() {
     let value = 2i64;
     let k = k::Deferred::<_, 0, 5>::new(&value);

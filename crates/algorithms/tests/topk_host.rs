@@ -595,3 +595,31 @@ proptest! {
         let _ = OutputOrdering::StableSorted;
     }
 }
+
+/// A `MaxNumItems` guarantee in the environment bounds the number of keys a call may take.
+#[test]
+fn more_keys_than_the_num_items_guarantee_is_an_error_naming_num_items() {
+    use oxicub_params::guarantee::MaxNumItems;
+    let env = Env::new().guarantee(MaxNumItems::<4>::new());
+    let mut top = [0u32; 1];
+    let err = topk::max_keys(
+        &Host::new(),
+        &[1u32, 2, 3, 4, 5][..],
+        &mut top[..],
+        &k::Static::<1>::new(),
+        &env,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, Error::Param(ref e) if e.param() == "num_items"),
+        "{err:?}"
+    );
+    topk::max_keys(
+        &Host::new(),
+        &[1u32, 2, 3, 4][..],
+        &mut top[..],
+        &k::Static::<1>::new(),
+        &env,
+    )
+    .expect("four keys are within the guarantee");
+}

@@ -295,7 +295,7 @@ impl<V: DeviceValue> DeviceValues<V> {
 }
 
 /// The all-zero value of `V`.
-fn zeroed<V: DeviceValue>() -> V {
+pub(crate) fn zeroed<V: DeviceValue>() -> V {
     // SAFETY: every bit pattern, zeros included, is a valid `V` (`DeviceValue`'s contract).
     unsafe { std::mem::zeroed() }
 }

@@ -4,7 +4,7 @@
 mod device_values;
 mod params;
 
-pub(crate) use device_values::ByteOption;
+pub(crate) use device_values::{zeroed, ByteOption};
 pub use device_values::{DeviceKeys, DeviceValue, DeviceValues};
 pub use params::{
     ChoiceValues, ChoiceValuesOn, ChoicesOn, ParamValues, ParamValuesOn, PerSegmentOn, ValuesOn,

@@ -41,16 +41,27 @@ pub(crate) struct SegmentBounds {
     pub(crate) total_items: Bounds,
 }
 
-/// The bounds the environment's `TotalItems` guarantees put on the sum of the segment sizes.
-pub(crate) fn total_items_bounds<E: Environment>(env: &E) -> Result<Bounds, ParamError> {
-    let total = RoleId::TotalItems;
-    let bounds = <E::Guarantees as Guarantees>::STATIC[total as usize]
-        .intersect(env.guarantees().runtime(total));
+/// The bounds the environment's guarantees put on a quantity that is not a parameter of the
+/// call (`num_items`, `total_items`): [`Bounds::COUNTS`] when there is none.
+fn guaranteed_bounds<E: Environment>(
+    role: RoleId,
+    param: &'static str,
+    env: &E,
+) -> Result<Bounds, ParamError> {
+    let bounds = <E::Guarantees as Guarantees>::STATIC[role as usize]
+        .intersect(env.guarantees().runtime(role));
     if bounds.is_empty() {
-        return Err(ParamError::ContradictoryGuarantees {
-            param: "total_items",
-            bounds,
-        });
+        return Err(ParamError::ContradictoryGuarantees { param, bounds });
     }
     Ok(bounds)
+}
+
+/// The bounds the environment's `TotalItems` guarantees put on the sum of the segment sizes.
+pub(crate) fn total_items_bounds<E: Environment>(env: &E) -> Result<Bounds, ParamError> {
+    guaranteed_bounds(RoleId::TotalItems, "total_items", env)
+}
+
+/// The bounds the environment's `NumItems` guarantees put on the number of keys.
+pub(crate) fn num_items_bounds<E: Environment>(env: &E) -> Result<Bounds, ParamError> {
+    guaranteed_bounds(RoleId::NumItems, "num_items", env)
 }

@@ -6,6 +6,7 @@ use oxicub_params::{
     BoundOrigin, Bounds, DiscreteParam, Param, ParamError, ParamFor, SelectDirection, SingleValue,
 };
 
+use super::num_items_bounds;
 use crate::backend::{Backend, ValuesOn};
 use crate::Error;
 
@@ -23,8 +24,9 @@ pub struct TopKBounds {
 }
 
 /// Checks a single-problem top-k call: `k` is one value (static, uniform or deferred), and it
-/// agrees with the environment's guarantees. `k > num_items` and `k = 0` are not contract
-/// violations: they have documented results in the algorithm.
+/// and `num_items` agree with the environment's guarantees (`MaxK`, `MaxNumItems`, ...).
+/// `k > num_items` and `k = 0` are not contract violations: they have documented results in
+/// the algorithm.
 ///
 /// ```
 /// use oxicub_algorithms::contract;
@@ -48,6 +50,15 @@ where
             value: num_items,
             bounds: Bounds::COUNTS,
             origin: oxicub_params::BoundOrigin::Static,
+        });
+    }
+    let guaranteed = num_items_bounds(env)?;
+    if !guaranteed.contains(num_items) {
+        return Err(ParamError::OutOfBounds {
+            param: role::NumItems::NAME,
+            value: num_items,
+            bounds: guaranteed,
+            origin: oxicub_params::BoundOrigin::Guarantee,
         });
     }
     Ok(TopKBounds {

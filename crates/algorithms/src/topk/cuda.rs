@@ -8,11 +8,13 @@ use oxicub_kernels::families::{HostOrDevice, SelectedValues};
 use oxicub_kernels::Direction;
 use oxicub_params::SelectDirection;
 
-use super::host::resolve_k;
+use super::host::{owned_len, resolve_k};
 use super::TopKBackend;
-use crate::backend::{AnyBackend, Cuda, DeviceKeys, DeviceValue, DeviceValues, ParamValues};
+use crate::backend::{
+    zeroed, AnyBackend, Cuda, DeviceKeys, DeviceValue, DeviceValues, ParamValues,
+};
 use crate::contract::TopKRequest;
-use crate::radix::RadixKey;
+use crate::radix::{RadixBits, RadixKey};
 use crate::sealed::Token;
 use crate::values::ValuesIn;
 use crate::Error;
@@ -86,10 +88,7 @@ impl TopKBackend for Cuda {
         keys: CudaView<'_, K>,
         values: ValuesIn<CudaView<'_, V>, V>,
     ) -> Result<(DeviceKeys<K>, Option<DeviceValues<V>>), Error> {
-        let len = match k {
-            ParamValues::Host(value) => (value as u64).min(request.num_items) as usize,
-            _ => request.max_written as usize,
-        };
+        let len = owned_len(&request, k);
         let mut out_keys = self.alloc_keys::<K>(len)?;
         let mut out_values = match values {
             ValuesIn::None => None,
@@ -130,9 +129,9 @@ impl TopKBackend for AnyBackend {
             AnyBackend::Host(host) => {
                 host.topk_checked(token, request, k, keys, values, out_keys, out_values)
             }
-            AnyBackend::Cuda(_) => {
-                let (top_keys, top_values) =
-                    self.topk_owned_checked(token, request, k, keys, values)?;
+            AnyBackend::Cuda(cuda) => {
+                // The k items alone: the slots past them stay as they are.
+                let (top_keys, top_values) = selected_on(cuda, token, request, k, keys, values)?;
                 out_keys[..top_keys.len()].copy_from_slice(&top_keys);
                 if let (Some(out), Some(top)) = (out_values, top_values) {
                     out[..top.len()].copy_from_slice(&top);
@@ -156,30 +155,55 @@ impl TopKBackend for AnyBackend {
             }
             AnyBackend::Cuda(cuda) => cuda,
         };
-        // A deferred k in host memory is read here: the host knows it.
-        let count = resolve_k(&request, k);
-        let device_keys = cuda.upload_keys(keys)?;
-        let device_values = match &values {
-            ValuesIn::Copy(values) => Some(cuda.upload_values(values)?),
-            _ => None,
-        };
-        let device_in = match (&values, &device_values) {
-            (ValuesIn::Copy(_), Some(v)) => ValuesIn::Copy(v.as_view()),
-            (ValuesIn::Index(index), _) => ValuesIn::Index(*index),
-            _ => ValuesIn::None,
-        };
-        let (top_keys, top_values) = cuda.topk_owned_checked(
-            token,
-            request,
-            ParamValues::Host(count as i64),
-            device_keys.as_view(),
-            device_in,
-        )?;
-        let top_keys = cuda.download_keys(&top_keys)?;
-        let top_values = match top_values {
-            Some(top) => Some(top.download(cuda)?),
-            None => None,
-        };
+        let len = owned_len(&request, k);
+        let (mut top_keys, top_values) = selected_on(cuda, token, request, k, keys, values)?;
+        // The slots past a deferred k hold zero bits, as on the device.
+        top_keys.resize(
+            len,
+            K::from_bits(<K::Bits as RadixBits>::from_u64_truncating(0)),
+        );
+        let top_values = top_values.map(|mut top| {
+            top.resize(len, zeroed::<V>());
+            top
+        });
         Ok((top_keys, top_values))
     }
+}
+
+/// The selected items of a call on [`AnyBackend`]'s GPU, `min(k, keys.len())` of them: the
+/// inputs copied to the device, the results copied back (waiting for them). A deferred k in
+/// host memory is read here: the host knows it.
+#[allow(clippy::type_complexity)]
+fn selected_on<K: RadixKey, V: DeviceValue>(
+    cuda: &Cuda,
+    token: Token,
+    request: TopKRequest,
+    k: ParamValues<&[i64]>,
+    keys: &[K],
+    values: ValuesIn<&[V], V>,
+) -> Result<(Vec<K>, Option<Vec<V>>), Error> {
+    let count = resolve_k(&request, k);
+    let device_keys = cuda.upload_keys(keys)?;
+    let device_values = match &values {
+        ValuesIn::Copy(values) => Some(cuda.upload_values(values)?),
+        _ => None,
+    };
+    let device_in = match (&values, &device_values) {
+        (ValuesIn::Copy(_), Some(v)) => ValuesIn::Copy(v.as_view()),
+        (ValuesIn::Index(index), _) => ValuesIn::Index(*index),
+        _ => ValuesIn::None,
+    };
+    let (top_keys, top_values) = cuda.topk_owned_checked(
+        token,
+        request,
+        ParamValues::Host(count as i64),
+        device_keys.as_view(),
+        device_in,
+    )?;
+    let top_keys = cuda.download_keys(&top_keys)?;
+    let top_values = match top_values {
+        Some(top) => Some(top.download(cuda)?),
+        None => None,
+    };
+    Ok((top_keys, top_values))
 }

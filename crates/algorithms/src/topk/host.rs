@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 use super::TopKBackend;
-use crate::backend::{DeviceValue, Host, ParamValues};
+use crate::backend::{zeroed, DeviceValue, Host, ParamValues};
 use crate::contract::TopKRequest;
 use crate::radix::{RadixBits, RadixKey};
 use crate::sealed::Token;
@@ -34,6 +34,16 @@ pub(super) fn resolve_k(request: &TopKRequest, k: ParamValues<&[i64]>) -> usize 
         }
     };
     value.min(request.num_items) as usize
+}
+
+/// The length of an `*_owned` result: `min(k, keys.len())` for a `k` the host knows, and for a
+/// deferred `k` what the call may write, `min(bounds.max, keys.len())` (its first `k` slots
+/// written), on every backend.
+pub(super) fn owned_len<I>(request: &TopKRequest, k: ParamValues<I>) -> usize {
+    match k {
+        ParamValues::Host(value) => (value as u64).min(request.num_items) as usize,
+        _ => request.max_written as usize,
+    }
 }
 
 /// The rank of a key: its radix code, inverted for min, so a larger rank is always better.
@@ -197,13 +207,23 @@ impl TopKBackend for Host {
         keys: &[K],
         values: ValuesIn<&[V], V>,
     ) -> Result<(Vec<K>, Option<Vec<V>>), Error> {
+        let len = owned_len(&request, k);
         let selected = select(keys, resolve_k(&request, k), &request);
-        let out_keys = selected.par_iter().map(|&i| keys[i]).collect();
+        let mut out_keys: Vec<K> = selected.par_iter().map(|&i| keys[i]).collect();
+        // The slots past k (a deferred k) hold zero bits, as on the device.
+        out_keys.resize(
+            len,
+            K::from_bits(<K::Bits as RadixBits>::from_u64_truncating(0)),
+        );
         let out_values = match values {
             ValuesIn::None => None,
             ValuesIn::Copy(values) => Some(selected.par_iter().map(|&i| values[i]).collect()),
             ValuesIn::Index(index) => Some(selected.par_iter().map(|&i| index(i as u64)).collect()),
         };
+        let out_values = out_values.map(|mut out: Vec<V>| {
+            out.resize(len, zeroed::<V>());
+            out
+        });
         Ok((out_keys, out_values))
     }
 }

@@ -540,7 +540,8 @@ where
 }
 
 /// Like [`select_keys`], returning new buffers of `min(k, keys.len())` keys (for a deferred `k`,
-/// `min(bounds.max, keys.len())`, of which the first `k` are written).
+/// `min(bounds.max, keys.len())`, of which the first `k` are written and the rest hold zero
+/// bits, on every backend).
 ///
 /// ```
 /// use oxicub_algorithms::{topk, Host};
