@@ -100,6 +100,8 @@ pub struct DeviceFacts {
     pub shared_per_sm: u32,
     /// L2 cache size, in bytes.
     pub l2_bytes: u32,
+    /// The device's memory, in bytes: no buffer a launcher allocates may be larger.
+    pub total_memory: u64,
     /// Threads per warp.
     pub warp_size: u32,
     /// The driver's CUDA version, 1000 * major + 10 * minor (e.g. 12080 for 12.8): launch
@@ -136,6 +138,7 @@ impl DeviceFacts {
             )?,
             shared_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
             l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+            total_memory: ctx.total_mem().during("cuDeviceTotalMem")? as u64,
             warp_size: attr(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
             driver_version: u32::try_from(driver_version).unwrap_or(0),
         })

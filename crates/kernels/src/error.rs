@@ -124,6 +124,23 @@ pub enum KernelError {
         /// Why the limit exists.
         why: &'static str,
     },
+    /// A buffer a launcher would allocate (scratch sized from the call's bounds) is larger than
+    /// the device's memory, or than one allocation can be: the call is refused before
+    /// anything is allocated.
+    #[error(
+        "`{buffer}` would need {count} elements of {element_bytes} bytes, more than the \
+         {limit} bytes one allocation on this device can hold"
+    )]
+    AllocationTooLarge {
+        /// The buffer's name.
+        buffer: &'static str,
+        /// The elements it would hold.
+        count: u64,
+        /// Bytes of an element.
+        element_bytes: u64,
+        /// The most bytes one allocation may have: the device's memory, at most `isize::MAX`.
+        limit: u64,
+    },
     /// A buffer belongs to a different CUDA context than the runtime launching the kernel.
     #[error(
         "buffer `{buffer}` belongs to CUDA device {found}, the kernel runs on device {expected}"

@@ -9,6 +9,7 @@
 
 pub mod batched_topk;
 pub mod digit_histogram;
+mod scratch;
 pub mod topk_radix_select;
 pub mod transform_keys;
 

@@ -18,6 +18,7 @@ use super::layout::ClusterLayout;
 use super::plan::{plan as plan_call, stride_coprime, CallShape, LayoutShape, Step, ValuesShape};
 use super::HostOrDevice;
 use crate::error::DriverResultExt;
+use crate::families::scratch::{alloc_uninit, alloc_zeroed};
 use crate::families::{at_least, keep, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::runtime::{LaunchOrder, LoadedKernel};
@@ -153,26 +154,26 @@ pub fn batched_topk<K: RadixKey, V>(
         at_least("num_segments", n.len(), 1)?;
     }
 
-    let alloc = |count: u64| stream.alloc_zeros::<u64>(count.max(1) as usize);
     // Scratch every stage writes before it reads: no clearing.
     // None (pointer 0) when no stage uses it: a direct call of the warp or block tier
     // allocates nothing (an allocation and a free cost host time on every call).
-    let scratch = |count: u64| -> Result<Option<CudaSlice<u64>>, KernelError> {
-        if count == 0 {
-            return Ok(None);
-        }
-        // SAFETY: u64 has no invalid bit patterns, and the kernels write every word of these
-        // buffers (state and histogram in LARGE_INIT, chunk counts in LARGE_COUNT, selected
-        // indices in LARGE_COLLECT / LARGE_SORT_INIT, descriptors in RESOLVE) before reading it.
-        let buffer = unsafe { stream.alloc::<u64>(count as usize) };
-        buffer.map(Some).during("cuMemAllocAsync")
-    };
+    let scratch =
+        |buffer: &'static str, count: u64| -> Result<Option<CudaSlice<u64>>, KernelError> {
+            if count == 0 {
+                return Ok(None);
+            }
+            // SAFETY: the kernels write every word of these buffers (state and histogram in
+            // LARGE_INIT, chunk counts in LARGE_COUNT, selected indices in LARGE_COLLECT /
+            // LARGE_SORT_INIT, descriptors in RESOLVE) before reading it.
+            unsafe { alloc_uninit::<u64>(runtime, stream, buffer, count) }.map(Some)
+        };
     let planned = plan_call(&shape)?;
     // A direct call has nothing to report (no allocation, no clearing).
     let mut status = if shape.is_direct() {
         None
     } else {
-        Some(alloc(u64::from(BT_STATUS_WORDS)).during("cuMemAllocAsync")?)
+        let words = u64::from(BT_STATUS_WORDS);
+        Some(alloc_zeroed::<u64>(runtime, stream, "status", words)?)
     };
     let Some(launch_plan) = planned else {
         // No segment: nothing to launch, nothing to report (a deferred count is still read, to
@@ -186,20 +187,20 @@ pub fn batched_topk<K: RadixKey, V>(
         }
         return Ok(BatchedStatus { words: status });
     };
-    let mut descriptors = scratch(launch_plan.descriptor_words())?;
+    let mut descriptors = scratch("descriptors", launch_plan.descriptor_words())?;
     let cluster = launch_plan
         .cluster
         .and_then(|layout| cluster_launch::<K>(runtime, stream, value_bytes, layout, max_segments));
     let sizes = launch_plan.scratch(cluster.is_some());
-    let mut bins = scratch(sizes.bins)?;
-    let mut large_state = scratch(sizes.large_state)?;
-    let mut large_histogram = scratch(sizes.large_histogram)?;
-    let mut large_chunks = scratch(sizes.large_chunks)?;
-    let mut large_selected = scratch(sizes.large_selected)?;
-    let mut large_ranks = scratch(sizes.large_ranks)?;
-    let mut stream_ranks = scratch(sizes.stream_ranks)?;
-    let mut stream_indices = scratch(sizes.stream_indices)?;
-    let mut stream_counts = scratch(sizes.stream_counts)?;
+    let mut bins = scratch("bins", sizes.bins)?;
+    let mut large_state = scratch("large_state", sizes.large_state)?;
+    let mut large_histogram = scratch("large_histogram", sizes.large_histogram)?;
+    let mut large_chunks = scratch("large_chunks", sizes.large_chunks)?;
+    let mut large_selected = scratch("large_selected", sizes.large_selected)?;
+    let mut large_ranks = scratch("large_ranks", sizes.large_ranks)?;
+    let mut stream_ranks = scratch("stream_ranks", sizes.stream_ranks)?;
+    let mut stream_indices = scratch("stream_indices", sizes.stream_indices)?;
+    let mut stream_counts = scratch("stream_counts", sizes.stream_counts)?;
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     // Listed: the segments' element addresses are offsets from a keys base of 0.

@@ -13,6 +13,7 @@ use super::kernels::TopKRadixSelectParams;
 use super::plan::{plan as select_plan, Grid, SelectShape, Step};
 use crate::error::DriverResultExt;
 
+use crate::families::scratch::alloc_uninit;
 use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::{KernelError, KernelRuntime, KernelSpec};
@@ -129,8 +130,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let layout = plan.layout(prefilter_grid);
     // SAFETY: the first `layout.zeroed` words are zeroed below; the kernels write every other
     // word before they read it (ScratchLayout).
-    let mut scratch =
-        unsafe { stream.alloc::<u64>(layout.words as usize) }.during("cuMemAllocAsync")?;
+    let mut scratch = unsafe { alloc_uninit::<u64>(runtime, stream, "scratch", layout.words) }?;
     stream
         .memset_zeros(&mut scratch.slice_mut(..layout.zeroed as usize))
         .during("cuMemsetD8Async")?;
