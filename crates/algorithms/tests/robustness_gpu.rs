@@ -1,10 +1,16 @@
 //! What safe calls cannot make the GPU do (issue 23): allocate less scratch than the kernels
-//! write (sizes from huge bounds are checked before allocating). Each test skips without a GPU (fails with
+//! write (sizes from huge bounds are checked before allocating), read a listed segment past its
+//! view or a view of another context. Each test skips without a GPU (fails with
 //! OXICUB_REQUIRE_GPU=1); run them under compute-sanitizer memcheck, which must report nothing.
 
+use cudarc::driver::CudaContext;
 use oxicub_algorithms::batched_topk::{self, Problem};
 use oxicub_algorithms::{Error, KernelError};
 use oxicub_env::Env;
+use oxicub_kernels::families::batched_topk::{
+    batched_topk, BatchedLayout, BatchedTiers, BatchedTopKPlan,
+};
+use oxicub_kernels::families::{HostOrDevice, SelectedValues};
 use oxicub_params::guarantee::TotalItems;
 use oxicub_params::{direction, k, num_segments, segment_size};
 use oxicub_test::gpu_or_skip;
@@ -80,4 +86,183 @@ fn scratch_sized_from_a_huge_deferred_bound_is_refused() {
         .check()
         .expect("every segment is empty");
     assert_eq!(cuda.download(&out.as_view()).expect("download"), [-1.0]);
+}
+
+/// A plan of the listed layout: `n` segments of any size, `k` on the host, the tiers those
+/// bounds allow, sorted output.
+fn listed_plan<'a, 'b>(
+    segments: &'b [cudarc::driver::CudaView<'a, u32>],
+    n: u64,
+    k: u64,
+) -> BatchedTopKPlan<'a, 'b, u32> {
+    BatchedTopKPlan {
+        layout: BatchedLayout::Listed { segments },
+        k: HostOrDevice::Host(k),
+        direction: HostOrDevice::Host(0),
+        direction_mask: 1,
+        num_segments: HostOrDevice::Host(n),
+        num_segments_bounds: (n, n),
+        size_bounds: (0, 1 << 40),
+        k_bounds: (k, k),
+        total_bounds: (0, u64::MAX),
+        out_stride: k,
+        per_segment_max: k,
+        tiers: BatchedTiers::for_bounds((0, 1 << 40), (k as i64, k as i64)),
+        warp_items: 8,
+        prefer_larger_index: false,
+        sorted: true,
+        stable: true,
+    }
+}
+
+/// The kernels' listed layout takes the segments' views, not addresses: a segment is exactly
+/// its view, so the larger keys right after a view in its allocation are never selected, and
+/// values views shorter than their segments, or fewer segments than the plan's count, are
+/// refused.
+#[test]
+fn listed_segments_are_their_views_and_nothing_past_them() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    // Each allocation: the segment's keys, then larger keys past the view.
+    let first = cuda.upload(&[3u32, 1, 2, 900, 901, 902]).expect("upload");
+    let second = cuda.upload(&[7u32, 5, 800, 801]).expect("upload");
+    let views = [first.slice(0..3), second.slice(0..2)];
+    let values = cuda.upload(&[30u32, 10, 20, 70, 50]).expect("upload");
+    let value_views = [values.slice(0..3), values.slice(3..5)];
+    // k = 4 is more than either segment holds: each writes all of its own keys. (Room for
+    // three segments' outputs, for the call of three below.)
+    let mut out_keys = cuda.upload(&[u32::MAX; 12]).expect("upload");
+    let mut out_values = cuda.upload(&[u32::MAX; 12]).expect("upload");
+    let status = batched_topk::<u32, u32>(
+        cuda.runtime(),
+        cuda.stream(),
+        listed_plan(&views, 2, 4),
+        None,
+        &mut out_keys.as_view_mut(),
+        SelectedValues::Listed {
+            values: &value_views,
+            out: &mut out_values.as_view_mut(),
+        },
+    )
+    .expect("launch");
+    let report = status.decode(cuda.stream()).expect("status");
+    assert_eq!(report.violation, None);
+    let keys = cuda.download(&out_keys.as_view()).expect("download");
+    let got_values = cuda.download(&out_values.as_view()).expect("download");
+    let m = u32::MAX;
+    let expected = [3, 2, 1, m, 7, 5, m, m, m, m, m, m];
+    assert_eq!(keys, expected);
+    assert_eq!(got_values, [30, 20, 10, m, 70, 50, m, m, m, m, m, m]);
+
+    // A values view shorter than its segment, and fewer views than segments.
+    let short_values = [values.slice(0..3), values.slice(3..4)];
+    let result = batched_topk::<u32, u32>(
+        cuda.runtime(),
+        cuda.stream(),
+        listed_plan(&views, 2, 4),
+        None,
+        &mut out_keys.as_view_mut(),
+        SelectedValues::Listed {
+            values: &short_values,
+            out: &mut out_values.as_view_mut(),
+        },
+    );
+    assert!(
+        matches!(
+            result,
+            Err(KernelError::LengthMismatch {
+                buffer: "values",
+                actual: 1,
+                expected: 2
+            })
+        ),
+        "{result:?}"
+    );
+    let result = batched_topk::<u32, u32>(
+        cuda.runtime(),
+        cuda.stream(),
+        listed_plan(&views, 3, 4),
+        None,
+        &mut out_keys.as_view_mut(),
+        SelectedValues::None,
+    );
+    assert!(
+        matches!(
+            result,
+            Err(KernelError::LengthMismatch {
+                buffer: "segments",
+                actual: 2,
+                expected: 3
+            })
+        ),
+        "{result:?}"
+    );
+    let keys = cuda.download(&out_keys.as_view()).expect("download");
+    assert_eq!(keys, expected, "a refused call wrote");
+}
+
+/// A listed segment, or its values, in another context (here a second context on the same
+/// device) is refused with `WrongContext` before anything touches it.
+#[test]
+fn listed_views_of_another_context_are_refused() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let other = CudaContext::new_non_primary(0, 0).expect("a second context");
+    let other_stream = other.default_stream();
+    let foreign = other_stream.clone_htod(&[4.0f32, 8.0]).expect("upload");
+    let foreign_values = other_stream.clone_htod(&[40u32, 80]).expect("upload");
+    let own = cuda.upload(&[1.0f32, 2.0]).expect("upload");
+    let own_values = cuda.upload(&[10u32, 20]).expect("upload");
+    let problem = Problem::listed(
+        segment_size::PerSegment::<(), 0, 16>::new(()),
+        k::Static::<1>::new(),
+        direction::Max,
+        num_segments::uniform(2).expect("n"),
+    );
+    let mut out_keys = cuda.upload(&[0.0f32; 2]).expect("upload");
+    let mut out_values = cuda.upload(&[0u32; 2]).expect("upload");
+    let wrong_context = |result: Result<_, Error>, list: &str| match result {
+        Err(Error::Kernel(KernelError::WrongContext { buffer, .. })) => {
+            assert_eq!(buffer, list);
+        }
+        Err(other) => panic!("{list}: expected WrongContext, got {other}"),
+        Ok(_) => panic!("{list}: a view of another context was launched on"),
+    };
+    let result = batched_topk::select_keys_listed(
+        &cuda,
+        &problem,
+        &[own.as_view(), foreign.as_view()],
+        out_keys.as_view_mut(),
+        &Env::new(),
+    );
+    wrong_context(result, "segments");
+    let result = batched_topk::select_pairs_listed(
+        &cuda,
+        &problem,
+        &[own.as_view(), own.as_view()],
+        &[own_values.as_view(), foreign_values.as_view()],
+        out_keys.as_view_mut(),
+        out_values.as_view_mut(),
+        &Env::new(),
+    );
+    wrong_context(result, "values");
+    // The same call with views of the backend's context runs.
+    batched_topk::select_pairs_listed(
+        &cuda,
+        &problem,
+        &[own.as_view(), own.as_view()],
+        &[own_values.as_view(), own_values.as_view()],
+        out_keys.as_view_mut(),
+        out_values.as_view_mut(),
+        &Env::new(),
+    )
+    .expect("call")
+    .check()
+    .expect("valid");
+    assert_eq!(
+        cuda.download(&out_keys.as_view()).expect("download"),
+        [2.0, 2.0]
+    );
+    assert_eq!(
+        cuda.download(&out_values.as_view()).expect("download"),
+        [20, 20]
+    );
 }

@@ -141,6 +141,22 @@ pub enum KernelError {
         /// The most bytes one allocation may have: the device's memory, at most `isize::MAX`.
         limit: u64,
     },
+    /// A view's address is not a multiple of the size of its elements (a listed layout's
+    /// segment or values, whose addresses the kernels index by element).
+    #[error(
+        "`{buffer}[{index}]` at address {address:#x} is not aligned to its {element_bytes}-byte \
+         elements"
+    )]
+    Misaligned {
+        /// The list's name.
+        buffer: &'static str,
+        /// The view's position in the list.
+        index: usize,
+        /// Its byte address.
+        address: u64,
+        /// The size of its elements.
+        element_bytes: usize,
+    },
     /// A buffer belongs to a different CUDA context than the runtime launching the kernel.
     #[error(
         "buffer `{buffer}` belongs to CUDA device {found}, the kernel runs on device {expected}"

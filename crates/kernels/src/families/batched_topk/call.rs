@@ -15,9 +15,9 @@ use crate::segments::{
 };
 use crate::KernelError;
 
-/// Where the segments are.
+/// Where the segments are, for keys of type `K`.
 #[derive(Clone, Copy, Debug)]
-pub enum BatchedLayout<'a, 'b> {
+pub enum BatchedLayout<'a, 'b, K> {
     /// Segment `i` starts at `i * stride`; its size is `sizes`.
     Strided {
         /// The stride.
@@ -32,27 +32,23 @@ pub enum BatchedLayout<'a, 'b> {
         /// End offsets.
         end: &'b CudaView<'a, i64>,
     },
-    /// Every segment at its own device address (the seeds' iterator of iterators): segment
-    /// `i` is the `end[i] - begin[i]` keys at byte address `begin[i] * size_of::<K>()`, so the
-    /// begin and end are *element addresses* (address / key size), and the keys buffer of
-    /// [`batched_topk`](super::batched_topk) is `None`. Copied values come from
-    /// [`SelectedValues::Listed`](crate::families::SelectedValues::Listed) with
-    /// one byte address per segment in `value_addresses`.
+    /// Segment `i` is the view `segments[i]`, each in its own allocation (the seeds' iterator
+    /// of iterators); the keys buffer of [`batched_topk`](super::batched_topk) is `None`.
+    /// Copied values come as [`SelectedValues::Listed`](crate::families::SelectedValues::Listed),
+    /// a view per segment. The launcher takes each segment's address and length from its view
+    /// and checks the view's context and alignment: a segment is exactly its view.
     Listed {
-        /// Element address of each segment's first key.
-        begin: &'b CudaView<'a, i64>,
-        /// `begin[i]` + the segment's size.
-        end: &'b CudaView<'a, i64>,
-        /// The largest segment (sizes the scratch of the several-blocks tier).
-        max_size: u64,
+        /// The segments: at least as many as the call's most segments.
+        segments: &'b [CudaView<'a, K>],
     },
 }
 
-/// Everything a batched top-k launch needs besides the buffers of keys and values.
+/// Everything a batched top-k launch needs besides the buffers of keys and values, for keys of
+/// type `K`.
 #[derive(Clone, Copy, Debug)]
-pub struct BatchedTopKPlan<'a, 'b> {
+pub struct BatchedTopKPlan<'a, 'b, K> {
     /// The layout.
-    pub layout: BatchedLayout<'a, 'b>,
+    pub layout: BatchedLayout<'a, 'b, K>,
     /// `k`.
     pub k: HostOrDevice<'a, 'b, i64, u64>,
     /// The direction: 0 = max, 1 = min (per segment: `u8`s).

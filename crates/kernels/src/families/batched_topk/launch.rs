@@ -15,6 +15,7 @@ use super::constants::{
 };
 use super::kernels::{BatchedKernel, BatchedTopKParams};
 use super::layout::ClusterLayout;
+use super::listed::ListedTables;
 use super::plan::{plan as plan_call, stride_coprime, CallShape, LayoutShape, Step, ValuesShape};
 use super::HostOrDevice;
 use crate::error::DriverResultExt;
@@ -29,12 +30,12 @@ use crate::{KernelError, KernelRuntime, KernelSpec};
 /// words to decode when the caller chooses to synchronise.
 ///
 /// `keys` is the buffer the strided and offsets layouts index, and `None` exactly when the
-/// layout is [`BatchedLayout::Listed`] (each segment has its own address); copied values are
+/// layout is [`BatchedLayout::Listed`] (each segment is its own view); copied values are
 /// [`SelectedValues::Listed`] exactly then too.
 pub fn batched_topk<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
-    plan: BatchedTopKPlan<'_, '_>,
+    plan: BatchedTopKPlan<'_, '_, K>,
     keys: Option<&CudaView<'_, K>>,
     out_keys: &mut CudaViewMut<'_, K>,
     mut values: SelectedValues<'_, '_, V>,
@@ -81,7 +82,7 @@ pub fn batched_topk<K: RadixKey, V>(
         } => size.min(stride),
         BatchedLayout::Strided { stride, .. } => plan.size_bounds.1.min(stride),
         BatchedLayout::Offsets { .. } => plan.size_bounds.1,
-        BatchedLayout::Listed { max_size, .. } => plan.size_bounds.1.min(max_size),
+        BatchedLayout::Listed { segments } => plan.size_bounds.1.min(largest(segments)),
     };
     let written = k_cap.min(size_cap).min(num_keys);
     if plan.per_segment_max < written || plan.out_stride < plan.per_segment_max {
@@ -103,17 +104,7 @@ pub fn batched_topk<K: RadixKey, V>(
             at_least("out_values", out.len(), out_len)?;
             std::mem::size_of::<V>() as u8
         }
-        SelectedValues::Listed {
-            value_addresses,
-            out,
-        } => {
-            runtime.check_buffer("value_addresses", *value_addresses)?;
-            runtime.check_buffer("out_values", &**out)?;
-            at_least("value_addresses", value_addresses.len(), max_segments)?;
-            at_least("out_values", out.len(), out_len)?;
-            std::mem::size_of::<V>() as u8
-        }
-        SelectedValues::Index { out } => {
+        SelectedValues::Index { out } | SelectedValues::Listed { out, .. } => {
             runtime.check_buffer("out_values", &**out)?;
             at_least("out_values", out.len(), out_len)?;
             std::mem::size_of::<V>() as u8
@@ -129,9 +120,7 @@ pub fn batched_topk<K: RadixKey, V>(
         runtime.check_buffer(name, view)?;
         at_least(name, view.len(), max_segments)
     };
-    if let BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } =
-        plan.layout
-    {
+    if let BatchedLayout::Offsets { begin, end } = plan.layout {
         per_segment("begin_offsets", begin)?;
         per_segment("end_offsets", end)?;
     }
@@ -153,6 +142,23 @@ pub fn batched_topk<K: RadixKey, V>(
         runtime.check_buffer("num_segments", n)?;
         at_least("num_segments", n.len(), 1)?;
     }
+    // The listed layout's tables, made from the views (they keep the views' guards).
+    let listed = match plan.layout {
+        BatchedLayout::Listed { segments } => {
+            let values = match &values {
+                SelectedValues::Listed { values, .. } => Some(*values),
+                _ => None,
+            };
+            Some(ListedTables::new(
+                runtime,
+                stream,
+                segments,
+                values,
+                max_segments,
+            )?)
+        }
+        _ => None,
+    };
 
     // Scratch every stage writes before it reads: no clearing.
     // None (pointer 0) when no stage uses it: a direct call of the warp or block tier
@@ -223,21 +229,32 @@ pub fn batched_topk<K: RadixKey, V>(
     let stream_ranks_ptr = keep_opt(&mut guards, stream, &mut stream_ranks);
     let stream_indices_ptr = keep_opt(&mut guards, stream, &mut stream_indices);
     let stream_counts_ptr = keep_opt(&mut guards, stream, &mut stream_counts);
-    let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
-    let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match plan.layout {
-        BatchedLayout::Strided { stride, sizes } => match sizes {
+    let (mut values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
+    if let Some(addresses) = listed.as_ref().and_then(|t| t.value_addresses.as_ref()) {
+        values_ptr = keep(&mut guards, addresses.device_ptr(stream));
+    }
+    let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match (plan.layout, &listed) {
+        (BatchedLayout::Strided { stride, sizes }, _) => match sizes {
             HostOrDevice::Host(size) => (stride, size, 0, 0, 0),
             HostOrDevice::Device(view) => {
                 (stride, 0, keep(&mut guards, view.device_ptr(stream)), 0, 0)
             }
         },
-        BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } => (
+        (BatchedLayout::Offsets { begin, end }, _) => (
             0,
             0,
             0,
             keep(&mut guards, begin.device_ptr(stream)),
             keep(&mut guards, end.device_ptr(stream)),
         ),
+        (BatchedLayout::Listed { .. }, Some(tables)) => (
+            0,
+            0,
+            0,
+            keep(&mut guards, tables.begin.device_ptr(stream)),
+            keep(&mut guards, tables.end.device_ptr(stream)),
+        ),
+        (BatchedLayout::Listed { .. }, None) => unreachable!("a listed layout has its tables"),
     };
     let (k_value, ks_ptr) = match plan.k {
         HostOrDevice::Host(k) => (k, 0),
@@ -323,6 +340,7 @@ pub fn batched_topk<K: RadixKey, V>(
         launch_step::<K>(runtime, stream, value_bytes, &params, step)?;
     }
     drop(guards);
+    drop(listed);
     Ok(BatchedStatus { words: status })
 }
 
@@ -418,7 +436,7 @@ fn launch_step<K: RadixKey>(
 
 /// The call's shape for the plan: its host values and bounds, without its buffers.
 fn call_shape<K, V>(
-    plan: &BatchedTopKPlan<'_, '_>,
+    plan: &BatchedTopKPlan<'_, '_, K>,
     num_keys: u64,
     values: &SelectedValues<'_, '_, V>,
 ) -> CallShape {
@@ -433,7 +451,9 @@ fn call_shape<K, V>(
                 size: uniform(sizes),
             },
             BatchedLayout::Offsets { .. } => LayoutShape::Offsets,
-            BatchedLayout::Listed { max_size, .. } => LayoutShape::Listed { max_size },
+            BatchedLayout::Listed { segments } => LayoutShape::Listed {
+                max_size: largest(segments),
+            },
         },
         k: uniform(plan.k),
         direction: match plan.direction {
@@ -525,6 +545,11 @@ pub fn clustered_launches() -> u64 {
 fn clusters_enabled() -> bool {
     static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ENABLED.get_or_init(|| std::env::var("OXICUB_STREAM_CLUSTERS").map_or(true, |v| v != "off"))
+}
+
+/// The largest of a listed layout's segments.
+fn largest<K>(segments: &[CudaView<'_, K>]) -> u64 {
+    segments.iter().map(|s| s.len() as u64).max().unwrap_or(0)
 }
 
 /// [`keep`] for a buffer that may not exist (pointer 0).

@@ -9,6 +9,7 @@
 //! * `call`: what a call gives the launcher ([`BatchedTopKPlan`]) and the status it leaves;
 //! * `layout` and `plan`: the stream tier's layouts and the launch plan, pure functions of the
 //!   call's shape (unit-tested without a GPU);
+//! * `listed`: the listed layout's tables, made from the segments' views;
 //! * `launch`: [`batched_topk`], which checks, allocates, binds and launches.
 
 mod call;
@@ -16,6 +17,7 @@ mod constants;
 mod kernels;
 mod launch;
 mod layout;
+mod listed;
 mod plan;
 mod tiers;
 
