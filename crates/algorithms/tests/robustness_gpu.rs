@@ -266,3 +266,80 @@ fn listed_views_of_another_context_are_refused() {
         [20, 20]
     );
 }
+
+/// The stream tier needs 100-160 KiB of shared memory per block; on a device with less (sm_86
+/// and sm_89 have 99 KiB, simulated here on the lent GPU by lowering the runtime's limit) the
+/// multi-block tier takes its segments and the call gives the same exact results, where it
+/// failed with `Resources` when the tier was chosen without the device's limits.
+#[test]
+fn a_device_with_99_kib_of_shared_memory_runs_the_stream_tiers_segments() {
+    use oxicub_kernels::families::batched_topk::clustered_launches;
+    use oxicub_kernels::KernelRuntime;
+    let Some(cuda) = gpu_or_skip() else { return };
+    let (rows, size, k) = (8usize, 131_072usize, 2048usize);
+    let keys: Vec<u32> = oxicub_test::sample_keys(rows * size, 23);
+    let device_keys = cuda.upload(&keys).expect("upload");
+    let plan = BatchedTopKPlan {
+        layout: BatchedLayout::Strided {
+            stride: size as u64,
+            sizes: HostOrDevice::Host(size as u64),
+        },
+        k: HostOrDevice::Host(k as u64),
+        direction: HostOrDevice::Host(0),
+        direction_mask: 1,
+        num_segments: HostOrDevice::Host(rows as u64),
+        num_segments_bounds: (rows as u64, rows as u64),
+        size_bounds: (size as u64, size as u64),
+        k_bounds: (k as u64, k as u64),
+        total_bounds: (0, u64::MAX),
+        out_stride: k as u64,
+        per_segment_max: k as u64,
+        tiers: BatchedTiers::for_bounds((size as i64, size as i64), (k as i64, k as i64)),
+        warp_items: 8,
+        prefer_larger_index: false,
+        sorted: true,
+        stable: true,
+    };
+    assert_eq!(plan.tiers, BatchedTiers::STREAM);
+    // Every row's best k keys, larger first, equal keys by smaller index.
+    let mut expected_keys = Vec::with_capacity(rows * k);
+    let mut expected_indices = Vec::with_capacity(rows * k);
+    for row in keys.chunks(size) {
+        let mut order: Vec<u32> = (0..size as u32).collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(row[i as usize]), i));
+        expected_keys.extend(order[..k].iter().map(|&i| row[i as usize]));
+        expected_indices.extend_from_slice(&order[..k]);
+    }
+    let small = KernelRuntime::new(cuda.context().clone())
+        .expect("runtime")
+        .with_shared_memory_limit(99 * 1024);
+    for (what, runtime) in [("the device", cuda.runtime()), ("99 KiB", &small)] {
+        let mut out_keys = cuda.alloc_zeros::<u32>(rows * k).expect("alloc");
+        let mut out_indices = cuda.alloc_zeros::<u32>(rows * k).expect("alloc");
+        let clustered = clustered_launches();
+        batched_topk::<u32, u32>(
+            runtime,
+            cuda.stream(),
+            plan,
+            Some(&device_keys.as_view()),
+            &mut out_keys.as_view_mut(),
+            SelectedValues::Index {
+                out: &mut out_indices.as_view_mut(),
+            },
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+        .decode(cuda.stream())
+        .expect("status");
+        let got_keys = cuda.download(&out_keys.as_view()).expect("download");
+        let got_indices = cuda.download(&out_indices.as_view()).expect("download");
+        assert!(got_keys == expected_keys, "{what}: keys differ");
+        assert!(got_indices == expected_indices, "{what}: indices differ");
+        if what == "99 KiB" {
+            assert_eq!(
+                clustered_launches(),
+                clustered,
+                "no clustered launch on 99 KiB"
+            );
+        }
+    }
+}

@@ -14,7 +14,7 @@ use cudarc::nvrtc::Ptx;
 
 use crate::cache::{cached_cubin, CacheConfig, CubinOrigin};
 use crate::codegen::KernelParams;
-use crate::device::DeviceFacts;
+use crate::device::{DeviceFacts, DeviceLimits};
 use crate::error::DriverResultExt;
 use crate::{KernelError, KernelSpec};
 
@@ -126,6 +126,26 @@ impl KernelRuntime {
             loaded: Mutex::new(HashMap::new()),
             active_clusters: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// This runtime as on a device with at most `bytes` of shared memory per block (opt-in):
+    /// [`DeviceFacts::shared_per_block_optin`] is lowered to it (never raised), so the launch
+    /// plans choose what such a device runs and the launches are checked against it. For
+    /// testing the fallbacks of smaller GPUs on a larger one (sm_86 and sm_89 have 99 KiB,
+    /// sm_75 64 KiB; docs/design/batched_topk.md, "Stream tier").
+    ///
+    /// ```no_run
+    /// use oxicub_kernels::{open_context, KernelRuntime};
+    ///
+    /// let runtime = KernelRuntime::new(open_context(0)?)?.with_shared_memory_limit(99 * 1024);
+    /// assert!(runtime.facts().shared_per_block_optin <= 99 * 1024);
+    /// # Ok::<(), oxicub_kernels::KernelError>(())
+    /// ```
+    pub fn with_shared_memory_limit(mut self, bytes: u32) -> KernelRuntime {
+        let facts = &mut self.facts;
+        facts.shared_per_block_optin = facts.shared_per_block_optin.min(bytes);
+        facts.shared_per_block = facts.shared_per_block.min(bytes);
+        self
     }
 
     /// The context.
@@ -309,10 +329,14 @@ impl KernelRuntime {
         Ok(())
     }
 
-    /// Whether launches can carry attributes (clusters, programmatic dependencies): sm_90 and
-    /// later, with cuLaunchKernelEx (a CUDA 12.0 driver or newer).
+    /// Whether launches can carry attributes ([`DeviceFacts::launches_with_attributes`]).
     pub(crate) fn launches_with_attributes(&self) -> bool {
-        self.facts.arch.compute_capability().0 >= 9 && self.facts.driver_version >= 12_000
+        self.facts.launches_with_attributes()
+    }
+
+    /// The limits launch plans take into account.
+    pub(crate) fn limits(&self) -> DeviceLimits {
+        DeviceLimits::of(&self.facts)
     }
 
     /// [`KernelRuntime::launch_with_shared`] in clusters of `cluster_blocks` consecutive blocks
@@ -391,8 +415,7 @@ impl KernelRuntime {
     /// static shared memory) fits the device's per-block limit: checked before every launch,
     /// and by callers that would rather not compile a kernel that cannot launch.
     pub(crate) fn shared_memory_fits(&self, spec: &KernelSpec, dynamic_shared_bytes: u32) -> bool {
-        u64::from(dynamic_shared_bytes) + spec.static_shared_bytes()
-            <= u64::from(self.facts.shared_per_block_optin)
+        self.limits().fits(spec, dynamic_shared_bytes)
     }
 
     /// The checks every launch makes (the stream's context, the block size, the grid, the

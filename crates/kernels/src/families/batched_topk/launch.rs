@@ -95,21 +95,20 @@ pub fn batched_topk<K: RadixKey, V>(
     let max_segments = shape.max_segments();
     let out_len = shape.out_len();
     at_least("out_keys", out_keys.len(), out_len)?;
-    let value_bytes = match &values {
-        SelectedValues::None => 0u8,
+    match &values {
+        SelectedValues::None => {}
         SelectedValues::Copy { values, out } => {
             runtime.check_buffer("values", *values)?;
             runtime.check_buffer("out_values", &**out)?;
             at_least("values", values.len(), num_keys)?;
             at_least("out_values", out.len(), out_len)?;
-            std::mem::size_of::<V>() as u8
         }
         SelectedValues::Index { out } | SelectedValues::Listed { out, .. } => {
             runtime.check_buffer("out_values", &**out)?;
             at_least("out_values", out.len(), out_len)?;
-            std::mem::size_of::<V>() as u8
         }
-    };
+    }
+    let value_bytes = shape.value_bytes;
     if !matches!(value_bytes, 0 | 4 | 8) {
         return Err(KernelError::InvalidSpec {
             kernel: "batched_topk".to_owned(),
@@ -173,7 +172,7 @@ pub fn batched_topk<K: RadixKey, V>(
             // LARGE_SORT_INIT, descriptors in RESOLVE) before reading it.
             unsafe { alloc_uninit::<u64>(runtime, stream, buffer, count) }.map(Some)
         };
-    let planned = plan_call(&shape)?;
+    let planned = plan_call(&shape, &runtime.limits())?;
     // A direct call has nothing to report (no allocation, no clearing).
     let mut status = if shape.is_direct() {
         None
@@ -435,7 +434,7 @@ fn launch_step<K: RadixKey>(
 }
 
 /// The call's shape for the plan: its host values and bounds, without its buffers.
-fn call_shape<K, V>(
+fn call_shape<K: RadixKey, V>(
     plan: &BatchedTopKPlan<'_, '_, K>,
     num_keys: u64,
     values: &SelectedValues<'_, '_, V>,
@@ -474,12 +473,17 @@ fn call_shape<K, V>(
         sorted: plan.sorted,
         stable: plan.stable,
         num_keys,
-        key_bytes: std::mem::size_of::<K>() as u32,
+        key: K::KEY_TYPE,
         values: match values {
             SelectedValues::None => ValuesShape::None,
             SelectedValues::Copy { .. } => ValuesShape::Copy,
             SelectedValues::Index { .. } => ValuesShape::Index,
             SelectedValues::Listed { .. } => ValuesShape::Listed,
+        },
+        // Any size that is not a value width (more than a u8 holds, too) is refused.
+        value_bytes: match values {
+            SelectedValues::None => 0,
+            _ => u8::try_from(std::mem::size_of::<V>()).unwrap_or(u8::MAX),
         },
     }
 }
@@ -491,9 +495,10 @@ struct ClusterLaunch {
     grid: u32,
 }
 
-/// The clustered launch with `layout`, when the device launches clusters and every segment's
-/// cluster is resident at once (more segments than that would run in waves, each a chain of
-/// barriers: the filter and final selection take them instead).
+/// The clustered launch the plan chose (where the device launches clusters and fits their
+/// blocks) with `layout`, when every segment's cluster is resident at once (more segments than
+/// that would run in waves, each a chain of barriers: the filter and final selection take them
+/// instead).
 fn cluster_launch<K: RadixKey>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
@@ -501,13 +506,10 @@ fn cluster_launch<K: RadixKey>(
     layout: ClusterLayout,
     segments: u64,
 ) -> Option<ClusterLaunch> {
-    if !runtime.launches_with_attributes() || !clusters_enabled() {
+    if !clusters_enabled() {
         return None;
     }
     let spec = KernelSpec::batched_topk(K::KEY_TYPE, value_bytes, BatchedKernel::StreamCluster);
-    if !runtime.shared_memory_fits(&spec, layout.shared_bytes) {
-        return None;
-    }
     // The clustered launch is an optimisation: where it cannot be prepared (its kernel does
     // not build, the occupancy query fails), the filter and final selection run instead.
     let kernel = runtime.kernel(&spec).ok()?;
