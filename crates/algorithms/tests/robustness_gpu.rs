@@ -267,6 +267,85 @@ fn listed_views_of_another_context_are_refused() {
     );
 }
 
+/// A plan of `rows` rows of `size` u32 keys in a row and `k` (on the host or per segment on
+/// the device), larger keys first, sorted and stable: the tiers its bounds allow.
+fn strided_plan<'a, 'b>(
+    rows: usize,
+    size: usize,
+    k: usize,
+    ks: Option<&'b cudarc::driver::CudaView<'a, i64>>,
+) -> BatchedTopKPlan<'a, 'b, u32> {
+    let (rows, size, k) = (rows as u64, size as u64, k as u64);
+    BatchedTopKPlan {
+        layout: BatchedLayout::Strided {
+            stride: size,
+            sizes: HostOrDevice::Host(size),
+        },
+        k: ks.map_or(HostOrDevice::Host(k), HostOrDevice::Device),
+        direction: HostOrDevice::Host(0),
+        direction_mask: 1,
+        num_segments: HostOrDevice::Host(rows),
+        num_segments_bounds: (rows, rows),
+        size_bounds: (size, size),
+        k_bounds: (k, k),
+        total_bounds: (0, u64::MAX),
+        out_stride: k,
+        per_segment_max: k,
+        tiers: BatchedTiers::for_bounds((size as i64, size as i64), (k as i64, k as i64)),
+        warp_items: 8,
+        prefer_larger_index: false,
+        sorted: true,
+        stable: true,
+    }
+}
+
+/// The selected keys of every row, one after another, and their indices within their rows.
+type TopK = (Vec<u32>, Vec<u32>);
+
+/// Every row's best `k` keys of `keys` (rows of `size`) and their indices: larger keys first,
+/// equal keys by the smaller index.
+fn expected_top(keys: &[u32], size: usize, k: usize) -> TopK {
+    let (mut top, mut indices) = (Vec::new(), Vec::new());
+    for row in keys.chunks(size) {
+        let mut order: Vec<u32> = (0..size as u32).collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(row[i as usize]), i));
+        top.extend(order[..k].iter().map(|&i| row[i as usize]));
+        indices.extend_from_slice(&order[..k]);
+    }
+    (top, indices)
+}
+
+/// Runs `plan` over `keys` on `runtime` and `stream` (keys and indices out) and checks the
+/// result against [`expected_top`].
+fn run_and_check(
+    runtime: &oxicub_kernels::KernelRuntime,
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    plan: BatchedTopKPlan<'_, '_, u32>,
+    keys: &cudarc::driver::CudaSlice<u32>,
+    expected: &TopK,
+    what: &str,
+) {
+    let mut out_keys = stream.alloc_zeros::<u32>(expected.0.len()).expect("alloc");
+    let mut out_indices = stream.alloc_zeros::<u32>(expected.0.len()).expect("alloc");
+    batched_topk::<u32, u32>(
+        runtime,
+        stream,
+        plan,
+        Some(&keys.as_view()),
+        &mut out_keys.as_view_mut(),
+        SelectedValues::Index {
+            out: &mut out_indices.as_view_mut(),
+        },
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"))
+    .decode(stream)
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got_keys = stream.clone_dtoh(&out_keys).expect("download");
+    let got_indices = stream.clone_dtoh(&out_indices).expect("download");
+    assert!(got_keys == expected.0, "{what}: keys differ");
+    assert!(got_indices == expected.1, "{what}: indices differ");
+}
+
 /// The stream tier needs 100-160 KiB of shared memory per block; on a device with less (sm_86
 /// and sm_89 have 99 KiB, simulated here on the lent GPU by lowering the runtime's limit) the
 /// multi-block tier takes its segments and the call gives the same exact results, where it
@@ -276,70 +355,77 @@ fn a_device_with_99_kib_of_shared_memory_runs_the_stream_tiers_segments() {
     use oxicub_kernels::families::batched_topk::clustered_launches;
     use oxicub_kernels::KernelRuntime;
     let Some(cuda) = gpu_or_skip() else { return };
-    let (rows, size, k) = (8usize, 131_072usize, 2048usize);
+    let (rows, size, k) = (8, 131_072, 2048);
     let keys: Vec<u32> = oxicub_test::sample_keys(rows * size, 23);
     let device_keys = cuda.upload(&keys).expect("upload");
-    let plan = BatchedTopKPlan {
-        layout: BatchedLayout::Strided {
-            stride: size as u64,
-            sizes: HostOrDevice::Host(size as u64),
-        },
-        k: HostOrDevice::Host(k as u64),
-        direction: HostOrDevice::Host(0),
-        direction_mask: 1,
-        num_segments: HostOrDevice::Host(rows as u64),
-        num_segments_bounds: (rows as u64, rows as u64),
-        size_bounds: (size as u64, size as u64),
-        k_bounds: (k as u64, k as u64),
-        total_bounds: (0, u64::MAX),
-        out_stride: k as u64,
-        per_segment_max: k as u64,
-        tiers: BatchedTiers::for_bounds((size as i64, size as i64), (k as i64, k as i64)),
-        warp_items: 8,
-        prefer_larger_index: false,
-        sorted: true,
-        stable: true,
-    };
+    let plan = strided_plan(rows, size, k, None);
     assert_eq!(plan.tiers, BatchedTiers::STREAM);
-    // Every row's best k keys, larger first, equal keys by smaller index.
-    let mut expected_keys = Vec::with_capacity(rows * k);
-    let mut expected_indices = Vec::with_capacity(rows * k);
-    for row in keys.chunks(size) {
-        let mut order: Vec<u32> = (0..size as u32).collect();
-        order.sort_by_key(|&i| (std::cmp::Reverse(row[i as usize]), i));
-        expected_keys.extend(order[..k].iter().map(|&i| row[i as usize]));
-        expected_indices.extend_from_slice(&order[..k]);
-    }
+    let expected = expected_top(&keys, size, k);
+    run_and_check(
+        cuda.runtime(),
+        cuda.stream(),
+        plan,
+        &device_keys,
+        &expected,
+        "the GPU",
+    );
     let small = KernelRuntime::new(cuda.context().clone())
         .expect("runtime")
         .with_shared_memory_limit(99 * 1024);
-    for (what, runtime) in [("the device", cuda.runtime()), ("99 KiB", &small)] {
-        let mut out_keys = cuda.alloc_zeros::<u32>(rows * k).expect("alloc");
-        let mut out_indices = cuda.alloc_zeros::<u32>(rows * k).expect("alloc");
-        let clustered = clustered_launches();
-        batched_topk::<u32, u32>(
-            runtime,
-            cuda.stream(),
-            plan,
-            Some(&device_keys.as_view()),
-            &mut out_keys.as_view_mut(),
-            SelectedValues::Index {
-                out: &mut out_indices.as_view_mut(),
-            },
-        )
-        .unwrap_or_else(|e| panic!("{what}: {e}"))
-        .decode(cuda.stream())
-        .expect("status");
-        let got_keys = cuda.download(&out_keys.as_view()).expect("download");
-        let got_indices = cuda.download(&out_indices.as_view()).expect("download");
-        assert!(got_keys == expected_keys, "{what}: keys differ");
-        assert!(got_indices == expected_indices, "{what}: indices differ");
-        if what == "99 KiB" {
-            assert_eq!(
-                clustered_launches(),
-                clustered,
-                "no clustered launch on 99 KiB"
-            );
-        }
+    let clustered = clustered_launches();
+    run_and_check(
+        &small,
+        cuda.stream(),
+        plan,
+        &device_keys,
+        &expected,
+        "99 KiB",
+    );
+    assert_eq!(
+        clustered_launches(),
+        clustered,
+        "a clustered launch on 99 KiB"
+    );
+}
+
+/// Threads launching one kernel with different dynamic shared memory at once (the stream
+/// tier's final selection: about 104 KiB for k = 1, 152 KiB for k = 2048, each raising the
+/// function's limit from the default), each on its own stream of one runtime: every launch
+/// runs, and so do later ones of either size. When the raises raced, the smaller size could be
+/// left on the driver and the larger recorded, and every later launch of the larger size
+/// failed for the runtime's life. A fresh runtime per round, so every round raises again.
+#[test]
+fn threads_raising_a_kernels_shared_memory_limit_at_once() {
+    use oxicub_kernels::KernelRuntime;
+    let Some(cuda) = gpu_or_skip() else { return };
+    let (rows, size) = (4, 131_072);
+    let keys: Vec<u32> = oxicub_test::sample_keys(rows * size, 29);
+    let cases: Vec<(usize, TopK)> = [1, 2048]
+        .into_iter()
+        .map(|k| (k, expected_top(&keys, size, k)))
+        .collect();
+    for round in 0..20 {
+        let runtime = KernelRuntime::new(cuda.context().clone()).expect("runtime");
+        let start = std::sync::Barrier::new(cases.len());
+        std::thread::scope(|scope| {
+            for (k, expected) in &cases {
+                let (runtime, start, keys, cuda) = (&runtime, &start, &keys, &cuda);
+                scope.spawn(move || {
+                    let stream = cuda.context().new_stream().expect("stream");
+                    let device_keys = stream.clone_htod(keys).expect("upload");
+                    // k per segment on the device: not a direct call, so the filter and the
+                    // final selection run (the final's shared memory follows k's bound).
+                    let ks = stream.clone_htod(&vec![*k as i64; rows]).expect("upload");
+                    let ks = ks.as_view();
+                    let plan = strided_plan(rows, size, *k, Some(&ks));
+                    stream.synchronize().expect("sync");
+                    start.wait();
+                    let what = format!("round {round}, k = {k}");
+                    run_and_check(runtime, &stream, plan, &device_keys, expected, &what);
+                    // Again, after the other thread's raise.
+                    run_and_check(runtime, &stream, plan, &device_keys, expected, &what);
+                });
+            }
+        });
     }
 }

@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
@@ -37,9 +36,38 @@ pub struct LoadedKernel {
     /// memory), from the driver's occupancy calculator.
     resident_per_sm: u32,
     origin: CubinOrigin,
-    /// The dynamic shared memory the function may use per block, as last raised (48 KiB
-    /// less the static shared memory until then); shared by the clones of one loaded kernel.
-    dynamic_limit: Arc<AtomicU32>,
+    /// The dynamic shared memory the function may use per block, as set on the driver (48 KiB
+    /// less the static shared memory until raised); shared by the clones of one loaded kernel.
+    dynamic_limit: Arc<DynamicSharedLimit>,
+}
+
+/// A function's dynamic shared memory limit (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`)
+/// as set on the driver. Read, raise and record happen under one lock: two threads raising
+/// the limit to different sizes at once must not leave the smaller on the driver and the
+/// larger recorded, or every later launch of the larger size would skip the raise and fail.
+#[derive(Debug)]
+struct DynamicSharedLimit(Mutex<u32>);
+
+impl DynamicSharedLimit {
+    fn new(bytes: u32) -> DynamicSharedLimit {
+        DynamicSharedLimit(Mutex::new(bytes))
+    }
+
+    /// Makes the limit at least `bytes`: where it is below, `set` sets the driver's attribute
+    /// to `bytes`, and only once that succeeded is it recorded. The limit only grows.
+    fn raise<E>(&self, bytes: u32, set: impl FnOnce(u32) -> Result<(), E>) -> Result<(), E> {
+        // A poisoned lock only means a thread panicked inside `set`; the value recorded is
+        // still the driver's (it is written after a successful set).
+        let mut limit = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if bytes > *limit {
+            set(bytes)?;
+            *limit = bytes;
+        }
+        Ok(())
+    }
 }
 
 impl LoadedKernel {
@@ -192,7 +220,7 @@ impl KernelRuntime {
             resident_per_sm,
             origin,
             // The driver's default: 48 KiB less the static shared memory.
-            dynamic_limit: Arc::new(AtomicU32::new(
+            dynamic_limit: Arc::new(DynamicSharedLimit::new(
                 u32::try_from((48 * 1024u64).saturating_sub(spec.static_shared_bytes()))
                     .unwrap_or(0),
             )),
@@ -460,19 +488,14 @@ impl KernelRuntime {
                 limit: u64::from(self.facts.shared_per_block_optin),
             });
         }
-        if dynamic_shared_bytes > kernel.dynamic_limit.load(Ordering::Relaxed) {
-            let bytes = i32::try_from(dynamic_shared_bytes).unwrap_or(i32::MAX);
+        kernel.dynamic_limit.raise(dynamic_shared_bytes, |bytes| {
+            let bytes = i32::try_from(bytes).unwrap_or(i32::MAX);
+            let attribute = FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
             kernel
                 .function
-                .set_attribute(
-                    FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    bytes,
-                )
-                .during("cuFuncSetAttribute")?;
-            kernel
-                .dynamic_limit
-                .fetch_max(dynamic_shared_bytes, Ordering::Relaxed);
-        }
+                .set_attribute(attribute, bytes)
+                .during("cuFuncSetAttribute")
+        })?;
         Ok(LaunchConfig {
             grid_dim: (grid_blocks, 1, 1),
             block_dim: (block, 1, 1),
@@ -548,5 +571,64 @@ fn cluster_attribute(blocks: u32) -> sys::CUlaunchAttribute {
                 z: 1,
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Barrier;
+
+    use super::DynamicSharedLimit;
+
+    /// Threads raising one function's limit to different sizes at once leave the driver's
+    /// attribute (here a stand-in that a raise overwrites, as cuFuncSetAttribute does) at the
+    /// largest size, and the recorded limit equal to it.
+    #[test]
+    fn concurrent_raises_leave_the_driver_and_the_record_equal() {
+        let sizes = [100_000u32, 160_000, 120_000, 200_000];
+        for _ in 0..200 {
+            let limit = DynamicSharedLimit::new(48 * 1024);
+            let driver = AtomicU32::new(48 * 1024);
+            let start = Barrier::new(sizes.len());
+            std::thread::scope(|scope| {
+                for bytes in sizes {
+                    let (limit, driver, start) = (&limit, &driver, &start);
+                    scope.spawn(move || {
+                        start.wait();
+                        limit
+                            .raise(bytes, |bytes| {
+                                // Let another thread run between the check and the set.
+                                std::thread::yield_now();
+                                driver.store(bytes, Ordering::SeqCst);
+                                Ok::<(), ()>(())
+                            })
+                            .expect("the stand-in never fails");
+                    });
+                }
+            });
+            let recorded = *limit.0.lock().expect("no panic");
+            assert_eq!(recorded, driver.load(Ordering::SeqCst));
+            assert_eq!(recorded, 200_000);
+        }
+    }
+
+    /// A failed raise records nothing: the next launch tries again.
+    #[test]
+    fn a_failed_raise_is_not_recorded() {
+        let limit = DynamicSharedLimit::new(48 * 1024);
+        assert_eq!(
+            limit.raise(100_000, |_| Err("driver error")),
+            Err("driver error")
+        );
+        let mut calls = 0;
+        limit
+            .raise(100_000, |_| {
+                calls += 1;
+                Ok::<(), ()>(())
+            })
+            .expect("set");
+        limit.raise(90_000, |_| Err(())).expect("no raise needed");
+        assert_eq!((calls, *limit.0.lock().expect("no panic")), (1, 100_000));
     }
 }
