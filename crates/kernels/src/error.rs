@@ -53,6 +53,29 @@ pub enum KernelError {
         #[source]
         source: DriverError,
     },
+    /// The CUDA context is unusable: a kernel on it faulted (an illegal address, a trap, an
+    /// assertion), which leaves a sticky error that every later driver call on the context
+    /// returns, for the rest of the process. Reported by the first call of the runtime that
+    /// sees it, and by every later call at once; names the kernel the runtime launched last
+    /// before the fault was seen (the kernel that faulted, or one launched after it).
+    #[error(
+        "the CUDA context of device {ordinal} is unusable after a kernel fault ({:?}, seen by \
+         `{call}`); the last kernel oxicub launched on it was {}; every later call on this \
+         context fails",
+        .source.0,
+        last_launch_text(.last_launch)
+    )]
+    ContextPoisoned {
+        /// The device ordinal.
+        ordinal: usize,
+        /// The driver call that first returned the error.
+        call: &'static str,
+        /// The driver's (sticky) error code.
+        #[source]
+        source: DriverError,
+        /// The spec of the kernel the runtime launched last before the error was seen.
+        last_launch: Option<String>,
+    },
     /// An NVRTC API call (other than the compilation itself) failed.
     #[error("NVRTC call `{call}` failed: {source}")]
     Nvrtc {
@@ -169,6 +192,14 @@ pub enum KernelError {
         /// The buffer's device ordinal (it may also be another context on the same device).
         found: usize,
     },
+}
+
+/// The kernel a [`KernelError::ContextPoisoned`] names, as its message says it.
+fn last_launch_text(kernel: &Option<String>) -> String {
+    match kernel {
+        Some(kernel) => format!("`{kernel}`"),
+        None => "none (the fault came from another library's kernel)".to_owned(),
+    }
 }
 
 /// Attaches the name of the failing call to a driver error.

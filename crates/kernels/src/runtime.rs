@@ -7,14 +7,15 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys;
 use cudarc::driver::sys::CUfunction_attribute as FnAttr;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaStream, DeviceRepr, DeviceSlice, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaStream, DeviceRepr, DeviceSlice, DriverError, LaunchConfig,
+    PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 
 use crate::cache::{cached_cubin, CacheConfig, CubinOrigin};
 use crate::codegen::KernelParams;
 use crate::device::{DeviceFacts, DeviceLimits};
-use crate::error::DriverResultExt;
+use crate::health::ContextHealth;
 use crate::{KernelError, KernelSpec};
 
 /// A kernel loaded into a context, ready to launch.
@@ -36,6 +37,8 @@ pub struct LoadedKernel {
     /// memory), from the driver's occupancy calculator.
     resident_per_sm: u32,
     origin: CubinOrigin,
+    /// The spec's name, recorded as the runtime's last launch.
+    name: Arc<str>,
     /// The dynamic shared memory the function may use per block, as set on the driver (48 KiB
     /// less the static shared memory until raised); shared by the clones of one loaded kernel.
     dynamic_limit: Arc<DynamicSharedLimit>,
@@ -108,6 +111,8 @@ pub struct KernelRuntime {
     /// max_active_clusters's answers by (kernel, dynamic shared bytes, blocks per cluster): a
     /// driver query costs microseconds of host time, on every call that asks.
     active_clusters: Mutex<HashMap<(KernelSpec, u32, u32), u32>>,
+    /// Whether the context is still usable, and the kernel launched last.
+    health: Arc<ContextHealth>,
 }
 
 /// The launch parameter block. `#[repr(transparent)]` over a [`KernelParams`] struct.
@@ -148,6 +153,7 @@ impl KernelRuntime {
     ) -> Result<KernelRuntime, KernelError> {
         let facts = DeviceFacts::read(&ctx)?;
         Ok(KernelRuntime {
+            health: Arc::new(ContextHealth::new(ctx.ordinal())),
             ctx,
             facts,
             cache,
@@ -197,18 +203,21 @@ impl KernelRuntime {
         if let Some(kernel) = self.lock_loaded().get(spec) {
             return Ok(kernel.clone());
         }
+        self.health.check()?;
         self.check_spec_resources(spec)?;
         let (cubin, origin) = cached_cubin(spec, self.facts.arch, &self.cache)?;
-        let module = self
-            .ctx
-            .load_module(Ptx::from_binary(cubin.to_vec()))
-            .during("cuModuleLoadData")?;
-        let function = module
-            .load_function(&spec.entry_name())
-            .during("cuModuleGetFunction")?;
-        let max_threads = function
-            .get_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-            .during("cuFuncGetAttribute")?;
+        let module = self.during(
+            "cuModuleLoadData",
+            self.ctx.load_module(Ptx::from_binary(cubin.to_vec())),
+        )?;
+        let function = self.during(
+            "cuModuleGetFunction",
+            module.load_function(&spec.entry_name()),
+        )?;
+        let max_threads = self.during(
+            "cuFuncGetAttribute",
+            function.get_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+        )?;
         let fallback = (self.facts.max_threads_per_sm / spec.block_threads().max(1)).max(1);
         let resident_per_sm = function
             .occupancy_max_active_blocks_per_multiprocessor(spec.block_threads(), 0, None)
@@ -219,6 +228,7 @@ impl KernelRuntime {
             max_threads_per_block: u32::try_from(max_threads).unwrap_or(0),
             resident_per_sm,
             origin,
+            name: Arc::from(spec.to_string()),
             // The driver's default: 48 KiB less the static shared memory.
             dynamic_limit: Arc::new(DynamicSharedLimit::new(
                 u32::try_from((48 * 1024u64).saturating_sub(spec.static_shared_bytes()))
@@ -264,6 +274,29 @@ impl KernelRuntime {
             spec.static_shared_bytes(),
             self.facts.shared_per_block,
         )
+    }
+
+    /// The error of a failed driver call `call` on this runtime's context: a sticky error (a
+    /// kernel fault) marks the context unusable, and it and every later call of the runtime
+    /// fail with [`KernelError::ContextPoisoned`], naming the kernel launched last; any other
+    /// error is [`KernelError::Driver`]. For code that makes its own driver calls on the
+    /// context (copies, synchronisation) and wants a fault reported as such.
+    pub fn driver_error(&self, call: &'static str, source: DriverError) -> KernelError {
+        self.health.driver_error(call, source)
+    }
+
+    /// `result` of the driver call `call`, its error through [`KernelRuntime::driver_error`].
+    pub(crate) fn during<T>(
+        &self,
+        call: &'static str,
+        result: Result<T, DriverError>,
+    ) -> Result<T, KernelError> {
+        self.health.during(call, result)
+    }
+
+    /// The context's health, for what makes driver calls after the launcher returns.
+    pub(crate) fn health(&self) -> &Arc<ContextHealth> {
+        &self.health
     }
 
     /// Checks that a buffer lives in this runtime's context.
@@ -353,7 +386,8 @@ impl KernelRuntime {
         // indices below those lengths. The block size is within the function's limit, and the
         // dynamic shared memory is within the function's limit (raised above) and the device's;
         // kernels that use none are launched with 0 bytes.
-        unsafe { launch.launch(config) }.during("cuLaunchKernel")?;
+        self.during("cuLaunchKernel", unsafe { launch.launch(config) })?;
+        self.health.launched(&kernel.name);
         Ok(())
     }
 
@@ -423,15 +457,14 @@ impl KernelRuntime {
         let mut attribute = cluster_attribute(cluster_blocks);
         let config = extended_config(&config, stream, &mut attribute);
         let mut clusters: std::ffi::c_int = 0;
-        self.ctx.bind_to_thread().during("cuCtxSetCurrent")?;
+        self.during("cuCtxSetCurrent", self.ctx.bind_to_thread())?;
         // SAFETY: `clusters` and `config` (with its one attribute) outlive the call; the
         // function belongs to this runtime's context, which is current on this thread, and its
         // dynamic shared memory limit covers the configuration's (raised by checked_config).
-        unsafe {
+        let result = unsafe {
             sys::cuOccupancyMaxActiveClusters(&mut clusters, kernel.function.cu_function(), &config)
-        }
-        .result()
-        .during("cuOccupancyMaxActiveClusters")?;
+        };
+        self.during("cuOccupancyMaxActiveClusters", result.result())?;
         let clusters = u32::try_from(clusters).unwrap_or(0);
         if let Ok(mut map) = self.active_clusters.lock() {
             map.insert(key, clusters);
@@ -456,6 +489,7 @@ impl KernelRuntime {
         grid_blocks: u32,
         dynamic_shared_bytes: u32,
     ) -> Result<LaunchConfig, KernelError> {
+        self.health.check()?;
         if stream.context() != &self.ctx {
             return Err(KernelError::WrongContext {
                 buffer: "stream",
@@ -491,10 +525,8 @@ impl KernelRuntime {
         kernel.dynamic_limit.raise(dynamic_shared_bytes, |bytes| {
             let bytes = i32::try_from(bytes).unwrap_or(i32::MAX);
             let attribute = FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-            kernel
-                .function
-                .set_attribute(attribute, bytes)
-                .during("cuFuncSetAttribute")
+            let set = kernel.function.set_attribute(attribute, bytes);
+            self.during("cuFuncSetAttribute", set)
         })?;
         Ok(LaunchConfig {
             grid_dim: (grid_blocks, 1, 1),
@@ -517,23 +549,23 @@ impl KernelRuntime {
         let config = extended_config(&config, stream, &mut attribute);
         let mut block_params = ParamBlock(params);
         let mut arguments = [(&mut block_params as *mut ParamBlock<P>).cast::<c_void>()];
-        self.ctx.bind_to_thread().during("cuCtxSetCurrent")?;
+        self.during("cuCtxSetCurrent", self.ctx.bind_to_thread())?;
         // SAFETY: as in `launch_with_shared`: the entry point takes exactly one argument, the
         // parameter block, whose layout is `P`'s; `arguments` points at it and outlives the
         // call (the driver copies the parameters before returning); the configuration's block
         // size, grid and shared memory were checked by the caller against the function's and
         // the device's limits; `attribute` outlives the call; the stream belongs to this
         // runtime's context, which is current on this thread.
-        unsafe {
+        let result = unsafe {
             sys::cuLaunchKernelEx(
                 &config,
                 kernel.function.cu_function(),
                 arguments.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
-        }
-        .result()
-        .during("cuLaunchKernelEx")?;
+        };
+        self.during("cuLaunchKernelEx", result.result())?;
+        self.health.launched(&kernel.name);
         Ok(())
     }
 }

@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 
-use crate::error::DriverResultExt;
 use crate::{KernelError, KernelRuntime};
 
 /// The bytes of `count` elements of `element_bytes` bytes each, when they make a buffer the
@@ -65,7 +64,7 @@ pub(crate) unsafe fn alloc_uninit<T: DeviceRepr>(
     let len = checked_len::<T>(runtime, buffer, count)?;
     // SAFETY: `len * size_of::<T>()` was checked above not to overflow; the contents are the
     // caller's to initialise (this function's contract).
-    unsafe { stream.alloc::<T>(len) }.during("cuMemAllocAsync")
+    runtime.during("cuMemAllocAsync", unsafe { stream.alloc::<T>(len) })
 }
 
 /// `count` zeroed `T`s on `stream`, after the size check.
@@ -76,7 +75,7 @@ pub(crate) fn alloc_zeroed<T: DeviceRepr + ValidAsZeroBits>(
     count: u64,
 ) -> Result<CudaSlice<T>, KernelError> {
     let len = checked_len::<T>(runtime, buffer, count)?;
-    stream.alloc_zeros::<T>(len).during("cuMemAllocAsync")
+    runtime.during("cuMemAllocAsync", stream.alloc_zeros::<T>(len))
 }
 
 #[cfg(test)]

@@ -8,12 +8,12 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView};
 use super::constants::{BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD};
 use super::tiers::BatchedTiers;
 use super::HostOrDevice;
-use crate::error::DriverResultExt;
+use crate::health::ContextHealth;
 use crate::segments::{
     SEGMENT_STATUS_COUNT_BAD, SEGMENT_STATUS_COUNT_VALUE, SEGMENT_STATUS_VALUE,
     SEGMENT_STATUS_VIOLATION,
 };
-use crate::KernelError;
+use crate::{KernelError, KernelRuntime};
 
 /// Where the segments are, for keys of type `K`.
 #[derive(Clone, Copy, Debug)]
@@ -90,6 +90,9 @@ pub struct BatchedStatus {
     /// The words; `None` when the host checked every value before launching (strided layout,
     /// every parameter uniform and valid): nothing can fail on the device.
     pub words: Option<CudaSlice<u64>>,
+    /// The health of the launching runtime's context: a kernel fault seen by the read is
+    /// reported as one.
+    health: Arc<ContextHealth>,
 }
 
 /// The decoded status of a finished call.
@@ -104,18 +107,31 @@ pub struct BatchedReport {
 }
 
 impl BatchedStatus {
-    /// Reads the status (waits for the stream).
+    /// The status of a call launched by `runtime`.
+    pub(super) fn new(runtime: &KernelRuntime, words: Option<CudaSlice<u64>>) -> BatchedStatus {
+        BatchedStatus {
+            words,
+            health: Arc::clone(runtime.health()),
+        }
+    }
+
+    /// Reads the status (waits for the stream). A kernel fault seen here (the call's own, or
+    /// an earlier one's on the context) is [`KernelError::ContextPoisoned`].
     pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<BatchedReport, KernelError> {
+        self.health.check()?;
         let Some(words) = &self.words else {
             // Nothing to read; still the caller's synchronisation point.
-            stream.synchronize().during("cuStreamSynchronize")?;
+            self.health
+                .during("cuStreamSynchronize", stream.synchronize())?;
             return Ok(BatchedReport {
                 violation: None,
                 bad_num_segments: None,
                 bad_total_items: None,
             });
         };
-        let words = stream.clone_dtoh(words).during("cuMemcpyDtoHAsync")?;
+        let words = self
+            .health
+            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(words))?;
         let word = |at: u32| words[at as usize];
         let first = word(SEGMENT_STATUS_VIOLATION);
         let violation = (first != u64::MAX).then(|| {

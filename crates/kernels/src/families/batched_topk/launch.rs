@@ -18,7 +18,6 @@ use super::layout::ClusterLayout;
 use super::listed::ListedTables;
 use super::plan::{plan as plan_call, stride_coprime, CallShape, LayoutShape, Step, ValuesShape};
 use super::HostOrDevice;
-use crate::error::DriverResultExt;
 use crate::families::scratch::{alloc_uninit, alloc_zeroed};
 use crate::families::{at_least, keep, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
@@ -186,11 +185,9 @@ pub fn batched_topk<K: RadixKey, V>(
         let mut none = [0u64; BT_STATUS_WORDS as usize];
         none[0] = u64::MAX;
         if let Some(status) = status.as_mut() {
-            stream
-                .memcpy_htod(&none, status)
-                .during("cuMemcpyHtoDAsync")?;
+            runtime.during("cuMemcpyHtoDAsync", stream.memcpy_htod(&none, status))?;
         }
-        return Ok(BatchedStatus { words: status });
+        return Ok(BatchedStatus::new(runtime, status));
     };
     let mut descriptors = scratch("descriptors", launch_plan.descriptor_words())?;
     let cluster = launch_plan
@@ -340,7 +337,7 @@ pub fn batched_topk<K: RadixKey, V>(
     }
     drop(guards);
     drop(listed);
-    Ok(BatchedStatus { words: status })
+    Ok(BatchedStatus::new(runtime, status))
 }
 
 /// Makes one launch of the plan.

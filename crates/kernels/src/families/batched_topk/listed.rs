@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, SyncOnDrop};
 
-use crate::error::DriverResultExt;
 use crate::families::at_least;
 use crate::{KernelError, KernelRuntime};
 
@@ -30,13 +29,14 @@ fn element_range(address: u64, len: usize, element_bytes: usize) -> Option<(i64,
 /// A table of one `i64` or `u64` per segment on the device (one element when there is no
 /// segment: the device allocates no empty buffers, and an empty table is never read).
 fn table<T: cudarc::driver::DeviceRepr + Default + Copy>(
+    runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
     mut values: Vec<T>,
 ) -> Result<CudaSlice<T>, KernelError> {
     if values.is_empty() {
         values.push(T::default());
     }
-    stream.clone_htod(&values).during("cuMemcpyHtoDAsync")
+    runtime.during("cuMemcpyHtoDAsync", stream.clone_htod(&values))
 }
 
 /// The device tables of a listed call: each segment's begin and end element addresses and,
@@ -118,12 +118,12 @@ impl<'v> ListedTables<'v> {
                         &mut guards,
                     )?);
                 }
-                Some(table(stream, addresses)?)
+                Some(table(runtime, stream, addresses)?)
             }
         };
         Ok(ListedTables {
-            begin: table(stream, begin)?,
-            end: table(stream, end)?,
+            begin: table(runtime, stream, begin)?,
+            end: table(runtime, stream, end)?,
             value_addresses,
             _guards: guards,
         })
