@@ -508,17 +508,47 @@ fn cluster_launch<K: RadixKey>(
     }
     let spec = KernelSpec::batched_topk(K::KEY_TYPE, value_bytes, BatchedKernel::StreamCluster);
     // The clustered launch is an optimisation: where it cannot be prepared (its kernel does
-    // not build, the occupancy query fails), the filter and final selection run instead.
-    let kernel = runtime.kernel(&spec).ok()?;
-    let resident = runtime
-        .max_active_clusters(stream, &kernel, layout.shared_bytes, BT_CLUSTER_BLOCKS)
-        .ok()?;
+    // not build, the occupancy query fails), the filter and final selection run instead, and
+    // the reason is logged, once per cause.
+    let prepared = runtime.kernel(&spec).and_then(|kernel| {
+        let shared = layout.shared_bytes;
+        let resident = runtime.max_active_clusters(stream, &kernel, shared, BT_CLUSTER_BLOCKS)?;
+        Ok((kernel, resident))
+    });
+    let (kernel, resident) = match prepared {
+        Ok(prepared) => prepared,
+        Err(error) => {
+            if first_report(&format!("{spec}: {error}")) {
+                tracing::warn!(
+                    kernel = %spec,
+                    %error,
+                    "the stream tier's clustered launch could not be prepared; its filter and \
+                     final selection run instead"
+                );
+            }
+            return None;
+        }
+    };
     let grid = segments.saturating_mul(u64::from(BT_CLUSTER_BLOCKS));
     (segments <= u64::from(resident) && grid <= u64::from(u32::MAX)).then(|| ClusterLaunch {
         kernel,
         layout,
         grid: grid as u32,
     })
+}
+
+/// Whether `cause` is reported for the first time in this process: a cause that stops a
+/// faster path recurs on every call that would take it, and is logged once.
+fn first_report(cause: &str) -> bool {
+    static REPORTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut reported = REPORTED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if reported.iter().any(|seen| seen == cause) {
+        return false;
+    }
+    reported.push(cause.to_owned());
+    true
 }
 
 thread_local! {
@@ -560,5 +590,20 @@ fn keep_opt<'a>(
     match buffer {
         Some(buffer) => keep(guards, buffer.device_ptr_mut(stream)),
         None => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_report;
+
+    /// A cause is reported the first time only; another cause is reported too.
+    #[test]
+    fn each_cause_is_reported_once() {
+        let cause = "oxicub::batched_topk<..>: the occupancy query failed (a test's cause)";
+        assert!(first_report(cause));
+        assert!(!first_report(cause));
+        assert!(!first_report(cause));
+        assert!(first_report("another cause (a test's)"));
     }
 }
