@@ -3,7 +3,7 @@
 //! view or a view of another context. Each test skips without a GPU (fails with
 //! OXICUB_REQUIRE_GPU=1); run them under compute-sanitizer memcheck, which must report nothing.
 
-use cudarc::driver::CudaContext;
+use cudarc::driver::{CudaContext, CudaView};
 use oxicub_algorithms::batched_topk::{self, Problem};
 use oxicub_algorithms::{Error, KernelError};
 use oxicub_env::Env;
@@ -91,7 +91,7 @@ fn scratch_sized_from_a_huge_deferred_bound_is_refused() {
 /// A plan of the listed layout: `n` segments of any size, `k` on the host, the tiers those
 /// bounds allow, sorted output.
 fn listed_plan<'a, 'b>(
-    segments: &'b [cudarc::driver::CudaView<'a, u32>],
+    segments: &'b [CudaView<'a, u32>],
     n: u64,
     k: u64,
 ) -> BatchedTopKPlan<'a, 'b, u32> {
@@ -118,7 +118,7 @@ fn listed_plan<'a, 'b>(
 /// The kernels' listed layout takes the segments' views, not addresses: a segment is exactly
 /// its view, so the larger keys right after a view in its allocation are never selected, and
 /// values views shorter than their segments, or fewer segments than the plan's count, are
-/// refused.
+/// refused (the outputs keep the first call's results).
 #[test]
 fn listed_segments_are_their_views_and_nothing_past_them() {
     let Some(cuda) = gpu_or_skip() else { return };
@@ -132,40 +132,27 @@ fn listed_segments_are_their_views_and_nothing_past_them() {
     // three segments' outputs, for the call of three below.)
     let mut out_keys = cuda.upload(&[u32::MAX; 12]).expect("upload");
     let mut out_values = cuda.upload(&[u32::MAX; 12]).expect("upload");
-    let status = batched_topk::<u32, u32>(
-        cuda.runtime(),
-        cuda.stream(),
-        listed_plan(&views, 2, 4),
-        None,
-        &mut out_keys.as_view_mut(),
-        SelectedValues::Listed {
-            values: &value_views,
-            out: &mut out_values.as_view_mut(),
-        },
-    )
-    .expect("launch");
+    // `n` segments of `views`, with `values` (none: keys only).
+    let mut launch = |n: u64, values: Option<&[CudaView<'_, u32>]>| {
+        let mut out_values = out_values.as_view_mut();
+        let values = match values {
+            Some(values) => SelectedValues::Listed {
+                values,
+                out: &mut out_values,
+            },
+            None => SelectedValues::None,
+        };
+        let plan = listed_plan(&views, n, 4);
+        let out_keys = &mut out_keys.as_view_mut();
+        batched_topk::<u32, u32>(cuda.runtime(), cuda.stream(), plan, None, out_keys, values)
+    };
+    let status = launch(2, Some(&value_views)).expect("launch");
     let report = status.decode(cuda.stream()).expect("status");
     assert_eq!(report.violation, None);
-    let keys = cuda.download(&out_keys.as_view()).expect("download");
-    let got_values = cuda.download(&out_values.as_view()).expect("download");
-    let m = u32::MAX;
-    let expected = [3, 2, 1, m, 7, 5, m, m, m, m, m, m];
-    assert_eq!(keys, expected);
-    assert_eq!(got_values, [30, 20, 10, m, 70, 50, m, m, m, m, m, m]);
 
     // A values view shorter than its segment, and fewer views than segments.
     let short_values = [values.slice(0..3), values.slice(3..4)];
-    let result = batched_topk::<u32, u32>(
-        cuda.runtime(),
-        cuda.stream(),
-        listed_plan(&views, 2, 4),
-        None,
-        &mut out_keys.as_view_mut(),
-        SelectedValues::Listed {
-            values: &short_values,
-            out: &mut out_values.as_view_mut(),
-        },
-    );
+    let result = launch(2, Some(&short_values));
     assert!(
         matches!(
             result,
@@ -177,14 +164,7 @@ fn listed_segments_are_their_views_and_nothing_past_them() {
         ),
         "{result:?}"
     );
-    let result = batched_topk::<u32, u32>(
-        cuda.runtime(),
-        cuda.stream(),
-        listed_plan(&views, 3, 4),
-        None,
-        &mut out_keys.as_view_mut(),
-        SelectedValues::None,
-    );
+    let result = launch(3, None);
     assert!(
         matches!(
             result,
@@ -197,7 +177,10 @@ fn listed_segments_are_their_views_and_nothing_past_them() {
         "{result:?}"
     );
     let keys = cuda.download(&out_keys.as_view()).expect("download");
-    assert_eq!(keys, expected, "a refused call wrote");
+    let got_values = cuda.download(&out_values.as_view()).expect("download");
+    let m = u32::MAX;
+    assert_eq!(keys, [3, 2, 1, m, 7, 5, m, m, m, m, m, m]);
+    assert_eq!(got_values, [30, 20, 10, m, 70, 50, m, m, m, m, m, m]);
 }
 
 /// A listed segment, or its values, in another context (here a second context on the same
@@ -273,7 +256,7 @@ fn strided_plan<'a, 'b>(
     rows: usize,
     size: usize,
     k: usize,
-    ks: Option<&'b cudarc::driver::CudaView<'a, i64>>,
+    ks: Option<&'b CudaView<'a, i64>>,
 ) -> BatchedTopKPlan<'a, 'b, u32> {
     let (rows, size, k) = (rows as u64, size as u64, k as u64);
     BatchedTopKPlan {

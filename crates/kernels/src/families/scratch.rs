@@ -74,8 +74,10 @@ pub(crate) fn alloc_zeroed<T: DeviceRepr + ValidAsZeroBits>(
     buffer: &'static str,
     count: u64,
 ) -> Result<CudaSlice<T>, KernelError> {
-    let len = checked_len::<T>(runtime, buffer, count)?;
-    runtime.during("cuMemAllocAsync", stream.alloc_zeros::<T>(len))
+    // SAFETY: every element is zeroed below, before anything can read it.
+    let mut zeroed = unsafe { alloc_uninit::<T>(runtime, stream, buffer, count) }?;
+    runtime.during("cuMemsetD8Async", stream.memset_zeros(&mut zeroed))?;
+    Ok(zeroed)
 }
 
 #[cfg(test)]

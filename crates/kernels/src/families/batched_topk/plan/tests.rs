@@ -32,6 +32,19 @@ fn strided(n: u64, size: u64, k: u64) -> CallShape {
     }
 }
 
+/// A call of 1000 segments by offsets, of any size up to 2^22 and `k` per segment up to 4096:
+/// every tier.
+fn mixed() -> CallShape {
+    CallShape {
+        layout: LayoutShape::Offsets,
+        k: None,
+        size_bounds: (0, 1 << 22),
+        k_bounds: (0, 4096),
+        tiers: BatchedTiers::for_bounds((0, 1 << 22), (0, 4096)),
+        ..strided(1000, 1 << 22, 4096)
+    }
+}
+
 /// The limits of the architectures CI plans for, with a CUDA 12 driver: the opt-in shared
 /// memory per block of the CUDA programming guide's table of compute capabilities, and
 /// clusters from sm_90 on.
@@ -237,14 +250,9 @@ fn direct_calls_are_checked_on_the_host() {
 #[test]
 fn total_items_bound_the_multi_block_scratch() {
     let shape = CallShape {
-        layout: LayoutShape::Offsets,
-        k: None,
-        size_bounds: (0, 1 << 22),
-        k_bounds: (0, 4096),
-        tiers: BatchedTiers::for_bounds((0, 1 << 22), (0, 4096)),
         total_bounds: (0, 10 * (SORT_CAP as u64 + 1)),
         values: ValuesShape::Index,
-        ..strided(1000, 1 << 22, 4096)
+        ..mixed()
     };
     let plan = launch(&shape);
     assert_eq!(plan.large_capacity, 10);
@@ -355,14 +363,7 @@ fn the_stream_tier_runs_where_its_kernels_fit_the_device() {
 /// tier's segments; the clustered launch needs clusters even where its blocks would fit.
 #[test]
 fn only_the_stream_tier_moves_on_small_devices() {
-    let mixed = CallShape {
-        layout: LayoutShape::Offsets,
-        k: None,
-        size_bounds: (0, 1 << 22),
-        k_bounds: (0, 4096),
-        tiers: BatchedTiers::for_bounds((0, 1 << 22), (0, 4096)),
-        ..strided(1000, 1 << 22, 4096)
-    };
+    let mixed = mixed();
     let all = BatchedTiers::WARP
         .or(BatchedTiers::BLOCK)
         .or(BatchedTiers::STREAM)
