@@ -7,7 +7,7 @@ use cudarc::driver::CudaContext;
 
 use crate::error::DriverResultExt;
 use crate::nvrtc::Arch;
-use crate::KernelError;
+use crate::{KernelError, KernelSpec};
 
 /// Checks that the CUDA driver library can be loaded, without panicking when it cannot
 /// (cudarc's loader panics on first use of a missing library, so every driver path calls this
@@ -100,6 +100,8 @@ pub struct DeviceFacts {
     pub shared_per_sm: u32,
     /// L2 cache size, in bytes.
     pub l2_bytes: u32,
+    /// The device's memory, in bytes: no buffer a launcher allocates may be larger.
+    pub total_memory: u64,
     /// Threads per warp.
     pub warp_size: u32,
     /// The driver's CUDA version, 1000 * major + 10 * minor (e.g. 12080 for 12.8): launch
@@ -136,8 +138,43 @@ impl DeviceFacts {
             )?,
             shared_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
             l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+            total_memory: ctx.total_mem().during("cuDeviceTotalMem")? as u64,
             warp_size: attr(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
             driver_version: u32::try_from(driver_version).unwrap_or(0),
         })
+    }
+}
+
+impl DeviceFacts {
+    /// Whether launches can carry attributes (clusters, programmatic dependencies): sm_90 and
+    /// later, with cuLaunchKernelEx (a CUDA 12.0 driver or newer).
+    pub fn launches_with_attributes(&self) -> bool {
+        self.arch.compute_capability().0 >= 9 && self.driver_version >= 12_000
+    }
+}
+
+/// The limits of a device that decide which kernels a call may launch (a launch plan's input,
+/// so the plans are pure and tested for every architecture without its GPU).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DeviceLimits {
+    /// Bytes of shared memory a block may have, static and dynamic (with opt-in).
+    pub(crate) shared_per_block: u64,
+    /// Whether the device launches clusters (sm_90 or later with a CUDA 12 driver).
+    pub(crate) clusters: bool,
+}
+
+impl DeviceLimits {
+    /// The limits of the device these facts describe.
+    pub(crate) fn of(facts: &DeviceFacts) -> DeviceLimits {
+        DeviceLimits {
+            shared_per_block: u64::from(facts.shared_per_block_optin),
+            clusters: facts.launches_with_attributes(),
+        }
+    }
+
+    /// Whether a block of `spec` with `dynamic_shared_bytes` of dynamic shared memory (and its
+    /// static shared memory) fits the device's per-block limit.
+    pub(crate) fn fits(&self, spec: &KernelSpec, dynamic_shared_bytes: u32) -> bool {
+        u64::from(dynamic_shared_bytes) + spec.static_shared_bytes() <= self.shared_per_block
     }
 }

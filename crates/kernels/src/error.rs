@@ -55,6 +55,29 @@ pub enum KernelError {
         #[source]
         source: DriverError,
     },
+    /// The CUDA context is unusable: a kernel on it faulted (an illegal address, a trap, an
+    /// assertion), which leaves a sticky error that every later driver call on the context
+    /// returns, for the rest of the process. Reported by the first call of the runtime that
+    /// sees it, and by every later call at once; names the kernel the runtime launched last
+    /// before the fault was seen (the kernel that faulted, or one launched after it).
+    #[error(
+        "the CUDA context of device {ordinal} is unusable after a kernel fault ({:?}, seen by \
+         `{call}`); the last kernel oxicub launched on it was {}; every later call on this \
+         context fails",
+        .source.0,
+        last_launch_text(.last_launch)
+    )]
+    ContextPoisoned {
+        /// The device ordinal.
+        ordinal: usize,
+        /// The driver call that first returned the error.
+        call: &'static str,
+        /// The driver's (sticky) error code.
+        #[source]
+        source: DriverError,
+        /// The spec of the kernel the runtime launched last before the error was seen.
+        last_launch: Option<String>,
+    },
     /// An NVRTC API call (other than the compilation itself) failed.
     #[error("NVRTC call `{call}` failed: {source}")]
     Nvrtc {
@@ -132,6 +155,39 @@ pub enum KernelError {
         /// Why the limit exists.
         why: &'static str,
     },
+    /// A buffer a launcher would allocate (scratch sized from the call's bounds) is larger than
+    /// the device's memory, or than one allocation can be: the call is refused before
+    /// anything is allocated.
+    #[error(
+        "`{buffer}` would need {count} elements of {element_bytes} bytes, more than the \
+         {limit} bytes one allocation on this device can hold"
+    )]
+    AllocationTooLarge {
+        /// The buffer's name.
+        buffer: &'static str,
+        /// The elements it would hold.
+        count: u64,
+        /// Bytes of an element.
+        element_bytes: u64,
+        /// The most bytes one allocation may have: the device's memory, at most `isize::MAX`.
+        limit: u64,
+    },
+    /// A view's address is not a multiple of the size of its elements (a listed layout's
+    /// segment or values, whose addresses the kernels index by element).
+    #[error(
+        "`{buffer}[{index}]` at address {address:#x} is not aligned to its {element_bytes}-byte \
+         elements"
+    )]
+    Misaligned {
+        /// The list's name.
+        buffer: &'static str,
+        /// The view's position in the list.
+        index: usize,
+        /// Its byte address.
+        address: u64,
+        /// The size of its elements.
+        element_bytes: usize,
+    },
     /// A buffer belongs to a different CUDA context than the runtime launching the kernel.
     #[error(
         "buffer `{buffer}` belongs to CUDA device {found}, the kernel runs on device {expected}"
@@ -157,6 +213,14 @@ fn saved_source_note(path: Option<&Path>, source_bytes: usize) -> String {
             "the generated source ({source_bytes} bytes) could not be saved; it is in the \
              error's `generated_source`"
         ),
+    }
+}
+
+/// The kernel a [`KernelError::ContextPoisoned`] names, as its message says it.
+fn last_launch_text(kernel: &Option<String>) -> String {
+    match kernel {
+        Some(kernel) => format!("`{kernel}`"),
+        None => "none (the fault came from another library's kernel)".to_owned(),
     }
 }
 

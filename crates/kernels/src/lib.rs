@@ -31,6 +31,7 @@ mod codegen;
 mod device;
 mod error;
 pub mod families;
+mod health;
 mod nvrtc;
 pub mod radix;
 mod runtime;

@@ -2,20 +2,20 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
 use cudarc::driver::sys::CUfunction_attribute as FnAttr;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaStream, DeviceRepr, DeviceSlice, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaStream, DeviceRepr, DeviceSlice, DriverError, LaunchConfig,
+    PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 
 use crate::cache::{cached_cubin, CacheConfig, CubinOrigin};
 use crate::codegen::KernelParams;
-use crate::device::DeviceFacts;
-use crate::error::DriverResultExt;
+use crate::device::{DeviceFacts, DeviceLimits};
+use crate::health::ContextHealth;
 use crate::{KernelError, KernelSpec};
 
 /// A kernel loaded into a context, ready to launch.
@@ -37,9 +37,40 @@ pub struct LoadedKernel {
     /// memory), from the driver's occupancy calculator.
     resident_per_sm: u32,
     origin: CubinOrigin,
-    /// The dynamic shared memory the function may use per block, as last raised (48 KiB
-    /// less the static shared memory until then); shared by the clones of one loaded kernel.
-    dynamic_limit: Arc<AtomicU32>,
+    /// The spec's name, recorded as the runtime's last launch.
+    name: Arc<str>,
+    /// The dynamic shared memory the function may use per block, as set on the driver (48 KiB
+    /// less the static shared memory until raised); shared by the clones of one loaded kernel.
+    dynamic_limit: Arc<DynamicSharedLimit>,
+}
+
+/// A function's dynamic shared memory limit (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`)
+/// as set on the driver. Read, raise and record happen under one lock: two threads raising
+/// the limit to different sizes at once must not leave the smaller on the driver and the
+/// larger recorded, or every later launch of the larger size would skip the raise and fail.
+#[derive(Debug)]
+struct DynamicSharedLimit(Mutex<u32>);
+
+impl DynamicSharedLimit {
+    fn new(bytes: u32) -> DynamicSharedLimit {
+        DynamicSharedLimit(Mutex::new(bytes))
+    }
+
+    /// Makes the limit at least `bytes`: where it is below, `set` sets the driver's attribute
+    /// to `bytes`, and only once that succeeded is it recorded. The limit only grows.
+    fn raise<E>(&self, bytes: u32, set: impl FnOnce(u32) -> Result<(), E>) -> Result<(), E> {
+        // A poisoned lock only means a thread panicked inside `set`; the value recorded is
+        // still the driver's (it is written after a successful set).
+        let mut limit = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if bytes > *limit {
+            set(bytes)?;
+            *limit = bytes;
+        }
+        Ok(())
+    }
 }
 
 impl LoadedKernel {
@@ -80,6 +111,8 @@ pub struct KernelRuntime {
     /// max_active_clusters's answers by (kernel, dynamic shared bytes, blocks per cluster): a
     /// driver query costs microseconds of host time, on every call that asks.
     active_clusters: Mutex<HashMap<(KernelSpec, u32, u32), u32>>,
+    /// Whether the context is still usable, and the kernel launched last.
+    health: Arc<ContextHealth>,
 }
 
 /// The launch parameter block. `#[repr(transparent)]` over a [`KernelParams`] struct.
@@ -120,12 +153,33 @@ impl KernelRuntime {
     ) -> Result<KernelRuntime, KernelError> {
         let facts = DeviceFacts::read(&ctx)?;
         Ok(KernelRuntime {
+            health: Arc::new(ContextHealth::new(ctx.ordinal())),
             ctx,
             facts,
             cache,
             loaded: Mutex::new(HashMap::new()),
             active_clusters: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// This runtime as on a device with at most `bytes` of shared memory per block (opt-in):
+    /// [`DeviceFacts::shared_per_block_optin`] is lowered to it (never raised), so the launch
+    /// plans choose what such a device runs and the launches are checked against it. For
+    /// testing the fallbacks of smaller GPUs on a larger one (sm_86 and sm_89 have 99 KiB,
+    /// sm_75 64 KiB; docs/design/batched_topk.md, "Stream tier").
+    ///
+    /// ```no_run
+    /// use oxicub_kernels::{open_context, KernelRuntime};
+    ///
+    /// let runtime = KernelRuntime::new(open_context(0)?)?.with_shared_memory_limit(99 * 1024);
+    /// assert!(runtime.facts().shared_per_block_optin <= 99 * 1024);
+    /// # Ok::<(), oxicub_kernels::KernelError>(())
+    /// ```
+    pub fn with_shared_memory_limit(mut self, bytes: u32) -> KernelRuntime {
+        let facts = &mut self.facts;
+        facts.shared_per_block_optin = facts.shared_per_block_optin.min(bytes);
+        facts.shared_per_block = facts.shared_per_block.min(bytes);
+        self
     }
 
     /// The context.
@@ -149,18 +203,21 @@ impl KernelRuntime {
         if let Some(kernel) = self.lock_loaded().get(spec) {
             return Ok(kernel.clone());
         }
+        self.health.check()?;
         self.check_spec_resources(spec)?;
         let (cubin, origin) = cached_cubin(spec, self.facts.arch, &self.cache)?;
-        let module = self
-            .ctx
-            .load_module(Ptx::from_binary(cubin.to_vec()))
-            .during("cuModuleLoadData")?;
-        let function = module
-            .load_function(&spec.entry_name())
-            .during("cuModuleGetFunction")?;
-        let max_threads = function
-            .get_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-            .during("cuFuncGetAttribute")?;
+        let module = self.during(
+            "cuModuleLoadData",
+            self.ctx.load_module(Ptx::from_binary(cubin.to_vec())),
+        )?;
+        let function = self.during(
+            "cuModuleGetFunction",
+            module.load_function(&spec.entry_name()),
+        )?;
+        let max_threads = self.during(
+            "cuFuncGetAttribute",
+            function.get_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+        )?;
         let fallback = (self.facts.max_threads_per_sm / spec.block_threads().max(1)).max(1);
         let resident_per_sm = function
             .occupancy_max_active_blocks_per_multiprocessor(spec.block_threads(), 0, None)
@@ -171,8 +228,9 @@ impl KernelRuntime {
             max_threads_per_block: u32::try_from(max_threads).unwrap_or(0),
             resident_per_sm,
             origin,
+            name: Arc::from(spec.to_string()),
             // The driver's default: 48 KiB less the static shared memory.
-            dynamic_limit: Arc::new(AtomicU32::new(
+            dynamic_limit: Arc::new(DynamicSharedLimit::new(
                 u32::try_from((48 * 1024u64).saturating_sub(spec.static_shared_bytes()))
                     .unwrap_or(0),
             )),
@@ -216,6 +274,29 @@ impl KernelRuntime {
             spec.static_shared_bytes(),
             self.facts.shared_per_block,
         )
+    }
+
+    /// The error of a failed driver call `call` on this runtime's context: a sticky error (a
+    /// kernel fault) marks the context unusable, and it and every later call of the runtime
+    /// fail with [`KernelError::ContextPoisoned`], naming the kernel launched last; any other
+    /// error is [`KernelError::Driver`]. For code that makes its own driver calls on the
+    /// context (copies, synchronisation) and wants a fault reported as such.
+    pub fn driver_error(&self, call: &'static str, source: DriverError) -> KernelError {
+        self.health.driver_error(call, source)
+    }
+
+    /// `result` of the driver call `call`, its error through [`KernelRuntime::driver_error`].
+    pub(crate) fn during<T>(
+        &self,
+        call: &'static str,
+        result: Result<T, DriverError>,
+    ) -> Result<T, KernelError> {
+        self.health.during(call, result)
+    }
+
+    /// The context's health, for what makes driver calls after the launcher returns.
+    pub(crate) fn health(&self) -> &Arc<ContextHealth> {
+        &self.health
     }
 
     /// Checks that a buffer lives in this runtime's context.
@@ -305,14 +386,19 @@ impl KernelRuntime {
         // indices below those lengths. The block size is within the function's limit, and the
         // dynamic shared memory is within the function's limit (raised above) and the device's;
         // kernels that use none are launched with 0 bytes.
-        unsafe { launch.launch(config) }.during("cuLaunchKernel")?;
+        self.during("cuLaunchKernel", unsafe { launch.launch(config) })?;
+        self.health.launched(&kernel.name);
         Ok(())
     }
 
-    /// Whether launches can carry attributes (clusters, programmatic dependencies): sm_90 and
-    /// later, with cuLaunchKernelEx (a CUDA 12.0 driver or newer).
+    /// Whether launches can carry attributes ([`DeviceFacts::launches_with_attributes`]).
     pub(crate) fn launches_with_attributes(&self) -> bool {
-        self.facts.arch.compute_capability().0 >= 9 && self.facts.driver_version >= 12_000
+        self.facts.launches_with_attributes()
+    }
+
+    /// The limits launch plans take into account.
+    pub(crate) fn limits(&self) -> DeviceLimits {
+        DeviceLimits::of(&self.facts)
     }
 
     /// [`KernelRuntime::launch_with_shared`] in clusters of `cluster_blocks` consecutive blocks
@@ -371,15 +457,14 @@ impl KernelRuntime {
         let mut attribute = cluster_attribute(cluster_blocks);
         let config = extended_config(&config, stream, &mut attribute);
         let mut clusters: std::ffi::c_int = 0;
-        self.ctx.bind_to_thread().during("cuCtxSetCurrent")?;
+        self.during("cuCtxSetCurrent", self.ctx.bind_to_thread())?;
         // SAFETY: `clusters` and `config` (with its one attribute) outlive the call; the
         // function belongs to this runtime's context, which is current on this thread, and its
         // dynamic shared memory limit covers the configuration's (raised by checked_config).
-        unsafe {
+        let result = unsafe {
             sys::cuOccupancyMaxActiveClusters(&mut clusters, kernel.function.cu_function(), &config)
-        }
-        .result()
-        .during("cuOccupancyMaxActiveClusters")?;
+        };
+        self.during("cuOccupancyMaxActiveClusters", result.result())?;
         let clusters = u32::try_from(clusters).unwrap_or(0);
         if let Ok(mut map) = self.active_clusters.lock() {
             map.insert(key, clusters);
@@ -391,8 +476,7 @@ impl KernelRuntime {
     /// static shared memory) fits the device's per-block limit: checked before every launch,
     /// and by callers that would rather not compile a kernel that cannot launch.
     pub(crate) fn shared_memory_fits(&self, spec: &KernelSpec, dynamic_shared_bytes: u32) -> bool {
-        u64::from(dynamic_shared_bytes) + spec.static_shared_bytes()
-            <= u64::from(self.facts.shared_per_block_optin)
+        self.limits().fits(spec, dynamic_shared_bytes)
     }
 
     /// The checks every launch makes (the stream's context, the block size, the grid, the
@@ -405,6 +489,7 @@ impl KernelRuntime {
         grid_blocks: u32,
         dynamic_shared_bytes: u32,
     ) -> Result<LaunchConfig, KernelError> {
+        self.health.check()?;
         if stream.context() != &self.ctx {
             return Err(KernelError::WrongContext {
                 buffer: "stream",
@@ -437,19 +522,12 @@ impl KernelRuntime {
                 limit: u64::from(self.facts.shared_per_block_optin),
             });
         }
-        if dynamic_shared_bytes > kernel.dynamic_limit.load(Ordering::Relaxed) {
-            let bytes = i32::try_from(dynamic_shared_bytes).unwrap_or(i32::MAX);
-            kernel
-                .function
-                .set_attribute(
-                    FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    bytes,
-                )
-                .during("cuFuncSetAttribute")?;
-            kernel
-                .dynamic_limit
-                .fetch_max(dynamic_shared_bytes, Ordering::Relaxed);
-        }
+        kernel.dynamic_limit.raise(dynamic_shared_bytes, |bytes| {
+            let bytes = i32::try_from(bytes).unwrap_or(i32::MAX);
+            let attribute = FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+            let set = kernel.function.set_attribute(attribute, bytes);
+            self.during("cuFuncSetAttribute", set)
+        })?;
         Ok(LaunchConfig {
             grid_dim: (grid_blocks, 1, 1),
             block_dim: (block, 1, 1),
@@ -471,23 +549,23 @@ impl KernelRuntime {
         let config = extended_config(&config, stream, &mut attribute);
         let mut block_params = ParamBlock(params);
         let mut arguments = [(&mut block_params as *mut ParamBlock<P>).cast::<c_void>()];
-        self.ctx.bind_to_thread().during("cuCtxSetCurrent")?;
+        self.during("cuCtxSetCurrent", self.ctx.bind_to_thread())?;
         // SAFETY: as in `launch_with_shared`: the entry point takes exactly one argument, the
         // parameter block, whose layout is `P`'s; `arguments` points at it and outlives the
         // call (the driver copies the parameters before returning); the configuration's block
         // size, grid and shared memory were checked by the caller against the function's and
         // the device's limits; `attribute` outlives the call; the stream belongs to this
         // runtime's context, which is current on this thread.
-        unsafe {
+        let result = unsafe {
             sys::cuLaunchKernelEx(
                 &config,
                 kernel.function.cu_function(),
                 arguments.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
-        }
-        .result()
-        .during("cuLaunchKernelEx")?;
+        };
+        self.during("cuLaunchKernelEx", result.result())?;
+        self.health.launched(&kernel.name);
         Ok(())
     }
 }
@@ -525,5 +603,64 @@ fn cluster_attribute(blocks: u32) -> sys::CUlaunchAttribute {
                 z: 1,
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Barrier;
+
+    use super::DynamicSharedLimit;
+
+    /// Threads raising one function's limit to different sizes at once leave the driver's
+    /// attribute (here a stand-in that a raise overwrites, as cuFuncSetAttribute does) at the
+    /// largest size, and the recorded limit equal to it.
+    #[test]
+    fn concurrent_raises_leave_the_driver_and_the_record_equal() {
+        let sizes = [100_000u32, 160_000, 120_000, 200_000];
+        for _ in 0..200 {
+            let limit = DynamicSharedLimit::new(48 * 1024);
+            let driver = AtomicU32::new(48 * 1024);
+            let start = Barrier::new(sizes.len());
+            std::thread::scope(|scope| {
+                for bytes in sizes {
+                    let (limit, driver, start) = (&limit, &driver, &start);
+                    scope.spawn(move || {
+                        start.wait();
+                        limit
+                            .raise(bytes, |bytes| {
+                                // Let another thread run between the check and the set.
+                                std::thread::yield_now();
+                                driver.store(bytes, Ordering::SeqCst);
+                                Ok::<(), ()>(())
+                            })
+                            .expect("the stand-in never fails");
+                    });
+                }
+            });
+            let recorded = *limit.0.lock().expect("no panic");
+            assert_eq!(recorded, driver.load(Ordering::SeqCst));
+            assert_eq!(recorded, 200_000);
+        }
+    }
+
+    /// A failed raise records nothing: the next launch tries again.
+    #[test]
+    fn a_failed_raise_is_not_recorded() {
+        let limit = DynamicSharedLimit::new(48 * 1024);
+        assert_eq!(
+            limit.raise(100_000, |_| Err("driver error")),
+            Err("driver error")
+        );
+        let mut calls = 0;
+        limit
+            .raise(100_000, |_| {
+                calls += 1;
+                Ok::<(), ()>(())
+            })
+            .expect("set");
+        limit.raise(90_000, |_| Err(())).expect("no raise needed");
+        assert_eq!((calls, *limit.0.lock().expect("no panic")), (1, 100_000));
     }
 }

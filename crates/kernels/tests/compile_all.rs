@@ -1,6 +1,7 @@
 //! Kernel compile check: every spec of every family compiles with NVRTC to a CUBIN for sm_90
-//! (and the f32 and f64 batched top-k specs below sm_90, where the kernels take their other
-//! paths), and the host's estimate of its static shared memory bounds the CUBIN's.
+//! (and every tier of the f32 and f64 batched top-k specs for sm_75, sm_80, sm_86 and sm_89,
+//! where the kernels take their other paths), and the host's estimate of its static shared
+//! memory bounds the CUBIN's.
 //! Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line; with
 //! `OXICUB_REQUIRE_NVRTC=1` a missing NVRTC fails the test.
 
@@ -34,26 +35,43 @@ fn every_spec_of_every_family_compiles_for_sm_90() {
 }
 
 /// Below sm_90 the batched top-k kernels take their other paths: the stream tier's final is a
-/// plain launch (no `griddepcontrol`), and below sm_80 the warp sums and maxima are shuffles
-/// instead of `__reduce_*_sync`. The f32 and f64 specs (every tier, 4- and 8-byte ranks, keys
-/// only and with values) compile for sm_80 and sm_75.
+/// plain launch (no `griddepcontrol`), the clustered kernel is compiled without its body (the
+/// plans never launch it there), and below sm_80 the warp sums and maxima are shuffles instead
+/// of `__reduce_*_sync`. The f32 and f64 specs (every tier, 4- and 8-byte ranks, keys only and
+/// with values) compile for sm_80 and sm_75; for sm_86 and sm_89, whose source paths are
+/// sm_80's, every tier compiles once per rank width (f32 with 4-byte values, f64 with 8-byte
+/// values). The plans choose tiers by the device's shared memory (sm_86 and sm_89 run the
+/// stream tier's segments in the multi-block tier), never by what compiles: every tier
+/// compiles for every architecture here.
 #[test]
-fn batched_topk_float_specs_compile_below_sm_90() {
-    let float_specs = || -> Vec<KernelSpec> {
-        batched_topk::specs()
-            .into_iter()
-            .filter(|spec| {
-                let name = spec.to_string();
-                name.contains("oxicub::KeyF32,") || name.contains("oxicub::KeyF64,")
-            })
-            .collect()
-    };
-    assert!(float_specs().len() > 40, "every tier of f32 and f64");
+fn batched_topk_specs_compile_below_sm_90() {
+    use oxicub_kernels::KeyType;
+    let every_width: Vec<KernelSpec> = batched_topk::specs()
+        .into_iter()
+        .filter(|spec| matches!(spec.key(), KeyType::F32 | KeyType::F64))
+        .collect();
+    assert_eq!(every_width.len(), 2 * 3 * 9, "every tier of f32 and f64");
     for arch in [
         Arch::from_compute_capability(8, 0),
         Arch::from_compute_capability(7, 5),
     ] {
-        compile_all("batched_topk f32 and f64", float_specs(), arch);
+        compile_all("batched_topk f32 and f64", every_width.clone(), arch);
+    }
+    // A key's width in bytes as the values' width: f32 with 4-byte values, f64 with 8-byte.
+    let one_width: Vec<KernelSpec> = every_width
+        .into_iter()
+        .filter(|spec| spec.constant("VALUE_BYTES") == Some(i64::from(spec.key().bits() / 8)))
+        .collect();
+    assert_eq!(
+        one_width.len(),
+        2 * 9,
+        "every tier of f32 and f64, one value width each"
+    );
+    for arch in [
+        Arch::from_compute_capability(8, 6),
+        Arch::from_compute_capability(8, 9),
+    ] {
+        compile_all("batched_topk f32 and f64", one_width.clone(), arch);
     }
 }
 

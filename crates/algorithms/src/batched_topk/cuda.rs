@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr};
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 use oxicub_env::{OutputOrdering, TieBreak};
 use oxicub_kernels::families::batched_topk::{
     batched_topk, BatchedLayout, BatchedStatus, BatchedTopKPlan,
@@ -16,7 +16,7 @@ use super::host::direction_not_compiled;
 use crate::backend::{ChoiceValues, Cuda, DeviceValue, DeviceValues, ParamValues};
 use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
-use crate::segments::cuda::{element_ranges, ChoiceCopy, ParamCopy, SegmentArgsCopy};
+use crate::segments::cuda::{ChoiceCopy, ParamCopy, SegmentArgsCopy};
 use crate::segments::{
     num_segments_error, total_items_error, DeviceReport, LayoutArg, Outcome, Violation,
 };
@@ -73,8 +73,11 @@ impl DeviceStatus {
     }
 }
 
-/// The launch plan of a checked call.
-fn plan<'a, 'b>(request: &BatchedTopKRequest, args: &DeviceArgs<'b>) -> BatchedTopKPlan<'a, 'b>
+/// The launch plan of a checked call (a listed call then sets its layout).
+fn plan<'a, 'b, K>(
+    request: &BatchedTopKRequest,
+    args: &DeviceArgs<'b>,
+) -> BatchedTopKPlan<'a, 'b, K>
 where
     'b: 'a,
 {
@@ -89,7 +92,8 @@ where
             sizes: uniform_or(args.segments.sizes),
         },
         LayoutArg::Offsets { begin, end } => BatchedLayout::Offsets { begin, end },
-        LayoutArg::Listed => unreachable!("run_listed passes the copied addresses as offsets"),
+        // run_listed replaces it with the segments' views.
+        LayoutArg::Listed => BatchedLayout::Listed { segments: &[] },
     };
     let direction = match args.direction {
         ChoiceValues::Host(SelectDirection::Max) => HostOrDevice::Host(0),
@@ -123,7 +127,7 @@ where
 fn launch<K: RadixKey, V: DeviceValue>(
     cuda: &Cuda,
     request: &BatchedTopKRequest,
-    plan: BatchedTopKPlan<'_, '_>,
+    plan: BatchedTopKPlan<'_, '_, K>,
     keys: Option<&CudaView<'_, K>>,
     out_keys: &mut CudaViewMut<'_, K>,
     values: SelectedValues<'_, '_, V>,
@@ -171,8 +175,8 @@ pub(super) fn run<K: RadixKey, V: DeviceValue>(
     }
 }
 
-/// The listed layout on the device: the kernels read every segment at its own address (one
-/// begin/end element address per segment, copied with the call).
+/// The listed layout on the device: the kernels read every segment in its own view (the
+/// kernel launcher takes each one's address and length from the view).
 pub(super) fn run_listed<K: RadixKey, V: DeviceValue>(
     cuda: &Cuda,
     request: &BatchedTopKRequest,
@@ -182,33 +186,12 @@ pub(super) fn run_listed<K: RadixKey, V: DeviceValue>(
     mut out_keys: CudaViewMut<'_, K>,
     out_values: Option<CudaViewMut<'_, V>>,
 ) -> Result<Outcome, Error> {
-    let mut guards = Vec::new();
-    let (begin, end) = element_ranges(cuda, "segments", segments, &mut guards)?;
-    let (begin, end) = (begin.as_view(), end.as_view());
-    let mut offsets = args;
-    offsets.segments.layout = LayoutArg::Offsets {
-        begin: &begin,
-        end: &end,
-    };
-    let mut plan = plan(request, &offsets);
-    plan.layout = BatchedLayout::Listed {
-        begin: &begin,
-        end: &end,
-        max_size: segments.iter().map(|s| s.len() as u64).max().unwrap_or(0),
-    };
-    let outcome = match (values, out_values) {
-        (ValuesIn::Copy(lists), Some(mut out)) => {
-            let addresses: Vec<u64> = lists
-                .iter()
-                .map(|view| {
-                    let (address, guard) = view.device_ptr(cuda.stream());
-                    guards.push(guard);
-                    address
-                })
-                .collect();
-            let addresses = cuda.upload(&addresses)?;
+    let mut plan = plan(request, &args);
+    plan.layout = BatchedLayout::Listed { segments };
+    match (values, out_values) {
+        (ValuesIn::Copy(values), Some(mut out)) => {
             let values = SelectedValues::Listed {
-                value_addresses: &addresses.as_view(),
+                values,
                 out: &mut out,
             };
             launch::<K, V>(cuda, request, plan, None, &mut out_keys, values)
@@ -225,9 +208,7 @@ pub(super) fn run_listed<K: RadixKey, V: DeviceValue>(
             &mut out_keys,
             SelectedValues::<V>::None,
         ),
-    };
-    drop(guards);
-    outcome
+    }
 }
 
 /// [`AnyBackend`](crate::AnyBackend) on a GPU: copies every input (and the current outputs, whose slots past the

@@ -1,7 +1,7 @@
 //! The segmented problem on [`Cuda`]: the arguments of an [`AnyBackend`](crate::AnyBackend)
-//! call copied to the device, and the element addresses of a listed layout.
+//! call copied to the device. (A listed layout's views go to the kernel launcher as they are.)
 
-use cudarc::driver::{CudaSlice, CudaView, DevicePtr, DeviceRepr, SyncOnDrop};
+use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
 
 use super::{LayoutArg, SegmentArgs};
 use crate::backend::{ChoiceValues, Cuda, ParamValues};
@@ -157,36 +157,4 @@ impl SegmentArgsCopy {
             num_segments: self.num_segments.values(&views.num_segments),
         }
     }
-}
-
-/// The element address of a device view of `T`s (its byte address over the size of `T`), or
-/// `None` when it is not aligned to `T`.
-pub(crate) fn element_address<T>(address: u64) -> Option<i64> {
-    let size = std::mem::size_of::<T>() as u64;
-    (address % size == 0).then_some((address / size) as i64)
-}
-
-/// The listed layout on the device: each view's first and one-past-last element addresses as
-/// begin and end offsets from a base of 0, copied to the device; the guards keep the views
-/// marked in use until dropped.
-pub(crate) fn element_ranges<'v, T>(
-    cuda: &'v Cuda,
-    arg: &'static str,
-    views: &'v [CudaView<'_, T>],
-    guards: &mut Vec<SyncOnDrop<'v>>,
-) -> Result<(CudaSlice<i64>, CudaSlice<i64>), Error> {
-    let (mut begin, mut end) = (Vec::with_capacity(views.len()), Vec::new());
-    for (i, view) in views.iter().enumerate() {
-        let (address, guard) = view.device_ptr(cuda.stream());
-        guards.push(guard);
-        let Some(first) = element_address::<T>(address) else {
-            return Err(Error::InvalidArgument {
-                arg,
-                reason: format!("segment {i} is not aligned to its element type"),
-            });
-        };
-        begin.push(first);
-        end.push(first + view.len() as i64);
-    }
-    Ok((copy(cuda, &begin)?, copy(cuda, &end)?))
 }

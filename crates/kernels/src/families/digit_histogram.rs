@@ -5,7 +5,6 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 
 use crate::codegen::{kernel_params, FamilyTable, KernelParams, TemplateArg};
-use crate::error::DriverResultExt;
 use crate::radix::{CountType, HistogramCount, KeyType, RadixDigit, RadixKey};
 use crate::{KernelError, KernelRuntime, KernelSpec};
 use crate::{KernelFamily, Tier};
@@ -137,7 +136,7 @@ pub fn digit_histogram<K: RadixKey, C: HistogramCount>(
             why: "the histogram counters are 32-bit; use u64 counters",
         });
     }
-    stream.memset_zeros(histogram).during("cuMemsetD8Async")?;
+    runtime.during("cuMemsetD8Async", stream.memset_zeros(histogram))?;
     if len == 0 {
         return Ok(());
     }

@@ -9,6 +9,7 @@
 
 pub mod batched_topk;
 pub mod digit_histogram;
+mod scratch;
 pub mod topk_radix_select;
 pub mod transform_keys;
 
@@ -188,19 +189,20 @@ pub enum SelectedValues<'a, 'b, V> {
         /// Room for every item the call can write.
         out: &'b mut CudaViewMut<'a, V>,
     },
-    /// Batched top-k over a listed layout: segment `i`'s values start at byte address
-    /// `value_addresses[i]` (one `u64` per segment) and go into `out`.
+    /// Batched top-k over a listed layout: `values[i][j]` goes with key `j` of segment `i`
+    /// into `out`.
     Listed {
-        /// One device byte address per segment.
-        value_addresses: &'b CudaView<'a, u64>,
+        /// A view per segment, each at least as long as its segment.
+        values: &'b [CudaView<'a, V>],
         /// Room for every item the call can write.
         out: &'b mut CudaViewMut<'a, V>,
     },
 }
 
 impl<V> SelectedValues<'_, '_, V> {
-    /// The device pointers of the values and of their output (0 where there is none); the
-    /// guards go to `guards`. (Whether the kernel writes indices is a flag of the plan.)
+    /// The device pointers of the values and of their output (0 where there is none; for
+    /// listed values, the table of their addresses is the launcher's); the guards go to
+    /// `guards`. (Whether the kernel writes indices is a flag of the plan.)
     fn device_ptrs<'s>(
         &'s mut self,
         stream: &'s CudaStream,
@@ -212,14 +214,9 @@ impl<V> SelectedValues<'_, '_, V> {
                 keep(guards, values.device_ptr(stream)),
                 keep(guards, out.device_ptr_mut(stream)),
             ),
-            SelectedValues::Index { out } => (0, keep(guards, out.device_ptr_mut(stream))),
-            SelectedValues::Listed {
-                value_addresses,
-                out,
-            } => (
-                keep(guards, value_addresses.device_ptr(stream)),
-                keep(guards, out.device_ptr_mut(stream)),
-            ),
+            SelectedValues::Index { out } | SelectedValues::Listed { out, .. } => {
+                (0, keep(guards, out.device_ptr_mut(stream)))
+            }
         }
     }
 }

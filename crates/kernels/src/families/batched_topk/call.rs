@@ -8,16 +8,16 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView};
 use super::constants::{BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD};
 use super::tiers::BatchedTiers;
 use super::HostOrDevice;
-use crate::error::DriverResultExt;
+use crate::health::ContextHealth;
 use crate::segments::{
     SEGMENT_STATUS_COUNT_BAD, SEGMENT_STATUS_COUNT_VALUE, SEGMENT_STATUS_VALUE,
     SEGMENT_STATUS_VIOLATION,
 };
-use crate::KernelError;
+use crate::{KernelError, KernelRuntime};
 
-/// Where the segments are.
+/// Where the segments are, for keys of type `K`.
 #[derive(Clone, Copy, Debug)]
-pub enum BatchedLayout<'a, 'b> {
+pub enum BatchedLayout<'a, 'b, K> {
     /// Segment `i` starts at `i * stride`; its size is `sizes`.
     Strided {
         /// The stride.
@@ -32,27 +32,23 @@ pub enum BatchedLayout<'a, 'b> {
         /// End offsets.
         end: &'b CudaView<'a, i64>,
     },
-    /// Every segment at its own device address (the seeds' iterator of iterators): segment
-    /// `i` is the `end[i] - begin[i]` keys at byte address `begin[i] * size_of::<K>()`, so the
-    /// begin and end are *element addresses* (address / key size), and the keys buffer of
-    /// [`batched_topk`](super::batched_topk) is `None`. Copied values come from
-    /// [`SelectedValues::Listed`](crate::families::SelectedValues::Listed) with
-    /// one byte address per segment in `value_addresses`.
+    /// Segment `i` is the view `segments[i]`, each in its own allocation (the seeds' iterator
+    /// of iterators); the keys buffer of [`batched_topk`](super::batched_topk) is `None`.
+    /// Copied values come as [`SelectedValues::Listed`](crate::families::SelectedValues::Listed),
+    /// a view per segment. The launcher takes each segment's address and length from its view
+    /// and checks the view's context and alignment: a segment is exactly its view.
     Listed {
-        /// Element address of each segment's first key.
-        begin: &'b CudaView<'a, i64>,
-        /// `begin[i]` + the segment's size.
-        end: &'b CudaView<'a, i64>,
-        /// The largest segment (sizes the scratch of the several-blocks tier).
-        max_size: u64,
+        /// The segments: at least as many as the call's most segments.
+        segments: &'b [CudaView<'a, K>],
     },
 }
 
-/// Everything a batched top-k launch needs besides the buffers of keys and values.
+/// Everything a batched top-k launch needs besides the buffers of keys and values, for keys of
+/// type `K`.
 #[derive(Clone, Copy, Debug)]
-pub struct BatchedTopKPlan<'a, 'b> {
+pub struct BatchedTopKPlan<'a, 'b, K> {
     /// The layout.
-    pub layout: BatchedLayout<'a, 'b>,
+    pub layout: BatchedLayout<'a, 'b, K>,
     /// `k`.
     pub k: HostOrDevice<'a, 'b, i64, u64>,
     /// The direction: 0 = max, 1 = min (per segment: `u8`s).
@@ -94,6 +90,9 @@ pub struct BatchedStatus {
     /// The words; `None` when the host checked every value before launching (strided layout,
     /// every parameter uniform and valid): nothing can fail on the device.
     pub words: Option<CudaSlice<u64>>,
+    /// The health of the launching runtime's context: a kernel fault seen by the read is
+    /// reported as one.
+    health: Arc<ContextHealth>,
 }
 
 /// The decoded status of a finished call.
@@ -108,18 +107,31 @@ pub struct BatchedReport {
 }
 
 impl BatchedStatus {
-    /// Reads the status (waits for the stream).
+    /// The status of a call launched by `runtime`.
+    pub(super) fn new(runtime: &KernelRuntime, words: Option<CudaSlice<u64>>) -> BatchedStatus {
+        BatchedStatus {
+            words,
+            health: Arc::clone(runtime.health()),
+        }
+    }
+
+    /// Reads the status (waits for the stream). A kernel fault seen here (the call's own, or
+    /// an earlier one's on the context) is [`KernelError::ContextPoisoned`].
     pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<BatchedReport, KernelError> {
+        self.health.check()?;
         let Some(words) = &self.words else {
             // Nothing to read; still the caller's synchronisation point.
-            stream.synchronize().during("cuStreamSynchronize")?;
+            self.health
+                .during("cuStreamSynchronize", stream.synchronize())?;
             return Ok(BatchedReport {
                 violation: None,
                 bad_num_segments: None,
                 bad_total_items: None,
             });
         };
-        let words = stream.clone_dtoh(words).during("cuMemcpyDtoHAsync")?;
+        let words = self
+            .health
+            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(words))?;
         let word = |at: u32| words[at as usize];
         let first = word(SEGMENT_STATUS_VIOLATION);
         let violation = (first != u64::MAX).then(|| {

@@ -15,9 +15,10 @@ use super::constants::{
 };
 use super::kernels::{BatchedKernel, BatchedTopKParams};
 use super::layout::ClusterLayout;
+use super::listed::ListedTables;
 use super::plan::{plan as plan_call, stride_coprime, CallShape, LayoutShape, Step, ValuesShape};
 use super::HostOrDevice;
-use crate::error::DriverResultExt;
+use crate::families::scratch::{alloc_uninit, alloc_zeroed};
 use crate::families::{at_least, keep, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::runtime::{LaunchOrder, LoadedKernel};
@@ -28,12 +29,12 @@ use crate::{KernelError, KernelRuntime, KernelSpec};
 /// words to decode when the caller chooses to synchronise.
 ///
 /// `keys` is the buffer the strided and offsets layouts index, and `None` exactly when the
-/// layout is [`BatchedLayout::Listed`] (each segment has its own address); copied values are
+/// layout is [`BatchedLayout::Listed`] (each segment is its own view); copied values are
 /// [`SelectedValues::Listed`] exactly then too.
 pub fn batched_topk<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
-    plan: BatchedTopKPlan<'_, '_>,
+    plan: BatchedTopKPlan<'_, '_, K>,
     keys: Option<&CudaView<'_, K>>,
     out_keys: &mut CudaViewMut<'_, K>,
     mut values: SelectedValues<'_, '_, V>,
@@ -80,7 +81,7 @@ pub fn batched_topk<K: RadixKey, V>(
         } => size.min(stride),
         BatchedLayout::Strided { stride, .. } => plan.size_bounds.1.min(stride),
         BatchedLayout::Offsets { .. } => plan.size_bounds.1,
-        BatchedLayout::Listed { max_size, .. } => plan.size_bounds.1.min(max_size),
+        BatchedLayout::Listed { segments } => plan.size_bounds.1.min(largest(segments)),
     };
     let written = k_cap.min(size_cap).min(num_keys);
     if plan.per_segment_max < written || plan.out_stride < plan.per_segment_max {
@@ -93,31 +94,20 @@ pub fn batched_topk<K: RadixKey, V>(
     let max_segments = shape.max_segments();
     let out_len = shape.out_len();
     at_least("out_keys", out_keys.len(), out_len)?;
-    let value_bytes = match &values {
-        SelectedValues::None => 0u8,
+    match &values {
+        SelectedValues::None => {}
         SelectedValues::Copy { values, out } => {
             runtime.check_buffer("values", *values)?;
             runtime.check_buffer("out_values", &**out)?;
             at_least("values", values.len(), num_keys)?;
             at_least("out_values", out.len(), out_len)?;
-            std::mem::size_of::<V>() as u8
         }
-        SelectedValues::Listed {
-            value_addresses,
-            out,
-        } => {
-            runtime.check_buffer("value_addresses", *value_addresses)?;
-            runtime.check_buffer("out_values", &**out)?;
-            at_least("value_addresses", value_addresses.len(), max_segments)?;
-            at_least("out_values", out.len(), out_len)?;
-            std::mem::size_of::<V>() as u8
-        }
-        SelectedValues::Index { out } => {
+        SelectedValues::Index { out } | SelectedValues::Listed { out, .. } => {
             runtime.check_buffer("out_values", &**out)?;
             at_least("out_values", out.len(), out_len)?;
-            std::mem::size_of::<V>() as u8
         }
-    };
+    }
+    let value_bytes = shape.value_bytes;
     if !matches!(value_bytes, 0 | 4 | 8) {
         return Err(KernelError::InvalidSpec {
             kernel: "batched_topk".to_owned(),
@@ -128,9 +118,7 @@ pub fn batched_topk<K: RadixKey, V>(
         runtime.check_buffer(name, view)?;
         at_least(name, view.len(), max_segments)
     };
-    if let BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } =
-        plan.layout
-    {
+    if let BatchedLayout::Offsets { begin, end } = plan.layout {
         per_segment("begin_offsets", begin)?;
         per_segment("end_offsets", end)?;
     }
@@ -152,27 +140,44 @@ pub fn batched_topk<K: RadixKey, V>(
         runtime.check_buffer("num_segments", n)?;
         at_least("num_segments", n.len(), 1)?;
     }
+    // The listed layout's tables, made from the views (they keep the views' guards).
+    let listed = match plan.layout {
+        BatchedLayout::Listed { segments } => {
+            let values = match &values {
+                SelectedValues::Listed { values, .. } => Some(*values),
+                _ => None,
+            };
+            Some(ListedTables::new(
+                runtime,
+                stream,
+                segments,
+                values,
+                max_segments,
+            )?)
+        }
+        _ => None,
+    };
 
-    let alloc = |count: u64| stream.alloc_zeros::<u64>(count.max(1) as usize);
     // Scratch every stage writes before it reads: no clearing.
     // None (pointer 0) when no stage uses it: a direct call of the warp or block tier
     // allocates nothing (an allocation and a free cost host time on every call).
-    let scratch = |count: u64| -> Result<Option<CudaSlice<u64>>, KernelError> {
-        if count == 0 {
-            return Ok(None);
-        }
-        // SAFETY: u64 has no invalid bit patterns, and the kernels write every word of these
-        // buffers (state and histogram in LARGE_INIT, chunk counts in LARGE_COUNT, selected
-        // indices in LARGE_COLLECT / LARGE_SORT_INIT, descriptors in RESOLVE) before reading it.
-        let buffer = unsafe { stream.alloc::<u64>(count as usize) };
-        buffer.map(Some).during("cuMemAllocAsync")
-    };
-    let planned = plan_call(&shape)?;
+    let scratch =
+        |buffer: &'static str, count: u64| -> Result<Option<CudaSlice<u64>>, KernelError> {
+            if count == 0 {
+                return Ok(None);
+            }
+            // SAFETY: the kernels write every word of these buffers (state and histogram in
+            // LARGE_INIT, chunk counts in LARGE_COUNT, selected indices in LARGE_COLLECT /
+            // LARGE_SORT_INIT, descriptors in RESOLVE) before reading it.
+            unsafe { alloc_uninit::<u64>(runtime, stream, buffer, count) }.map(Some)
+        };
+    let planned = plan_call(&shape, &runtime.limits())?;
     // A direct call has nothing to report (no allocation, no clearing).
     let mut status = if shape.is_direct() {
         None
     } else {
-        Some(alloc(u64::from(BT_STATUS_WORDS)).during("cuMemAllocAsync")?)
+        let words = u64::from(BT_STATUS_WORDS);
+        Some(alloc_zeroed::<u64>(runtime, stream, "status", words)?)
     };
     let Some(launch_plan) = planned else {
         // No segment: nothing to launch, nothing to report (a deferred count is still read, to
@@ -180,26 +185,24 @@ pub fn batched_topk<K: RadixKey, V>(
         let mut none = [0u64; BT_STATUS_WORDS as usize];
         none[0] = u64::MAX;
         if let Some(status) = status.as_mut() {
-            stream
-                .memcpy_htod(&none, status)
-                .during("cuMemcpyHtoDAsync")?;
+            runtime.during("cuMemcpyHtoDAsync", stream.memcpy_htod(&none, status))?;
         }
-        return Ok(BatchedStatus { words: status });
+        return Ok(BatchedStatus::new(runtime, status));
     };
-    let mut descriptors = scratch(launch_plan.descriptor_words())?;
+    let mut descriptors = scratch("descriptors", launch_plan.descriptor_words())?;
     let cluster = launch_plan
         .cluster
         .and_then(|layout| cluster_launch::<K>(runtime, stream, value_bytes, layout, max_segments));
     let sizes = launch_plan.scratch(cluster.is_some());
-    let mut bins = scratch(sizes.bins)?;
-    let mut large_state = scratch(sizes.large_state)?;
-    let mut large_histogram = scratch(sizes.large_histogram)?;
-    let mut large_chunks = scratch(sizes.large_chunks)?;
-    let mut large_selected = scratch(sizes.large_selected)?;
-    let mut large_ranks = scratch(sizes.large_ranks)?;
-    let mut stream_ranks = scratch(sizes.stream_ranks)?;
-    let mut stream_indices = scratch(sizes.stream_indices)?;
-    let mut stream_counts = scratch(sizes.stream_counts)?;
+    let mut bins = scratch("bins", sizes.bins)?;
+    let mut large_state = scratch("large_state", sizes.large_state)?;
+    let mut large_histogram = scratch("large_histogram", sizes.large_histogram)?;
+    let mut large_chunks = scratch("large_chunks", sizes.large_chunks)?;
+    let mut large_selected = scratch("large_selected", sizes.large_selected)?;
+    let mut large_ranks = scratch("large_ranks", sizes.large_ranks)?;
+    let mut stream_ranks = scratch("stream_ranks", sizes.stream_ranks)?;
+    let mut stream_indices = scratch("stream_indices", sizes.stream_indices)?;
+    let mut stream_counts = scratch("stream_counts", sizes.stream_counts)?;
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     // Listed: the segments' element addresses are offsets from a keys base of 0.
@@ -222,21 +225,32 @@ pub fn batched_topk<K: RadixKey, V>(
     let stream_ranks_ptr = keep_opt(&mut guards, stream, &mut stream_ranks);
     let stream_indices_ptr = keep_opt(&mut guards, stream, &mut stream_indices);
     let stream_counts_ptr = keep_opt(&mut guards, stream, &mut stream_counts);
-    let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
-    let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match plan.layout {
-        BatchedLayout::Strided { stride, sizes } => match sizes {
+    let (mut values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
+    if let Some(addresses) = listed.as_ref().and_then(|t| t.value_addresses.as_ref()) {
+        values_ptr = keep(&mut guards, addresses.device_ptr(stream));
+    }
+    let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match (plan.layout, &listed) {
+        (BatchedLayout::Strided { stride, sizes }, _) => match sizes {
             HostOrDevice::Host(size) => (stride, size, 0, 0, 0),
             HostOrDevice::Device(view) => {
                 (stride, 0, keep(&mut guards, view.device_ptr(stream)), 0, 0)
             }
         },
-        BatchedLayout::Offsets { begin, end } | BatchedLayout::Listed { begin, end, .. } => (
+        (BatchedLayout::Offsets { begin, end }, _) => (
             0,
             0,
             0,
             keep(&mut guards, begin.device_ptr(stream)),
             keep(&mut guards, end.device_ptr(stream)),
         ),
+        (BatchedLayout::Listed { .. }, Some(tables)) => (
+            0,
+            0,
+            0,
+            keep(&mut guards, tables.begin.device_ptr(stream)),
+            keep(&mut guards, tables.end.device_ptr(stream)),
+        ),
+        (BatchedLayout::Listed { .. }, None) => unreachable!("a listed layout has its tables"),
     };
     let (k_value, ks_ptr) = match plan.k {
         HostOrDevice::Host(k) => (k, 0),
@@ -322,7 +336,8 @@ pub fn batched_topk<K: RadixKey, V>(
         launch_step::<K>(runtime, stream, value_bytes, &params, step)?;
     }
     drop(guards);
-    Ok(BatchedStatus { words: status })
+    drop(listed);
+    Ok(BatchedStatus::new(runtime, status))
 }
 
 /// Makes one launch of the plan.
@@ -416,8 +431,8 @@ fn launch_step<K: RadixKey>(
 }
 
 /// The call's shape for the plan: its host values and bounds, without its buffers.
-fn call_shape<K, V>(
-    plan: &BatchedTopKPlan<'_, '_>,
+fn call_shape<K: RadixKey, V>(
+    plan: &BatchedTopKPlan<'_, '_, K>,
     num_keys: u64,
     values: &SelectedValues<'_, '_, V>,
 ) -> CallShape {
@@ -432,7 +447,9 @@ fn call_shape<K, V>(
                 size: uniform(sizes),
             },
             BatchedLayout::Offsets { .. } => LayoutShape::Offsets,
-            BatchedLayout::Listed { max_size, .. } => LayoutShape::Listed { max_size },
+            BatchedLayout::Listed { segments } => LayoutShape::Listed {
+                max_size: largest(segments),
+            },
         },
         k: uniform(plan.k),
         direction: match plan.direction {
@@ -453,12 +470,17 @@ fn call_shape<K, V>(
         sorted: plan.sorted,
         stable: plan.stable,
         num_keys,
-        key_bytes: std::mem::size_of::<K>() as u32,
+        key: K::KEY_TYPE,
         values: match values {
             SelectedValues::None => ValuesShape::None,
             SelectedValues::Copy { .. } => ValuesShape::Copy,
             SelectedValues::Index { .. } => ValuesShape::Index,
             SelectedValues::Listed { .. } => ValuesShape::Listed,
+        },
+        // Any size that is not a value width (more than a u8 holds, too) is refused.
+        value_bytes: match values {
+            SelectedValues::None => 0,
+            _ => u8::try_from(std::mem::size_of::<V>()).unwrap_or(u8::MAX),
         },
     }
 }
@@ -470,9 +492,10 @@ struct ClusterLaunch {
     grid: u32,
 }
 
-/// The clustered launch with `layout`, when the device launches clusters and every segment's
-/// cluster is resident at once (more segments than that would run in waves, each a chain of
-/// barriers: the filter and final selection take them instead).
+/// The clustered launch the plan chose (where the device launches clusters and fits their
+/// blocks) with `layout`, when every segment's cluster is resident at once (more segments than
+/// that would run in waves, each a chain of barriers: the filter and final selection take them
+/// instead).
 fn cluster_launch<K: RadixKey>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
@@ -480,25 +503,52 @@ fn cluster_launch<K: RadixKey>(
     layout: ClusterLayout,
     segments: u64,
 ) -> Option<ClusterLaunch> {
-    if !runtime.launches_with_attributes() || !clusters_enabled() {
+    if !clusters_enabled() {
         return None;
     }
     let spec = KernelSpec::batched_topk(K::KEY_TYPE, value_bytes, BatchedKernel::StreamCluster);
-    if !runtime.shared_memory_fits(&spec, layout.shared_bytes) {
-        return None;
-    }
     // The clustered launch is an optimisation: where it cannot be prepared (its kernel does
-    // not build, the occupancy query fails), the filter and final selection run instead.
-    let kernel = runtime.kernel(&spec).ok()?;
-    let resident = runtime
-        .max_active_clusters(stream, &kernel, layout.shared_bytes, BT_CLUSTER_BLOCKS)
-        .ok()?;
+    // not build, the occupancy query fails), the filter and final selection run instead, and
+    // the reason is logged, once per cause.
+    let prepared = runtime.kernel(&spec).and_then(|kernel| {
+        let shared = layout.shared_bytes;
+        let resident = runtime.max_active_clusters(stream, &kernel, shared, BT_CLUSTER_BLOCKS)?;
+        Ok((kernel, resident))
+    });
+    let (kernel, resident) = match prepared {
+        Ok(prepared) => prepared,
+        Err(error) => {
+            if first_report(&format!("{spec}: {error}")) {
+                tracing::warn!(
+                    kernel = %spec,
+                    %error,
+                    "the stream tier's clustered launch could not be prepared; its filter and \
+                     final selection run instead"
+                );
+            }
+            return None;
+        }
+    };
     let grid = segments.saturating_mul(u64::from(BT_CLUSTER_BLOCKS));
     (segments <= u64::from(resident) && grid <= u64::from(u32::MAX)).then(|| ClusterLaunch {
         kernel,
         layout,
         grid: grid as u32,
     })
+}
+
+/// Whether `cause` is reported for the first time in this process: a cause that stops a
+/// faster path recurs on every call that would take it, and is logged once.
+fn first_report(cause: &str) -> bool {
+    static REPORTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut reported = REPORTED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if reported.iter().any(|seen| seen == cause) {
+        return false;
+    }
+    reported.push(cause.to_owned());
+    true
 }
 
 thread_local! {
@@ -526,6 +576,11 @@ fn clusters_enabled() -> bool {
     *ENABLED.get_or_init(|| std::env::var("OXICUB_STREAM_CLUSTERS").map_or(true, |v| v != "off"))
 }
 
+/// The largest of a listed layout's segments.
+fn largest<K>(segments: &[CudaView<'_, K>]) -> u64 {
+    segments.iter().map(|s| s.len() as u64).max().unwrap_or(0)
+}
+
 /// [`keep`] for a buffer that may not exist (pointer 0).
 fn keep_opt<'a>(
     guards: &mut Vec<SyncOnDrop<'a>>,
@@ -535,5 +590,20 @@ fn keep_opt<'a>(
     match buffer {
         Some(buffer) => keep(guards, buffer.device_ptr_mut(stream)),
         None => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_report;
+
+    /// A cause is reported the first time only; another cause is reported too.
+    #[test]
+    fn each_cause_is_reported_once() {
+        let cause = "oxicub::batched_topk<..>: the occupancy query failed (a test's cause)";
+        assert!(first_report(cause));
+        assert!(!first_report(cause));
+        assert!(!first_report(cause));
+        assert!(first_report("another cause (a test's)"));
     }
 }

@@ -8,7 +8,8 @@
 //! * `kernels`: the family's table, parameter struct and specs ([`BatchedKernel`], [`specs`]);
 //! * `call`: what a call gives the launcher ([`BatchedTopKPlan`]) and the status it leaves;
 //! * `layout` and `plan`: the stream tier's layouts and the launch plan, pure functions of the
-//!   call's shape (unit-tested without a GPU);
+//!   call's shape and the device's limits (unit-tested without a GPU);
+//! * `listed`: the listed layout's tables, made from the segments' views;
 //! * `launch`: [`batched_topk`], which checks, allocates, binds and launches.
 
 mod call;
@@ -16,6 +17,7 @@ mod constants;
 mod kernels;
 mod launch;
 mod layout;
+mod listed;
 mod plan;
 mod tiers;
 

@@ -1,19 +1,23 @@
 //! The launch plan of a batched top-k call, as pure functions of its shape (no buffers, no
 //! device): whether the call is direct, which tiers run, the flags, the scratch of every tier
 //! and the launches in stream order (docs/design/batched_topk.md, "Tiers" and
-//! "Control stages"). The launcher ([`super::launch`]) allocates what the plan sizes, binds the
-//! pointers and makes the launches; the only choice it adds is the device's: whether the
-//! clustered stream launch can be used ([`LaunchPlan::cluster`]).
+//! "Control stages"), on a device with given limits (the stream tier and its clustered launch
+//! only where their shared memory and clusters fit). The launcher ([`super::launch`])
+//! allocates what the plan sizes, binds the pointers and makes the launches; the only choice it
+//! adds is the device's resident clusters: whether the clustered stream launch planned
+//! ([`LaunchPlan::cluster`]) takes every segment at once.
 
 use super::constants::*;
 use super::kernels::BatchedKernel;
 use super::layout::{cluster_layout, stream_layout, ClusterLayout, StreamLayout};
 use super::tiers::BatchedTiers;
+use crate::device::DeviceLimits;
+use crate::radix::KeyType;
 use crate::segments::{
     SEGMENT_COUNT_DEFERRED, SEGMENT_DESC_WORDS, SEGMENT_DIRECT, SEGMENT_OFFSETS,
     SEGMENT_SIZES_PER_SEGMENT, SEGMENT_VALUE_POINTERS,
 };
-use crate::KernelError;
+use crate::{KernelError, KernelSpec};
 
 /// Where the segments are, without their buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,12 +70,24 @@ pub(crate) struct CallShape {
     pub(crate) stable: bool,
     /// The keys a segment may address.
     pub(crate) num_keys: u64,
-    /// Bytes of a key.
-    pub(crate) key_bytes: u32,
+    /// The key type.
+    pub(crate) key: KeyType,
     pub(crate) values: ValuesShape,
+    /// Bytes of a value (0 for keys only): the kernels' `VALUE_BYTES`.
+    pub(crate) value_bytes: u8,
 }
 
 impl CallShape {
+    /// Bytes of a key.
+    pub(crate) fn key_bytes(&self) -> u32 {
+        self.key.bits() / 8
+    }
+
+    /// The spec of one of the call's kernels.
+    fn spec(&self, kernel: BatchedKernel) -> KernelSpec {
+        KernelSpec::batched_topk(self.key, self.value_bytes, kernel)
+    }
+
     /// The most segments the call launches for: the host count, or a deferred count's bound.
     pub(crate) fn max_segments(&self) -> u64 {
         self.num_segments.unwrap_or(self.num_segments_bounds.1)
@@ -127,7 +143,7 @@ impl CallShape {
         // The width-independent bounds may have asked for the multi-block tier only because of
         // wider keys; the width's own bounds decide. What the call lacks is never added.
         self.tiers
-            .and(BatchedTiers::for_key_bounds(self.key_bytes, sizes, k))
+            .and(BatchedTiers::for_key_bounds(self.key_bytes(), sizes, k))
     }
 
     /// The flags of every launch.
@@ -201,7 +217,8 @@ pub(crate) struct LaunchPlan {
     /// The stream tier's layout.
     pub(crate) stream: StreamLayout,
     /// The clustered stream launch's layout, when the call may take it (a direct call whose
-    /// segments go to the stream tier); the launcher asks the device whether it can.
+    /// segments go to the stream tier, on a device that launches clusters and fits its
+    /// blocks); the launcher asks the device whether every segment's cluster is resident.
     pub(crate) cluster: Option<ClusterLayout>,
     /// Distance between segments in the multi-block tier's selected indices.
     pub(crate) selected_stride: u64,
@@ -249,16 +266,48 @@ pub(crate) enum Step<C> {
     StreamFinal { blocks: u32, shared_bytes: u32 },
 }
 
-/// Plans a call: `None` when it has no segment (a host count of 0), so nothing is launched
-/// (a general call still reports an empty status). The one error: a sorted output larger than
-/// the global sort handles.
-pub(crate) fn plan(shape: &CallShape) -> Result<Option<LaunchPlan>, KernelError> {
+/// Plans a call on a device with `device`'s limits: `None` when it has no segment (a host
+/// count of 0), so nothing is launched (a general call still reports an empty status). The one
+/// error: a sorted output larger than the global sort handles.
+pub(crate) fn plan(
+    shape: &CallShape,
+    device: &DeviceLimits,
+) -> Result<Option<LaunchPlan>, KernelError> {
     let direct = shape.is_direct();
     let max_segments = shape.max_segments();
     if max_segments == 0 && shape.num_segments.is_some() {
         return Ok(None);
     }
-    let tiers = shape.effective_tiers();
+    let largest = match shape.layout {
+        LayoutShape::Listed { max_size } => shape.size_bounds.1.min(max_size),
+        _ => shape.size_bounds.1.min(shape.num_keys),
+    };
+    let uniform_size = match shape.layout {
+        LayoutShape::Strided { size, .. } => size,
+        _ => None,
+    };
+    let stream_shape = |tiers: BatchedTiers, slots: u64| {
+        let key_bytes = u64::from(shape.key_bytes());
+        stream_layout(
+            key_bytes,
+            tiers,
+            uniform_size,
+            largest,
+            shape.per_segment_max,
+            slots,
+        )
+    };
+    // The stream tier where its kernels fit the device, else the multi-block tier takes its
+    // segments (docs/design/batched_topk.md, "Stream tier").
+    let mut tiers = shape.effective_tiers();
+    if tiers.contains(BatchedTiers::STREAM) {
+        let final_shared = stream_shape(tiers, 0).shared_bytes;
+        let fits = device.fits(&shape.spec(BatchedKernel::StreamFilter), 0)
+            && device.fits(&shape.spec(BatchedKernel::StreamFinal), final_shared);
+        if !fits {
+            tiers = tiers.without(BatchedTiers::STREAM).or(BatchedTiers::LARGE);
+        }
+    }
     let large = tiers.contains(BatchedTiers::LARGE);
     // Sorted sets larger than a block sorts in shared memory are sorted in global memory.
     let global_sort = large && shape.sorted && shape.per_segment_max > SORT_CAP as u64;
@@ -276,10 +325,6 @@ pub(crate) fn plan(shape: &CallShape) -> Result<Option<LaunchPlan>, KernelError>
             ),
         });
     }
-    let largest = match shape.layout {
-        LayoutShape::Listed { max_size } => shape.size_bounds.1.min(max_size),
-        _ => shape.size_bounds.1.min(shape.num_keys),
-    };
     let chunks = if large {
         largest.div_ceil(CHUNK_ITEMS).max(1)
     } else {
@@ -314,25 +359,20 @@ pub(crate) fn plan(shape: &CallShape) -> Result<Option<LaunchPlan>, KernelError>
     } else {
         stream_capacity
     };
-    let uniform_size = match shape.layout {
-        LayoutShape::Strided { size, .. } => size,
-        _ => None,
-    };
-    let stream = stream_layout(
-        u64::from(shape.key_bytes),
-        tiers,
-        uniform_size,
-        largest,
-        shape.per_segment_max,
-        stream_slots,
-    );
+    let stream = stream_shape(tiers, stream_slots);
     // A direct call of the stream tier whose segments all fit on the device at once as
-    // clusters takes the one clustered launch (sm_90); it needs no scratch.
+    // clusters takes the one clustered launch, where the device launches clusters (sm_90) and
+    // its blocks' shared memory fits ("Stream tier: clustered launch"); it needs no scratch.
     let stream_direct = stream_tier && direct && shape.per_segment_max > 0;
-    let cluster = (stream_direct && shape.direct_bin_is_stream(tiers, &stream)).then(|| {
-        let selected = shape.per_segment_max.min(STREAM_MAX_K as u64);
-        cluster_layout(u64::from(shape.key_bytes), selected)
-    });
+    let cluster = (stream_direct && shape.direct_bin_is_stream(tiers, &stream))
+        .then(|| {
+            let selected = shape.per_segment_max.min(STREAM_MAX_K as u64);
+            cluster_layout(u64::from(shape.key_bytes()), selected)
+        })
+        .filter(|layout| {
+            let spec = shape.spec(BatchedKernel::StreamCluster);
+            device.clusters && device.fits(&spec, layout.shared_bytes)
+        });
     let selected_stride = if global_sort {
         sort_span
     } else {
@@ -521,254 +561,4 @@ pub(crate) fn stride_coprime(wave: u32, items: u64, ctas: u64) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A call of `n` segments of `size` f32 keys in a row, `k` and the direction (max) on the
-    /// host, keys only, the tiers its static bounds allow.
-    fn strided(n: u64, size: u64, k: u64) -> CallShape {
-        CallShape {
-            layout: LayoutShape::Strided {
-                stride: size,
-                size: Some(size),
-            },
-            k: Some(k),
-            direction: Some(0),
-            num_segments: Some(n),
-            num_segments_bounds: (n, n),
-            size_bounds: (size, size),
-            k_bounds: (k, k),
-            total_bounds: (0, u64::MAX),
-            direction_mask: 1,
-            out_stride: k.min(size),
-            per_segment_max: k.min(size),
-            tiers: BatchedTiers::for_bounds((size as i64, size as i64), (k as i64, k as i64)),
-            warp_items: BatchedTiers::warp_items(size.min(256) as i64),
-            prefer_larger: false,
-            sorted: true,
-            stable: true,
-            num_keys: n * size,
-            key_bytes: 4,
-            values: ValuesShape::None,
-        }
-    }
-
-    fn launch(shape: &CallShape) -> LaunchPlan {
-        match plan(shape) {
-            Ok(Some(plan)) => plan,
-            other => panic!("expected launches, got {other:?}"),
-        }
-    }
-
-    fn select(kernel: BatchedKernel, items: u64) -> Step<()> {
-        Step::Items {
-            kernel,
-            items,
-            stage: BT_STAGE_SELECT,
-            shift: 0,
-            half: 0,
-        }
-    }
-
-    /// MoE routing ([65536 x 256], k = 8, all on the host) is direct: one launch of the warp
-    /// tier, no control stage, no scratch, no status.
-    #[test]
-    fn moe_routing_is_one_warp_tier_launch() {
-        let plan = launch(&strided(65_536, 256, 8));
-        assert!(plan.direct);
-        assert_eq!(plan.tiers, BatchedTiers::WARP);
-        assert_eq!(plan.flags & SEGMENT_DIRECT, SEGMENT_DIRECT);
-        assert_eq!(plan.scratch(false), Scratch::default());
-        assert_eq!(plan.descriptor_words(), 0);
-        assert_eq!(
-            plan.steps(32, None::<()>),
-            [select(BatchedKernel::Warp { items: 8 }, 65_536 * 32)]
-        );
-    }
-
-    /// A per-segment `k` is checked on the device: the control stages run first, and the
-    /// descriptors and the bin lists are sized for every segment.
-    #[test]
-    fn per_segment_k_runs_the_control_stages() {
-        let shape = CallShape {
-            k: None,
-            ..strided(1000, 256, 8)
-        };
-        let plan = launch(&shape);
-        assert!(!plan.direct);
-        assert_eq!(plan.flags & BT_K_PER_SEGMENT, BT_K_PER_SEGMENT);
-        assert_eq!(plan.flags & SEGMENT_DIRECT, 0);
-        let control = |items, stage| Step::Items {
-            kernel: BatchedKernel::Control,
-            items,
-            stage,
-            shift: 0,
-            half: 0,
-        };
-        assert_eq!(
-            plan.steps(32, None::<()>),
-            [
-                control(1, BT_STAGE_INIT),
-                control(1000, BT_STAGE_RESOLVE),
-                control(1, BT_STAGE_FINALIZE),
-                select(BatchedKernel::Warp { items: 8 }, 1000 * 32),
-            ]
-        );
-        let scratch = plan.scratch(false);
-        assert_eq!(
-            plan.descriptor_words(),
-            1000 * u64::from(SEGMENT_DESC_WORDS)
-        );
-        // The warp and block lists, a place per segment each, and the multi-block list's (whose
-        // bound also sizes the stream list, when the call has that tier).
-        assert_eq!(scratch.bins, 2 * 1000 + plan.large_capacity);
-        assert_eq!(plan.large_capacity, 1000);
-        assert_eq!(scratch.large_state + scratch.stream_ranks, 0);
-    }
-
-    /// Sparse attention ([64 x 131072] f32, k = 2048) is direct and takes the stream tier: the
-    /// clustered launch when the device has it (no scratch at all), else the filter over
-    /// 64 x 4 chunks and the final selection, a block per segment.
-    #[test]
-    fn sparse_attention_takes_the_stream_tier() {
-        let plan = launch(&strided(64, 131_072, 2048));
-        assert!(plan.direct);
-        assert_eq!(plan.tiers, BatchedTiers::STREAM);
-        let cluster = plan.cluster.expect("a direct call of the stream bin");
-        assert_eq!(cluster, cluster_layout(4, 2048));
-        assert_eq!(plan.steps(32, Some(())), [Step::Cluster(())]);
-        assert_eq!(plan.scratch(true), Scratch::default());
-        assert_eq!(
-            plan.steps(32, None::<()>),
-            [
-                Step::StreamFilter {
-                    items: 64 * 4,
-                    ctas: 4
-                },
-                Step::StreamFinal {
-                    blocks: 64,
-                    shared_bytes: plan.stream.shared_bytes
-                },
-            ]
-        );
-        let scratch = plan.scratch(false);
-        assert_eq!(scratch.stream_ranks, plan.stream.rank_words);
-        assert_eq!(scratch.stream_counts, plan.stream.count_words);
-        // Per-segment sizes keep the tier but not the clustered launch.
-        let listed = CallShape {
-            layout: LayoutShape::Offsets,
-            ..strided(64, 131_072, 2048)
-        };
-        assert_eq!(launch(&listed).cluster, None);
-    }
-
-    /// Sorted sets larger than a block sorts are sorted in global memory: a bitonic network of
-    /// sort_span slots per segment after the radix select's passes (one per key byte).
-    #[test]
-    fn large_sorted_sets_are_sorted_in_global_memory() {
-        let shape = strided(16, 1 << 20, 4096);
-        let plan = launch(&shape);
-        assert_eq!(plan.tiers, BatchedTiers::LARGE);
-        assert!(plan.global_sort && plan.sort_span == 4096);
-        assert_eq!(plan.flags & BT_GLOBAL_SORT, BT_GLOBAL_SORT);
-        let steps = plan.steps(32, None::<()>);
-        let stages = |stage: u32| {
-            steps
-                .iter()
-                .filter(|s| matches!(s, Step::Items { stage: x, .. } if *x == stage))
-                .count()
-        };
-        assert_eq!(stages(BT_STAGE_LARGE_HISTOGRAM), 4);
-        // log2(4096) = 12 merge sizes of 1, 2, ..., 12 steps.
-        assert_eq!(stages(BT_STAGE_LARGE_SORT_STEP), 12 * 13 / 2);
-        assert_eq!(steps.len(), 1 + 4 + 3 + 1 + 78 + 1);
-        let scratch = plan.scratch(false);
-        assert_eq!(scratch.large_selected, 16 * 4096);
-        assert_eq!(scratch.large_ranks, scratch.large_selected);
-        assert_eq!(scratch.large_chunks, 16 * ((1 << 20) / CHUNK_ITEMS));
-    }
-
-    /// A sorted output past what the global sort's 32-bit steps handle is an error, and a call
-    /// of no segment launches nothing.
-    #[test]
-    fn oversized_sorts_fail_and_empty_calls_launch_nothing() {
-        let mut huge = strided(1, 1 << 40, 1 << 33);
-        huge.per_segment_max = 1 << 33;
-        assert!(matches!(plan(&huge), Err(KernelError::InvalidSpec { .. })));
-        let empty = strided(0, 256, 8);
-        assert_eq!(plan(&empty).ok(), Some(None));
-    }
-
-    /// A direct call needs every segment valid, checked on the host: a size above the stride,
-    /// a last segment past the keys or an uncompiled direction leaves the checks to the device.
-    #[test]
-    fn direct_calls_are_checked_on_the_host() {
-        assert!(strided(10, 256, 8).is_direct());
-        let wide = CallShape {
-            layout: LayoutShape::Strided {
-                stride: 100,
-                size: Some(256),
-            },
-            ..strided(10, 256, 8)
-        };
-        assert!(!wide.is_direct());
-        let past = CallShape {
-            num_keys: 10 * 256 - 1,
-            ..strided(10, 256, 8)
-        };
-        assert!(!past.is_direct());
-        let min = CallShape {
-            direction: Some(1),
-            ..strided(10, 256, 8)
-        };
-        assert!(!min.is_direct());
-        assert!(!launch(&min).direct);
-    }
-
-    /// The TotalItems guarantee bounds the multi-block tier's scratch: each of its segments holds
-    /// more than the block tier takes.
-    #[test]
-    fn total_items_bound_the_multi_block_scratch() {
-        let shape = CallShape {
-            layout: LayoutShape::Offsets,
-            k: None,
-            size_bounds: (0, 1 << 22),
-            k_bounds: (0, 4096),
-            tiers: BatchedTiers::for_bounds((0, 1 << 22), (0, 4096)),
-            total_bounds: (0, 10 * (SORT_CAP as u64 + 1)),
-            values: ValuesShape::Index,
-            ..strided(1000, 1 << 22, 4096)
-        };
-        let plan = launch(&shape);
-        assert_eq!(plan.large_capacity, 10);
-        assert_eq!(
-            plan.scratch(false).large_state,
-            10 * u64::from(BT_LARGE_WORDS)
-        );
-        assert_eq!(
-            plan.flags & (SEGMENT_OFFSETS | BT_VALUES_ARE_INDEX | BT_K_PER_SEGMENT),
-            SEGMENT_OFFSETS | BT_VALUES_ARE_INDEX | BT_K_PER_SEGMENT
-        );
-    }
-
-    /// A filter grid that strides over more items than it has blocks gives every block every
-    /// chunk number in turn; one with enough blocks keeps one block per item.
-    #[test]
-    fn the_filter_grid_cycles_through_the_chunk_numbers() {
-        assert_eq!(stride_coprime(256, 256, 4), 256);
-        assert_eq!(stride_coprime(264, 700, 1), 264);
-        assert_eq!(stride_coprime(264, 2048, 8), 263);
-        assert_eq!(stride_coprime(264, 5000, 3), 263);
-        assert_eq!(stride_coprime(264, 5000, 12), 263);
-        assert_eq!(stride_coprime(4, 100, 8), 3);
-        assert_eq!(stride_coprime(0, 100, 8), 1);
-        for ctas in 1..=16u64 {
-            let grid = u64::from(stride_coprime(264, 100_000, ctas));
-            for block in [0, 1, grid - 1] {
-                let chunks: std::collections::BTreeSet<u64> =
-                    (0..ctas).map(|k| (block + k * grid) % ctas).collect();
-                assert_eq!(chunks.len() as u64, ctas, "ctas {ctas}, grid {grid}");
-            }
-        }
-    }
-}
+mod tests;

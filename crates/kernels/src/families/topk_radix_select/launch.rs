@@ -11,8 +11,8 @@ use super::call::TopKPlan;
 use super::constants::{TOPK_STAGE_INIT, TOPK_STAGE_PREFILTER, TOPK_STAGE_SAMPLE};
 use super::kernels::TopKRadixSelectParams;
 use super::plan::{plan as select_plan, Grid, SelectShape, Step};
-use crate::error::DriverResultExt;
 
+use crate::families::scratch::alloc_uninit;
 use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::{KernelError, KernelRuntime, KernelSpec};
@@ -129,11 +129,9 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let layout = plan.layout(prefilter_grid);
     // SAFETY: the first `layout.zeroed` words are zeroed below; the kernels write every other
     // word before they read it (ScratchLayout).
-    let mut scratch =
-        unsafe { stream.alloc::<u64>(layout.words as usize) }.during("cuMemAllocAsync")?;
-    stream
-        .memset_zeros(&mut scratch.slice_mut(..layout.zeroed as usize))
-        .during("cuMemsetD8Async")?;
+    let mut scratch = unsafe { alloc_uninit::<u64>(runtime, stream, "scratch", layout.words) }?;
+    let zeroed = stream.memset_zeros(&mut scratch.slice_mut(..layout.zeroed as usize));
+    runtime.during("cuMemsetD8Async", zeroed)?;
 
     // Device pointers, with the guards that order each buffer's other uses around the launches.
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
