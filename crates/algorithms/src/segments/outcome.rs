@@ -174,10 +174,10 @@ impl<T> Pending<T> {
         }
     }
 
-    /// The result when every segment was valid, else the error of the smallest invalid segment
-    /// ([`Error::InvalidSegment`]), of a deferred `num_segments` outside its bounds, or of a
-    /// `TotalItems` guarantee the sizes broke ([`Error::Param`]). Waits for the stream on
-    /// [`Cuda`](crate::Cuda).
+    /// The result when every segment was valid, else one error, the first that applies of: a
+    /// deferred `num_segments` outside its bounds, a `TotalItems` guarantee the valid segments'
+    /// sizes broke (both [`Error::Param`]), the smallest invalid segment
+    /// ([`Error::InvalidSegment`]). Waits for the stream on [`Cuda`](crate::Cuda).
     pub fn check(self) -> Result<T, Error> {
         match self.report {
             Report::Ready(None) => Ok(self.value),
