@@ -12,25 +12,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use oxicub_kernels::{
-    cache_stats, cached_cubin, nvrtc_available, Arch, CacheConfig, KernelSpec, KeyType, TransformOp,
+    cache_stats, cached_cubin, Arch, CacheConfig, KernelSpec, KeyType, TransformOp,
 };
 use sha2::{Digest, Sha256};
 
+mod common;
+use common::nvrtc_or_skip;
+
 /// The child's cache directory; the child test fails without it.
 const CHILD_DIR: &str = "OXICUB_CACHE_PLANTING_CHILD_DIR";
-
-fn nvrtc_or_skip() -> bool {
-    match nvrtc_available() {
-        Ok(()) => true,
-        Err(e) if std::env::var("OXICUB_REQUIRE_NVRTC").is_ok_and(|v| v == "1") => {
-            panic!("OXICUB_REQUIRE_NVRTC=1 but NVRTC is missing: {e}")
-        }
-        Err(e) => {
-            println!("skipped: no NVRTC ({e})");
-            false
-        }
-    }
-}
 
 /// A fingerprint of a CUBIN, the same in every process (SipHash with fixed keys).
 fn fingerprint(bytes: &[u8]) -> String {

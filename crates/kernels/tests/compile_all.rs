@@ -9,22 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use oxicub_kernels::families::batched_topk;
-use oxicub_kernels::{
-    compile_cubin, nvrtc_available, nvrtc_version, Arch, KernelError, KernelFamily, KernelSpec,
-};
+use oxicub_kernels::{compile_cubin, nvrtc_version, Arch, KernelError, KernelFamily, KernelSpec};
 
-fn nvrtc_or_skip() -> bool {
-    match nvrtc_available() {
-        Ok(()) => true,
-        Err(e) if std::env::var("OXICUB_REQUIRE_NVRTC").is_ok_and(|v| v == "1") => {
-            panic!("OXICUB_REQUIRE_NVRTC=1 but NVRTC is missing: {e}")
-        }
-        Err(e) => {
-            println!("skipped: no NVRTC ({e})");
-            false
-        }
-    }
-}
+mod common;
+use common::nvrtc_or_skip;
 
 /// Every spec of every family in the registry ([`KernelFamily::ALL`], [`KernelFamily::specs`]).
 #[test]

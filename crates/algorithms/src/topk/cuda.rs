@@ -8,13 +8,11 @@ use oxicub_kernels::families::{HostOrDevice, SelectedValues};
 use oxicub_kernels::Direction;
 use oxicub_params::SelectDirection;
 
-use super::host::{owned_len, resolve_k};
+use super::host::{owned_len, padded, resolve_k};
 use super::TopKBackend;
-use crate::backend::{
-    zeroed, AnyBackend, Cuda, DeviceKeys, DeviceValue, DeviceValues, ParamValues,
-};
+use crate::backend::{AnyBackend, Cuda, DeviceKeys, DeviceValue, DeviceValues, ParamValues};
 use crate::contract::TopKRequest;
-use crate::radix::{RadixBits, RadixKey};
+use crate::radix::RadixKey;
 use crate::sealed::Token;
 use crate::values::ValuesIn;
 use crate::Error;
@@ -156,16 +154,8 @@ impl TopKBackend for AnyBackend {
             AnyBackend::Cuda(cuda) => cuda,
         };
         let len = owned_len(&request, k);
-        let (mut top_keys, top_values) = selected_on(cuda, token, request, k, keys, values)?;
-        // The slots past a deferred k hold zero bits, as on the device.
-        top_keys.resize(
-            len,
-            K::from_bits(<K::Bits as RadixBits>::from_u64_truncating(0)),
-        );
-        let top_values = top_values.map(|mut top| {
-            top.resize(len, zeroed::<V>());
-            top
-        });
+        let (top_keys, top_values) = selected_on(cuda, token, request, k, keys, values)?;
+        let (top_keys, top_values) = padded(len, top_keys, top_values);
         Ok((top_keys, top_values))
     }
 }

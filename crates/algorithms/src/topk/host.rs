@@ -46,6 +46,24 @@ pub(super) fn owned_len<I>(request: &TopKRequest, k: ParamValues<I>) -> usize {
     }
 }
 
+/// An `*_owned` result of the `selected` items, padded to `len` (a deferred k's bound): the
+/// slots past them hold zero bits, as on the device.
+pub(super) fn padded<K: RadixKey, V: DeviceValue>(
+    len: usize,
+    mut keys: Vec<K>,
+    values: Option<Vec<V>>,
+) -> (Vec<K>, Option<Vec<V>>) {
+    keys.resize(
+        len,
+        K::from_bits(<K::Bits as RadixBits>::from_u64_truncating(0)),
+    );
+    let values = values.map(|mut values| {
+        values.resize(len, zeroed::<V>());
+        values
+    });
+    (keys, values)
+}
+
 /// The rank of a key: its radix code, inverted for min, so a larger rank is always better.
 fn rank<K: RadixKey>(key: K, direction: SelectDirection) -> u64 {
     let code = key.to_radix().to_u64();
@@ -209,21 +227,13 @@ impl TopKBackend for Host {
     ) -> Result<(Vec<K>, Option<Vec<V>>), Error> {
         let len = owned_len(&request, k);
         let selected = select(keys, resolve_k(&request, k), &request);
-        let mut out_keys: Vec<K> = selected.par_iter().map(|&i| keys[i]).collect();
-        // The slots past k (a deferred k) hold zero bits, as on the device.
-        out_keys.resize(
-            len,
-            K::from_bits(<K::Bits as RadixBits>::from_u64_truncating(0)),
-        );
+        let out_keys: Vec<K> = selected.par_iter().map(|&i| keys[i]).collect();
         let out_values = match values {
             ValuesIn::None => None,
             ValuesIn::Copy(values) => Some(selected.par_iter().map(|&i| values[i]).collect()),
             ValuesIn::Index(index) => Some(selected.par_iter().map(|&i| index(i as u64)).collect()),
         };
-        let out_values = out_values.map(|mut out: Vec<V>| {
-            out.resize(len, zeroed::<V>());
-            out
-        });
+        let (out_keys, out_values) = padded(len, out_keys, out_values);
         Ok((out_keys, out_values))
     }
 }
