@@ -2,22 +2,27 @@
 //! directory (the entry format, the planted payload, a SHA-256 over it where the MAC goes) is
 //! not loaded; the real kernel is compiled and replaces it (SECURITY.md, "What an attacker who
 //! controls the directory can do"). Needs NVRTC, not a GPU: without NVRTC it prints a skip
-//! line; with `OXICUB_REQUIRE_NVRTC=1` a missing NVRTC fails the test.
+//! line; with `OXICUB_REQUIRE_NVRTC=1` a missing NVRTC fails the test. One test also runs the
+//! kernels on the GPU: without a GPU it prints a skip line; with `OXICUB_REQUIRE_GPU=1` a
+//! missing GPU, or NVRTC, fails it.
 //!
-//! Each lookup runs in a child process (this test binary running `child_lookup`), since the
-//! in-process cache would answer a second lookup without reading the disk.
+//! Each lookup runs in a child process (this test binary running `child_lookup`, or
+//! `child_run` on the GPU), since the in-process cache would answer a second lookup without
+//! reading the disk.
 
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use oxicub_kernels::radix::RadixKey;
 use oxicub_kernels::{
-    cache_stats, cached_cubin, Arch, CacheConfig, KernelSpec, KeyType, TransformOp,
+    cache_stats, cached_cubin, inverse_transform_keys, open_context, transform_keys, Arch,
+    CacheConfig, KernelRuntime, KernelSpec, KeyType, TransformOp,
 };
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::nvrtc_or_skip;
+use common::{gpu_or_skip, gpu_required, nvrtc_or_skip};
 
 /// The child's cache directory; the child test fails without it.
 const CHILD_DIR: &str = "OXICUB_CACHE_PLANTING_CHILD_DIR";
@@ -229,4 +234,182 @@ fn a_directory_others_can_write_is_not_used() {
     .expect("chmod");
     assert_eq!(lookup_in_child(&shared).0, "Compiled");
     assert_eq!(std::fs::read_dir(&shared).expect("list").count(), 0);
+}
+
+/// The keys `child_run` transforms: the f32 edge values, then pseudo-random bit patterns
+/// (every class of float, across many blocks of the grid-stride kernel).
+fn gpu_keys() -> Vec<f32> {
+    let mut keys = vec![
+        f32::NEG_INFINITY,
+        f32::MIN,
+        -1.5,
+        -f32::MIN_POSITIVE / 2.0,
+        -0.0,
+        0.0,
+        f32::MIN_POSITIVE / 2.0,
+        1.0,
+        f32::MAX,
+        f32::INFINITY,
+        f32::NAN,
+        -f32::NAN,
+    ];
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    keys.extend((0..100_000).map(|_| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        f32::from_bits((state >> 32) as u32)
+    }));
+    keys
+}
+
+/// Poison for the outputs of `child_run`: a slot the kernels leave unwritten keeps it.
+const POISON: u32 = 0xA5A5_A5A5;
+
+/// [`fingerprint`] of 32-bit words.
+fn words_fingerprint(words: &[u32]) -> String {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    fingerprint(&bytes)
+}
+
+/// What one `child_run` reported: where each kernel's CUBIN came from, the fingerprints of
+/// the radix codes and of the keys decoded from them, and the entries rejected.
+#[derive(Debug, PartialEq, Eq)]
+struct GpuRun {
+    origins: (String, String),
+    codes: String,
+    decoded: String,
+    rejected: u64,
+}
+
+/// The [`GpuRun`] of correct kernels (computed on the host) whose CUBINs came from `origin`,
+/// with `rejected` entries rejected.
+fn expected_run(origin: &str, rejected: u64) -> GpuRun {
+    let keys = gpu_keys();
+    let codes: Vec<u32> = keys.iter().map(|&key| key.to_radix()).collect();
+    let decoded: Vec<u32> = codes
+        .iter()
+        .map(|&code| f32::from_radix(code).to_bits())
+        .collect();
+    GpuRun {
+        origins: (origin.to_owned(), origin.to_owned()),
+        codes: words_fingerprint(&codes),
+        decoded: words_fingerprint(&decoded),
+        rejected,
+    }
+}
+
+/// On the GPU, with the disk cache in the directory named by `CHILD_DIR` (through
+/// `OXICUB_CACHE_DIR`, as a user sets it): the radix codes of [`gpu_keys`] and the keys
+/// decoded from them, into poisoned outputs, reported on stdout as `RUN <encode's origin>
+/// <decode's origin> <codes' fingerprint> <decoded keys' fingerprint> <entries rejected>`.
+#[test]
+#[ignore = "run in a child process by the other tests of this file"]
+fn child_run() {
+    let dir = std::env::var_os(CHILD_DIR).expect("run by the other tests of this file");
+    assert_eq!(CacheConfig::from_env().disk_dir, Some(PathBuf::from(dir)));
+    let runtime = KernelRuntime::new(open_context(0).expect("a GPU")).expect("runtime");
+    let origin = |op| {
+        let spec = KernelSpec::transform_keys(KeyType::F32, op);
+        runtime.kernel(&spec).expect("kernel").origin()
+    };
+    let (encode, decode) = (origin(TransformOp::Encode), origin(TransformOp::Decode));
+    let stream = runtime.context().new_stream().expect("stream");
+    let keys = gpu_keys();
+    let device_keys = stream.clone_htod(&keys).expect("upload");
+    let mut codes = stream
+        .clone_htod(&vec![POISON; keys.len()])
+        .expect("poison");
+    let mut decoded = stream
+        .clone_htod(&vec![f32::from_bits(POISON); keys.len()])
+        .expect("poison");
+    transform_keys(
+        &runtime,
+        &stream,
+        &device_keys.as_view(),
+        &mut codes.as_view_mut(),
+    )
+    .expect("transform");
+    inverse_transform_keys(
+        &runtime,
+        &stream,
+        &codes.as_view(),
+        &mut decoded.as_view_mut(),
+    )
+    .expect("inverse transform");
+    let codes = stream.clone_dtoh(&codes).expect("download");
+    let decoded: Vec<u32> = stream
+        .clone_dtoh(&decoded)
+        .expect("download")
+        .iter()
+        .map(|key| key.to_bits())
+        .collect();
+    println!(
+        "\nRUN {encode:?} {decode:?} {} {} {}",
+        words_fingerprint(&codes),
+        words_fingerprint(&decoded),
+        cache_stats().disk_rejected
+    );
+}
+
+/// Runs `child_run` in a fresh process on `dir`.
+fn run_in_child(dir: &Path) -> GpuRun {
+    let output = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "child_run",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR, dir)
+        .env(CacheConfig::ENV_VAR, dir)
+        .output()
+        .expect("child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("RUN "))
+        .unwrap_or_else(|| panic!("no run line in {stdout}"));
+    let fields: Vec<&str> = line.split(' ').collect();
+    let [encode, decode, codes, decoded, rejected] = fields[..] else {
+        panic!("bad run line {line}");
+    };
+    GpuRun {
+        origins: (encode.to_owned(), decode.to_owned()),
+        codes: codes.to_owned(),
+        decoded: decoded.to_owned(),
+        rejected: rejected.parse().expect("count"),
+    }
+}
+
+/// A planted entry is never run on the GPU: with every entry of a directory whose CUBINs a
+/// fresh process had loaded from disk and run (the transform and its inverse) replaced by a
+/// planted one (valid format, a MAC computed without the directory's secret), a fresh process
+/// rejects each, compiles the real kernels and runs them, and their outputs are the host's;
+/// the next process loads the rewritten entries from disk and gets the same outputs.
+#[test]
+fn a_planted_entry_is_not_run_on_the_gpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    if !nvrtc_or_skip() {
+        assert!(!gpu_required(), "OXICUB_REQUIRE_GPU=1 but NVRTC is missing");
+        return;
+    }
+    let dir = FreshDir::new("planted-gpu");
+    assert_eq!(run_in_child(&dir), expected_run("Compiled", 0));
+    assert_eq!(run_in_child(&dir), expected_run("Disk", 0));
+    let planted = entries(&dir);
+    assert_eq!(planted.len(), 2, "one entry per kernel");
+    for entry in &planted {
+        plant(entry, 0x41);
+    }
+    assert_eq!(run_in_child(&dir), expected_run("Compiled", 2));
+    assert_eq!(run_in_child(&dir), expected_run("Disk", 0));
 }
