@@ -21,7 +21,8 @@ fn worked_example<E: Environment>(backend: &AnyBackend, env: &E) -> Result<Strin
         &mut at[..],
         &k::Static::<3>::new(),
         env,
-    )?;
+    )?
+    .check()?;
     let shown: Vec<String> = top
         .iter()
         .zip(at)

@@ -73,6 +73,7 @@ fn topk_with<E: Environment>(
     let kp = oxicub::k::uniform(k as i64).ctx("k")?;
     let timing = gpu.time_runs(w.warmup, w.reps, rotations, |r| {
         topk::max_keys(&cuda, inputs[r].as_view(), out.as_view_mut(), &kp, env)
+            .and_then(oxicub::Outcome::check)
             .ctx("oxicub::topk::max_keys")
     })?;
     let mut keys = gpu.to_host(&out)?;

@@ -69,6 +69,7 @@ pub use backend::{
 pub use backend::{ChoiceValues, ChoiceValuesOn, ParamValues, ParamValuesOn};
 pub use error::Error;
 pub use oxicub_kernels::{DeviceFacts, KernelError};
+pub use segments::{Outcome, Pending};
 pub use values::SourceIndex;
 #[doc(hidden)]
 pub use values::ValuesIn;

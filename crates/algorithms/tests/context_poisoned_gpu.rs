@@ -91,7 +91,8 @@ fn every_call_after_a_kernel_fault_reports_the_context_unusable() {
         top.as_view_mut(),
         &k::Static::<2>::new(),
         &Env::new(),
-    );
+    )
+    .and_then(|outcome| outcome.check());
     unusable("topk", single);
     unusable("batched_topk again", batched(&cuda, &mut top));
 }

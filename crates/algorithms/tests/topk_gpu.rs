@@ -5,6 +5,7 @@
 
 use half::{bf16, f16};
 use oxicub_algorithms::radix::{RadixBits, RadixKey};
+use oxicub_algorithms::segments::{Outcome, Pending};
 use oxicub_algorithms::{topk, AnyBackend, Cuda, Error};
 use oxicub_env::{determinism, output_ordering, require, tie_break, Env, Environment};
 use oxicub_params::{direction, k, SelectDirection};
@@ -41,6 +42,7 @@ fn check_gpu<K: RefKey, E: Environment>(
         &kp,
         env,
     )
+    .and_then(Outcome::check)
     .expect(&what);
     let got_keys = cuda.download_keys(&out_keys).expect("download");
     let got_indices = cuda.download(&out_indices.as_view()).expect("download");
@@ -63,6 +65,7 @@ fn check_gpu<K: RefKey, E: Environment>(
             &kp,
             env,
         )
+        .and_then(Pending::check)
         .expect("host");
         assert_eq!(
             got_indices[..k],
@@ -127,6 +130,7 @@ fn worked_example_every_cell_on_the_gpu() {
                 &Env::new(),
             )
         }
+        .and_then(Pending::check)
         .expect("example");
         (
             cuda.download_keys(&result.0).expect("keys"),
@@ -301,6 +305,7 @@ fn pairs_and_deferred_k_on_the_gpu() {
         &k::Static::<512>::new(),
         &Env::new(),
     )
+    .and_then(Outcome::check)
     .expect("pairs");
     let mut host_keys = vec![0i32; 512];
     let mut host_values = vec![0f64; 512];
@@ -313,37 +318,139 @@ fn pairs_and_deferred_k_on_the_gpu() {
         &k::Static::<512>::new(),
         &Env::new(),
     )
+    .and_then(Outcome::check)
     .expect("host pairs");
     let got_keys = cuda.download(&out_keys.as_view()).expect("download");
     let got_values = cuda.download(&out_values.as_view()).expect("download");
     assert_eq!(got_keys[..512], host_keys[..]);
     assert_eq!(got_values[..512], host_values[..]);
     assert!(got_values[512..].iter().all(|&v| v == -1.0));
+}
 
-    // A deferred k produced on the device: clamped into its bounds.
-    for (value, written) in [(300i64, 300usize), (5000, 512), (-1, 1)] {
+/// One rule for a deferred `k` on every backend (issue 23, defect 11): it is checked where it
+/// is read; outside its bounds it is clamped into them (the outputs are sized by the bounds)
+/// and reported by the outcome's check as `Error::Param` naming `k` and the bound it broke
+/// (the type's, the caller's runtime bounds, or the environment's guarantee), like a deferred
+/// `num_segments`. The GPU (k read on the device) and the host (k read by the host) give the
+/// same outputs and the same report; nothing past the clamped k is written.
+#[test]
+fn a_deferred_k_outside_its_bounds_is_clamped_and_reported() {
+    use oxicub_params::guarantee::MaxK;
+    use oxicub_params::{BoundOrigin, Bounds, ParamError};
+    let Some(cuda) = gpu_or_skip() else { return };
+    let keys = sample_keys::<i32>(10_000, 13);
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    let device_keys = cuda.upload(&keys).expect("upload");
+    let runtime = Bounds::new(1, 512);
+    let guaranteed = Bounds::new(1, 400);
+    let cases = [
+        // (k, with the MaxK<400> guarantee, written, the bounds broken and their origin)
+        (300i64, false, 300usize, None),
+        (700, false, 512, Some((runtime, BoundOrigin::Runtime))),
+        (0, false, 1, Some((runtime, BoundOrigin::Runtime))),
+        (
+            5000,
+            false,
+            512,
+            Some((Bounds::new(0, 1024), BoundOrigin::Static)),
+        ),
+        (
+            -1,
+            false,
+            1,
+            Some((Bounds::new(0, 1024), BoundOrigin::Static)),
+        ),
+        (450, true, 400, Some((guaranteed, BoundOrigin::Guarantee))),
+    ];
+    for (value, guarantee, written, report) in cases {
+        let what = format!("deferred k = {value}, guarantee: {guarantee}");
         let device_k = cuda.upload(&[value]).expect("upload");
-        let kp = k::Deferred::<_, 0, 1024>::new(device_k.as_view())
+        let on_gpu = k::Deferred::<_, 0, 1024>::new(device_k.as_view())
+            .with_bounds(1, 512)
+            .expect("bounds");
+        let on_host = k::Deferred::<_, 0, 1024>::new(&value)
             .with_bounds(1, 512)
             .expect("bounds");
         let mut out = cuda.upload(&vec![i32::MIN; 600]).expect("poison");
-        topk::min_keys(
-            &cuda,
-            device_keys.as_view(),
-            out.as_view_mut(),
-            &kp,
-            &Env::new(),
-        )
-        .expect("deferred");
+        let mut host_out = vec![i32::MIN; 600];
+        let host = oxicub_algorithms::Host::new();
+        let (gpu, host_result) = if guarantee {
+            let env = Env::new().guarantee(MaxK::<400>::new());
+            (
+                topk::min_keys(
+                    &cuda,
+                    device_keys.as_view(),
+                    out.as_view_mut(),
+                    &on_gpu,
+                    &env,
+                ),
+                topk::min_keys(&host, &keys[..], &mut host_out[..], &on_host, &env),
+            )
+        } else {
+            let env = Env::new();
+            (
+                topk::min_keys(
+                    &cuda,
+                    device_keys.as_view(),
+                    out.as_view_mut(),
+                    &on_gpu,
+                    &env,
+                ),
+                topk::min_keys(&host, &keys[..], &mut host_out[..], &on_host, &env),
+            )
+        };
+        let gpu = gpu.expect("the front check passes").check();
+        let host_result = host_result.expect("the front check passes").check();
+        for result in [&gpu, &host_result] {
+            match (report, result) {
+                (None, Ok(())) => {}
+                (Some((bounds, origin)), Err(Error::Param(e))) => assert_eq!(
+                    e,
+                    &ParamError::OutOfBounds {
+                        param: "k",
+                        value,
+                        bounds,
+                        origin
+                    },
+                    "{what}"
+                ),
+                (_, result) => panic!("{what}: {result:?}"),
+            }
+        }
         let got = cuda.download(&out.as_view()).expect("download");
-        let mut sorted = keys.clone();
-        sorted.sort_unstable();
-        assert_eq!(got[..written], sorted[..written], "deferred k = {value}");
+        assert_eq!(got, host_out, "{what}: GPU and host outputs");
+        assert_eq!(got[..written], sorted[..written], "{what}");
         assert!(
             got[written..].iter().all(|&v| v == i32::MIN),
-            "deferred k = {value}: tail"
+            "{what}: tail"
         );
     }
+    // Nothing to write (no keys, or k bounded by [0, 0]): a k outside its bounds is still read
+    // on the device and reported.
+    let empty = cuda.alloc_zeros::<i32>(1).expect("alloc");
+    let device_k = cuda.upload(&[3i64]).expect("upload");
+    let mut out = cuda.upload(&[i32::MIN]).expect("poison");
+    for (len, bounds) in [(0usize, (0, 2)), (1, (0, 0))] {
+        let kp = k::Deferred::<_>::new(device_k.as_view())
+            .with_bounds(bounds.0, bounds.1)
+            .expect("bounds");
+        let keys = empty.slice(..len);
+        let result = topk::max_keys(&cuda, keys, out.as_view_mut(), &kp, &Env::new())
+            .expect("the front check passes")
+            .check();
+        let expected = ParamError::OutOfBounds {
+            param: "k",
+            value: 3,
+            bounds: Bounds::new(bounds.0, bounds.1),
+            origin: BoundOrigin::Runtime,
+        };
+        match result {
+            Err(Error::Param(e)) => assert_eq!(e, expected, "len {len}"),
+            result => panic!("len {len}: {result:?}"),
+        }
+    }
+    assert_eq!(cuda.download(&out.as_view()).expect("download"), [i32::MIN]);
 }
 
 #[test]
@@ -358,6 +465,7 @@ fn any_backend_matches_the_host() {
         &k::uniform(777).expect("k"),
         &Env::new(),
     )
+    .and_then(Pending::check)
     .expect("any");
     let (host_top, host_at) = topk::select_indices_owned::<_, _, _, u32, _, _>(
         &oxicub_algorithms::Host::new(),
@@ -366,6 +474,7 @@ fn any_backend_matches_the_host() {
         &k::uniform(777).expect("k"),
         &Env::new(),
     )
+    .and_then(Pending::check)
     .expect("host");
     assert_eq!(at, host_at);
     assert!(top
@@ -381,6 +490,7 @@ fn any_backend_matches_the_host() {
         &k::Static::<5>::new(),
         &Env::new(),
     )
+    .and_then(Pending::check)
     .expect("pairs");
     let (_, hv) = topk::select_pairs_owned(
         &oxicub_algorithms::Host::new(),
@@ -390,6 +500,7 @@ fn any_backend_matches_the_host() {
         &k::Static::<5>::new(),
         &Env::new(),
     )
+    .and_then(Pending::check)
     .expect("pairs");
     assert_eq!(v, hv);
     let _ = f16::ZERO;

@@ -2,6 +2,7 @@
 //! tests, proptests of every mode against the sequential reference, and the bad inputs.
 
 use half::{bf16, f16};
+use oxicub_algorithms::segments::{Outcome, Pending};
 use oxicub_algorithms::{topk, Error, Host};
 use oxicub_env::{
     determinism, output_ordering, require, tie_break, Env, Environment, OutputOrdering, TieBreak,
@@ -20,6 +21,7 @@ fn host_topk<K: RefKey, E: Environment>(
 ) -> Result<(Vec<K>, Vec<u64>), Error> {
     let choice = direction::Choice::<direction::Either>::new(dir)?;
     topk::select_indices_owned(&Host::new(), &choice, keys, &k::uniform(k as i64)?, env)
+        .and_then(Pending::check)
 }
 
 fn check_host<K: RefKey, E: Environment>(keys: &[K], k: usize, dir: SelectDirection, env: &E) {
@@ -286,6 +288,7 @@ fn pairs_carry_each_value_with_its_key() {
         &k::Static::<3>::new(),
         &Env::new(),
     )
+    .and_then(Outcome::check)
     .expect("pairs");
     assert_eq!((top, v), ([9, 9, 4], [90.0, 91.0, 40.0]));
     let (low, lv) = topk::select_pairs_owned(
@@ -296,6 +299,7 @@ fn pairs_carry_each_value_with_its_key() {
         &k::Static::<2>::new(),
         &Env::new(),
     )
+    .and_then(Pending::check)
     .expect("owned");
     assert_eq!((low, lv), (vec![-1, 3], vec![-10.0, 30.0]));
     // Eight-byte values of a user type.
@@ -316,6 +320,7 @@ fn pairs_carry_each_value_with_its_key() {
         &k::Static::<1>::new(),
         &Env::new(),
     )
+    .and_then(Outcome::check)
     .expect("user values");
     assert_eq!(t, [Token(2, 20)]);
 }
@@ -331,6 +336,7 @@ fn longer_outputs_keep_their_tail_and_sizes_are_checked() {
         &k::Static::<2>::new(),
         &Env::new(),
     )
+    .and_then(Outcome::check)
     .expect("longer");
     assert_eq!(out, [7, 3, 0xEE, 0xEE, 0xEE]);
 
@@ -435,6 +441,7 @@ fn k_zero_and_empty_input_write_nothing() {
         &k::Static::<0>::new(),
         &Env::new(),
     )
+    .and_then(Outcome::check)
     .expect("k = 0");
     assert_eq!(out, [9, 9]);
     topk::max_keys(
@@ -444,6 +451,7 @@ fn k_zero_and_empty_input_write_nothing() {
         &k::Static::<0>::new(),
         &Env::new(),
     )
+    .and_then(Outcome::check)
     .expect("n = 0");
     let top = topk::select_keys_owned(
         &Host::new(),
@@ -452,6 +460,7 @@ fn k_zero_and_empty_input_write_nothing() {
         &k::uniform(0).unwrap(),
         &Env::new(),
     )
+    .and_then(Pending::check)
     .expect("owned n = 0");
     assert!(top.is_empty());
     // k = n: everything, sorted.
@@ -462,19 +471,47 @@ fn k_zero_and_empty_input_write_nothing() {
         &k::Static::<3>::new(),
         &Env::new(),
     )
+    .and_then(Pending::check)
     .expect("k = n");
     assert_eq!(all, [-1, 2, 3]);
 }
 
 #[test]
 fn deferred_k_is_clamped_into_its_bounds_and_num_items() {
+    use oxicub_params::{BoundOrigin, Bounds, ParamError};
     let keys = [5u32, 1, 4, 2];
-    for (value, written) in [(2i64, 2usize), (-3, 1), (100, 3)] {
+    // (k, written, the bounds broken and their origin): the check reports a k outside its
+    // bounds; the call has selected with k clamped into them (and to the number of keys).
+    let runtime = (Bounds::new(1, 3), BoundOrigin::Runtime);
+    let type_bounds = (Bounds::new(0, 8), BoundOrigin::Static);
+    let cases = [
+        (2i64, 2usize, None),
+        (0, 1, Some(runtime)),
+        (7, 3, Some(runtime)),
+        (-3, 1, Some(type_bounds)),
+        (100, 3, Some(type_bounds)),
+    ];
+    for (value, written, report) in cases {
         let k = k::Deferred::<_, 0, 8>::new(&value)
             .with_bounds(1, 3)
             .expect("bounds");
         let mut out = [0u32; 4];
-        topk::max_keys(&Host::new(), &keys[..], &mut out[..], &k, &Env::new()).expect("deferred");
+        let outcome = topk::max_keys(&Host::new(), &keys[..], &mut out[..], &k, &Env::new())
+            .expect("the front check passes");
+        match (outcome.check(), report) {
+            (Ok(()), None) => {}
+            (Err(Error::Param(e)), Some((bounds, origin))) => assert_eq!(
+                e,
+                ParamError::OutOfBounds {
+                    param: "k",
+                    value,
+                    bounds,
+                    origin
+                },
+                "k = {value}"
+            ),
+            (result, _) => panic!("k = {value}: {result:?}"),
+        }
         assert_eq!(&out[..written], &[5, 4, 2][..written], "k = {value}");
         assert!(
             out[written..].iter().all(|&v| v == 0),
@@ -621,5 +658,6 @@ fn more_keys_than_the_num_items_guarantee_is_an_error_naming_num_items() {
         &k::Static::<1>::new(),
         &env,
     )
+    .and_then(Outcome::check)
     .expect("four keys are within the guarantee");
 }

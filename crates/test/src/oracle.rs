@@ -160,7 +160,7 @@ pub fn top_k<K: RefKey>(
 ///     &keys[..],
 ///     &k::Static::<3>::new(),
 ///     &env,
-/// )?;
+/// )?.check()?;
 /// check_top_k("example", &keys, 3, SelectDirection::Max, env.resolved(), &out_keys, &out_indices);
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```

@@ -35,7 +35,7 @@ use crate::Error;
 /// moves_as_bytes::<[u16; 4]>();
 ///
 /// let (mut top, mut pair) = ([0u8; 1], [[0u32; 2]; 1]);
-/// topk::max_pairs(&Host::new(), &[1u8, 9][..], &[[1, 10], [9, 90]][..], &mut top[..], &mut pair[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?;
+/// topk::max_pairs(&Host::new(), &[1u8, 9][..], &[[1, 10], [9, 90]][..], &mut top[..], &mut pair[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!(pair, [[9, 90]]);
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -194,7 +194,7 @@ impl<K: RadixKey> DeviceKeys<K> {
 ///
 /// let cuda = Cuda::new(0)?;
 /// let keys = cuda.upload(&[3u32, 9, 1])?;
-/// let (top, at) = topk::select_indices_owned::<_, _, _, u64, _, _>(&cuda, &direction::Max, keys.as_view(), &k::Static::<2>::new(), &oxicub_env::Env::new())?;
+/// let (top, at) = topk::select_indices_owned::<_, _, _, u64, _, _>(&cuda, &direction::Max, keys.as_view(), &k::Static::<2>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!(at.download(&cuda)?, [1, 0]);
 /// # let _ = top;
 /// # Ok::<(), oxicub_algorithms::Error>(())

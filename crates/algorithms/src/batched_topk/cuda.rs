@@ -17,9 +17,7 @@ use crate::backend::{ChoiceValues, Cuda, DeviceValue, DeviceValues, ParamValues}
 use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
 use crate::segments::cuda::{ChoiceCopy, ParamCopy, SegmentArgsCopy};
-use crate::segments::{
-    num_segments_error, total_items_error, DeviceReport, LayoutArg, Outcome, Violation,
-};
+use crate::segments::{total_items_error, DeviceReport, LayoutArg, Outcome, Violation};
 use crate::values::ValuesIn;
 use crate::Error;
 
@@ -39,7 +37,8 @@ impl DeviceReport for DeviceStatus {
         let report = self.status.decode(&self.stream)?;
         let segments = &self.request.segments;
         if let Some(value) = report.bad_num_segments {
-            return Err(num_segments_error(segments.num_segments, value));
+            let (_, error) = segments.num_segments.resolve("num_segments", value);
+            return error.map_or(Ok(()), Err);
         }
         if let Some(total) = report.bad_total_items {
             let total = total.min(i64::MAX as u64) as i64;
@@ -109,7 +108,7 @@ where
         direction,
         direction_mask: request.directions,
         num_segments: uniform_or(args.segments.num_segments),
-        num_segments_bounds: bounds(segments.num_segments),
+        num_segments_bounds: bounds(segments.num_segments.merged),
         size_bounds: bounds(segments.sizes),
         k_bounds: bounds(request.k),
         total_bounds: bounds(segments.total_items),

@@ -11,7 +11,7 @@ use oxicub_params::{
     SingleValue,
 };
 
-use super::{total_items_bounds, SegmentBounds};
+use super::{total_items_bounds, DeferredBounds, SegmentBounds};
 use crate::backend::{
     Backend, Buffer, ChoiceValues, ChoicesOn, ParamValues, PerSegmentOn, ValuesOn,
 };
@@ -220,7 +220,7 @@ where
         )?;
         let segment_bounds = SegmentBounds {
             sizes: bounds.segment_sizes,
-            num_segments: bounds.num_segments,
+            num_segments: DeferredBounds::of(&problem.segments.num_segments, bounds.num_segments),
             total_items: bounds.total_items,
         };
         let (segments, segment_args) =

@@ -26,7 +26,9 @@ pub use topk::{topk, TopKBounds};
 
 use oxicub_env::{Environment, Guarantees};
 use oxicub_params::role::RoleId;
-use oxicub_params::{Bounds, ParamError};
+use oxicub_params::{BoundOrigin, Bounds, Param, ParamError};
+
+use crate::Error;
 
 /// The merged bounds of a segmented call's sizes and count: the part of the contract every
 /// segmented algorithm shares.
@@ -34,8 +36,8 @@ use oxicub_params::{Bounds, ParamError};
 pub(crate) struct SegmentBounds {
     /// The tightest runtime bounds on the segment sizes.
     pub(crate) sizes: Bounds,
-    /// The tightest runtime bounds on the number of segments.
-    pub(crate) num_segments: Bounds,
+    /// The bounds of the number of segments (a deferred count is checked against them).
+    pub(crate) num_segments: DeferredBounds,
     /// The bounds the environment's `TotalItems` guarantees put on the sum of the segment sizes
     /// ([`Bounds::COUNTS`] when there is none).
     pub(crate) total_items: Bounds,
@@ -64,4 +66,51 @@ pub(crate) fn total_items_bounds<E: Environment>(env: &E) -> Result<Bounds, Para
 /// The bounds the environment's `NumItems` guarantees put on the number of keys.
 pub(crate) fn num_items_bounds<E: Environment>(env: &E) -> Result<Bounds, ParamError> {
     guaranteed_bounds(RoleId::NumItems, "num_items", env)
+}
+
+/// What a value read only while the call runs (a deferred parameter) is checked against: the
+/// bounds of its type, the caller's runtime bounds, and those merged with the environment's
+/// guarantees. Every backend clamps a value outside `merged` into it (so no buffer sized by
+/// the bounds is overrun) and reports it, naming the bound it broke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DeferredBounds {
+    /// The bounds of the parameter's type.
+    pub(crate) type_bounds: Bounds,
+    /// The caller's runtime bounds (within the type's).
+    pub(crate) own: Bounds,
+    /// The tightest bounds: the parameter's merged with the environment's guarantees.
+    pub(crate) merged: Bounds,
+}
+
+impl DeferredBounds {
+    /// The bounds of `param`, whose tightest bounds the contract found to be `merged`.
+    pub(crate) fn of<P: Param>(param: &P, merged: Bounds) -> DeferredBounds {
+        DeferredBounds {
+            type_bounds: P::STATIC_BOUNDS,
+            own: param.runtime_bounds(),
+            merged,
+        }
+    }
+
+    /// `value` clamped into the merged bounds, and the error to report when it was outside.
+    pub(crate) fn resolve(&self, param: &'static str, value: i64) -> (i64, Option<Error>) {
+        if self.merged.contains(value) {
+            return (value, None);
+        }
+        let (bounds, origin) = if !self.type_bounds.contains(value) {
+            (self.type_bounds, BoundOrigin::Static)
+        } else if !self.own.contains(value) {
+            (self.own, BoundOrigin::Runtime)
+        } else {
+            (self.merged, BoundOrigin::Guarantee)
+        };
+        let error = ParamError::OutOfBounds {
+            param,
+            value,
+            bounds,
+            origin,
+        };
+        let clamped = value.clamp(self.merged.min, self.merged.max);
+        (clamped, Some(Error::Param(error)))
+    }
 }

@@ -6,7 +6,7 @@ use oxicub_params::{
     BoundOrigin, Bounds, DiscreteParam, Param, ParamError, ParamFor, SelectDirection, SingleValue,
 };
 
-use super::num_items_bounds;
+use super::{num_items_bounds, DeferredBounds};
 use crate::backend::{Backend, ValuesOn};
 use crate::Error;
 
@@ -78,9 +78,9 @@ pub struct TopKRequest {
     pub(crate) requirements: Resolved,
     /// `keys.len()`.
     pub(crate) num_items: u64,
-    /// The runtime bounds of `k` (a deferred `k` is clamped into them).
-    pub(crate) k_bounds: (u64, u64),
-    /// The most items the call may write: `min(k_bounds.1, num_items)`.
+    /// The bounds of `k` (a deferred `k` is checked against them; `merged`: the tightest).
+    pub(crate) k: DeferredBounds,
+    /// The most items the call may write: `min(k.merged.max, num_items)`.
     pub(crate) max_written: u64,
 }
 
@@ -133,13 +133,12 @@ where
         Some(value) => not_above_n(value)?,
         None => not_above_n(checked.k.min)?,
     }
-    let k_bounds = (checked.k.min as u64, checked.k.max as u64);
     let request = TopKRequest {
         direction,
         requirements: checked.requirements,
         num_items: num_items as u64,
-        k_bounds,
-        max_written: k_bounds.1.min(num_items as u64),
+        k: DeferredBounds::of(k, checked.k),
+        max_written: (checked.k.max as u64).min(num_items as u64),
     };
     if let Some(max) = buffers.index_limit {
         if request.num_items > max {

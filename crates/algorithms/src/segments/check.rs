@@ -5,7 +5,7 @@ use oxicub_params::{role, Bounds, ParamFor, SingleValue};
 
 use super::{total_items_error, Layout, LayoutArg, Segments};
 use crate::backend::{Backend, Buffer, ParamValues, PerSegmentOn, ValuesOn};
-use crate::contract::SegmentBounds;
+use crate::contract::{DeferredBounds, SegmentBounds};
 use crate::Error;
 
 /// What is known about the segments of a checked call.
@@ -15,8 +15,8 @@ pub struct SegmentsRequest {
     pub(crate) num_keys: u64,
     /// The tightest bounds of every segment size (static, runtime, guarantees).
     pub(crate) sizes: Bounds,
-    /// The tightest bounds of the number of segments.
-    pub(crate) num_segments: Bounds,
+    /// The bounds of the number of segments (`merged`: the tightest).
+    pub(crate) num_segments: DeferredBounds,
     /// The `TotalItems` guarantee: bounds of the sum of the valid segments' sizes.
     pub(crate) total_items: Bounds,
     /// The most segments the call may process (the host value, or the upper bound).
@@ -80,7 +80,7 @@ where
     let num_keys = num_keys as u64;
     let max_segments = match args.num_segments {
         ParamValues::Host(n) => n as u64,
-        _ => bounds.num_segments.max as u64,
+        _ => bounds.num_segments.merged.max as u64,
     };
     let mut request = SegmentsRequest {
         num_keys,

@@ -1,7 +1,7 @@
 //! The segmented problem on the host: the number of segments and each segment's place, with
 //! the per-segment checks in the order the device makes them, so both report the same error.
 
-use super::{num_segments_error, LayoutArg, SegmentArgs, SegmentsRequest, Violation};
+use super::{LayoutArg, SegmentArgs, SegmentsRequest, Violation};
 use crate::backend::ParamValues;
 use crate::Error;
 
@@ -18,13 +18,8 @@ pub(crate) fn resolve_num_segments(
             unreachable!("a number of segments is one value (`SingleValue`)")
         }
     };
-    let bounds = request.num_segments;
-    if bounds.contains(value) {
-        (value as u64, None)
-    } else {
-        let clamped = value.clamp(bounds.min, bounds.max) as u64;
-        (clamped, Some(num_segments_error(bounds, value)))
-    }
+    let (value, error) = request.num_segments.resolve("num_segments", value);
+    (value as u64, error)
 }
 
 /// Where segment `i` is (`begin`, `size`), after the layout's checks; the violation and its

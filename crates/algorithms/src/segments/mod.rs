@@ -42,7 +42,7 @@ pub(crate) use check::{
     check, check_buffers, check_deferred, check_per_segment, SegmentArgs, SegmentsRequest,
 };
 pub use layout::{Layout, LayoutArg, LayoutArgOn, Listed, Offsets, Strided};
-pub(crate) use outcome::{num_segments_error, total_items_error, DeviceReport, Violation};
+pub(crate) use outcome::{total_items_error, DeviceReport, Violation};
 pub use outcome::{Outcome, Pending};
 
 /// Where the segments of a call are and what is known about their sizes and number: the part

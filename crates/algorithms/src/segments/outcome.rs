@@ -103,16 +103,6 @@ pub(crate) fn total_items_error(bounds: Bounds, total: i64) -> Error {
     })
 }
 
-/// A deferred `num_segments` outside its bounds.
-pub(crate) fn num_segments_error(bounds: Bounds, value: i64) -> Error {
-    Error::Param(ParamError::OutOfBounds {
-        param: "num_segments",
-        value,
-        bounds,
-        origin: BoundOrigin::Runtime,
-    })
-}
-
 /// The device side of a [`Pending`] result: status words a call left on the device, read when
 /// the caller checks.
 pub(crate) trait DeviceReport: std::fmt::Debug + Send + Sync {
@@ -128,8 +118,10 @@ enum Report {
     Device(Box<dyn DeviceReport>),
 }
 
-/// The result `T` of a call whose per-segment checks are made while it runs (on [`Cuda`], on
-/// the device, in stream order): valid once [`check`](Pending::check) says so. Checking is the
+/// The result `T` of a call whose checks of the values it reads while it runs (per-segment
+/// values, a deferred `num_segments` or `k`) are made there (on [`Cuda`], on the device, in
+/// stream order): valid once [`check`](Pending::check) says so. Every segmented algorithm and
+/// single-problem [`topk`](crate::topk) return one. Checking is the
 /// caller's explicit synchronisation point on [`Cuda`]; between back-to-back launches, keep
 /// the `Pending` and check it later.
 ///
@@ -174,10 +166,19 @@ impl<T> Pending<T> {
         }
     }
 
-    /// The result when every segment was valid, else one error, the first that applies of: a
-    /// deferred `num_segments` outside its bounds, a `TotalItems` guarantee the valid segments'
-    /// sizes broke (both [`Error::Param`]), the smallest invalid segment
-    /// ([`Error::InvalidSegment`]). Waits for the stream on [`Cuda`](crate::Cuda).
+    /// The same checks over `f(value)`.
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Pending<U> {
+        Pending {
+            value: f(self.value),
+            report: self.report,
+        }
+    }
+
+    /// The result when every value read was valid, else one error, the first that applies of:
+    /// a deferred `num_segments` or `k` outside its bounds (naming the bounds it broke and their
+    /// origin), a `TotalItems` guarantee the valid segments' sizes broke (all
+    /// [`Error::Param`]), the smallest invalid segment ([`Error::InvalidSegment`]). Waits for
+    /// the stream on [`Cuda`](crate::Cuda) when the call left a report there.
     pub fn check(self) -> Result<T, Error> {
         match self.report {
             Report::Ready(None) => Ok(self.value),

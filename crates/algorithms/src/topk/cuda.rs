@@ -1,9 +1,11 @@
 //! Top-k on the GPU through the `topk_radix_select` kernel family, and on [`AnyBackend`]
 //! (host, or copies to and from the GPU).
 
-use cudarc::driver::{CudaView, CudaViewMut};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 use oxicub_env::{Determinism, OutputOrdering, TieBreak};
-use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKPlan};
+use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKPlan, TopKStatus};
 use oxicub_kernels::families::{HostOrDevice, SelectedValues};
 use oxicub_kernels::Direction;
 use oxicub_params::SelectDirection;
@@ -11,11 +13,30 @@ use oxicub_params::SelectDirection;
 use super::host::{owned_len, padded, resolve_k};
 use super::TopKBackend;
 use crate::backend::{AnyBackend, Cuda, DeviceKeys, DeviceValue, DeviceValues, ParamValues};
+use crate::contract::DeferredBounds;
 use crate::contract::TopKRequest;
 use crate::radix::RadixKey;
 use crate::sealed::Token;
+use crate::segments::{DeviceReport, Outcome, Pending};
 use crate::values::ValuesIn;
 use crate::Error;
+
+/// The report of a call with a deferred `k`, read when the caller checks the outcome.
+#[derive(Debug)]
+struct DeviceStatus {
+    status: TopKStatus,
+    stream: Arc<CudaStream>,
+    k: DeferredBounds,
+}
+
+impl DeviceReport for DeviceStatus {
+    fn wait(self: Box<Self>) -> Result<(), Error> {
+        match self.status.decode(&self.stream)? {
+            None => Ok(()),
+            Some(value) => self.k.resolve("k", value).1.map_or(Ok(()), Err),
+        }
+    }
+}
 
 fn plan<'a>(request: &TopKRequest, k: ParamValues<&'a CudaView<'a, i64>>) -> TopKPlan<'a> {
     let k = match k {
@@ -36,7 +57,7 @@ fn plan<'a>(request: &TopKRequest, k: ParamValues<&'a CudaView<'a, i64>>) -> Top
         sorted: request.requirements.ordering != OutputOrdering::Unsorted
             && !matches!(k, HostOrDevice::Host(0 | 1)),
         k,
-        k_bounds: request.k_bounds,
+        k_bounds: (request.k.merged.min as u64, request.k.merged.max as u64),
         max_written: request.max_written,
     }
 }
@@ -55,10 +76,10 @@ impl TopKBackend for Cuda {
         values: ValuesIn<CudaView<'_, V>, V>,
         mut out_keys: CudaViewMut<'_, K>,
         out_values: Option<CudaViewMut<'_, V>>,
-    ) -> Result<(), Error> {
+    ) -> Result<Outcome, Error> {
         let plan = plan(&request, k);
         let (runtime, stream) = (self.runtime(), self.stream());
-        match (values, out_values) {
+        let status = match (values, out_values) {
             (ValuesIn::Copy(values), Some(mut out)) => {
                 let values = SelectedValues::Copy {
                     values: &values,
@@ -74,8 +95,16 @@ impl TopKBackend for Cuda {
                 let values = SelectedValues::<V>::None;
                 topk_radix_select(runtime, stream, plan, &keys, &mut out_keys, values)?
             }
+        };
+        if status.is_empty() {
+            return Ok(Outcome::ready((), None));
         }
-        Ok(())
+        let report = DeviceStatus {
+            status,
+            stream: stream.clone(),
+            k: request.k,
+        };
+        Ok(Outcome::device((), Box::new(report)))
     }
 
     fn topk_owned_checked<K: RadixKey, V: DeviceValue>(
@@ -85,7 +114,7 @@ impl TopKBackend for Cuda {
         k: ParamValues<&CudaView<'_, i64>>,
         keys: CudaView<'_, K>,
         values: ValuesIn<CudaView<'_, V>, V>,
-    ) -> Result<(DeviceKeys<K>, Option<DeviceValues<V>>), Error> {
+    ) -> Result<Pending<(DeviceKeys<K>, Option<DeviceValues<V>>)>, Error> {
         let len = owned_len(&request, k);
         let mut out_keys = self.alloc_keys::<K>(len)?;
         let mut out_values = match values {
@@ -93,7 +122,7 @@ impl TopKBackend for Cuda {
             ValuesIn::Copy(_) | ValuesIn::Index(_) => Some(self.alloc_values::<V>(len)?),
         };
         let out_view = out_values.as_mut().map(DeviceValues::as_view_mut);
-        self.topk_checked(
+        let outcome = self.topk_checked(
             token,
             request,
             k,
@@ -102,7 +131,7 @@ impl TopKBackend for Cuda {
             out_keys.as_view_mut(),
             out_view,
         )?;
-        Ok((out_keys, out_values))
+        Ok(outcome.map(|()| (out_keys, out_values)))
     }
 }
 
@@ -122,19 +151,20 @@ impl TopKBackend for AnyBackend {
         values: ValuesIn<&[V], V>,
         out_keys: &mut [K],
         out_values: Option<&mut [V]>,
-    ) -> Result<(), Error> {
+    ) -> Result<Outcome, Error> {
         match self {
             AnyBackend::Host(host) => {
                 host.topk_checked(token, request, k, keys, values, out_keys, out_values)
             }
             AnyBackend::Cuda(cuda) => {
                 // The k items alone: the slots past them stay as they are.
-                let (top_keys, top_values) = selected_on(cuda, token, request, k, keys, values)?;
-                out_keys[..top_keys.len()].copy_from_slice(&top_keys);
-                if let (Some(out), Some(top)) = (out_values, top_values) {
-                    out[..top.len()].copy_from_slice(&top);
-                }
-                Ok(())
+                let selected = selected_on(cuda, token, request, k, keys, values)?;
+                Ok(selected.map(|(top_keys, top_values)| {
+                    out_keys[..top_keys.len()].copy_from_slice(&top_keys);
+                    if let (Some(out), Some(top)) = (out_values, top_values) {
+                        out[..top.len()].copy_from_slice(&top);
+                    }
+                }))
             }
         }
     }
@@ -146,7 +176,7 @@ impl TopKBackend for AnyBackend {
         k: ParamValues<&[i64]>,
         keys: &[K],
         values: ValuesIn<&[V], V>,
-    ) -> Result<(Vec<K>, Option<Vec<V>>), Error> {
+    ) -> Result<Pending<(Vec<K>, Option<Vec<V>>)>, Error> {
         let cuda = match self {
             AnyBackend::Host(host) => {
                 return host.topk_owned_checked(token, request, k, keys, values)
@@ -154,15 +184,14 @@ impl TopKBackend for AnyBackend {
             AnyBackend::Cuda(cuda) => cuda,
         };
         let len = owned_len(&request, k);
-        let (top_keys, top_values) = selected_on(cuda, token, request, k, keys, values)?;
-        let (top_keys, top_values) = padded(len, top_keys, top_values);
-        Ok((top_keys, top_values))
+        let selected = selected_on(cuda, token, request, k, keys, values)?;
+        Ok(selected.map(|(top_keys, top_values)| padded(len, top_keys, top_values)))
     }
 }
 
 /// The selected items of a call on [`AnyBackend`]'s GPU, `min(k, keys.len())` of them: the
 /// inputs copied to the device, the results copied back (waiting for them). A deferred k in
-/// host memory is read here: the host knows it.
+/// host memory is read (and checked) here: the host knows it.
 #[allow(clippy::type_complexity)]
 fn selected_on<K: RadixKey, V: DeviceValue>(
     cuda: &Cuda,
@@ -171,8 +200,8 @@ fn selected_on<K: RadixKey, V: DeviceValue>(
     k: ParamValues<&[i64]>,
     keys: &[K],
     values: ValuesIn<&[V], V>,
-) -> Result<(Vec<K>, Option<Vec<V>>), Error> {
-    let count = resolve_k(&request, k);
+) -> Result<Pending<(Vec<K>, Option<Vec<V>>)>, Error> {
+    let (count, error) = resolve_k(&request, k);
     let device_keys = cuda.upload_keys(keys)?;
     let device_values = match &values {
         ValuesIn::Copy(values) => Some(cuda.upload_values(values)?),
@@ -183,17 +212,20 @@ fn selected_on<K: RadixKey, V: DeviceValue>(
         (ValuesIn::Index(index), _) => ValuesIn::Index(*index),
         _ => ValuesIn::None,
     };
-    let (top_keys, top_values) = cuda.topk_owned_checked(
-        token,
-        request,
-        ParamValues::Host(count as i64),
-        device_keys.as_view(),
-        device_in,
-    )?;
+    // A host k has nothing to report on the device.
+    let (top_keys, top_values) = cuda
+        .topk_owned_checked(
+            token,
+            request,
+            ParamValues::Host(count as i64),
+            device_keys.as_view(),
+            device_in,
+        )?
+        .check()?;
     let top_keys = cuda.download_keys(&top_keys)?;
     let top_values = match top_values {
         Some(top) => Some(top.download(cuda)?),
         None => None,
     };
-    Ok((top_keys, top_values))
+    Ok(Pending::ready((top_keys, top_values), error))
 }

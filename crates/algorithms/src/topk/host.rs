@@ -10,6 +10,7 @@ use crate::backend::{zeroed, DeviceValue, Host, ParamValues};
 use crate::contract::TopKRequest;
 use crate::radix::{RadixBits, RadixKey};
 use crate::sealed::Token;
+use crate::segments::{Outcome, Pending};
 use crate::values::ValuesIn;
 use crate::Error;
 use oxicub_env::{OutputOrdering, TieBreak};
@@ -20,20 +21,18 @@ const DIGIT_BITS: u32 = 8;
 /// Keys per rayon task.
 const CHUNK: usize = 1 << 16;
 
-/// The number of items to select: the host value, or a deferred one clamped into its runtime
-/// bounds and `num_items` (as the device does).
-pub(super) fn resolve_k(request: &TopKRequest, k: ParamValues<&[i64]>) -> usize {
-    let value = match k {
-        ParamValues::Host(value) => value as u64,
-        ParamValues::Deferred(value) => {
-            let (min, max) = request.k_bounds;
-            value[0].clamp(min as i64, max as i64) as u64
-        }
+/// The number of items to select: the host value, or a deferred one clamped into its bounds
+/// (and the error to report when it was outside them), then to `num_items`, as the device
+/// does.
+pub(super) fn resolve_k(request: &TopKRequest, k: ParamValues<&[i64]>) -> (usize, Option<Error>) {
+    let (value, error) = match k {
+        ParamValues::Host(value) => (value, None),
+        ParamValues::Deferred(value) => request.k.resolve("k", value[0]),
         ParamValues::PerSegment(_) | ParamValues::BoundsOnly => {
             unreachable!("a single-problem k is one value (`SingleValue`)")
         }
     };
-    value.min(request.num_items) as usize
+    ((value as u64).min(request.num_items) as usize, error)
 }
 
 /// The length of an `*_owned` result: `min(k, keys.len())` for a `k` the host knows, and for a
@@ -211,10 +210,11 @@ impl TopKBackend for Host {
         values: ValuesIn<&[V], V>,
         out_keys: &mut [K],
         out_values: Option<&mut [V]>,
-    ) -> Result<(), Error> {
-        let selected = select(keys, resolve_k(&request, k), &request);
+    ) -> Result<Outcome, Error> {
+        let (count, error) = resolve_k(&request, k);
+        let selected = select(keys, count, &request);
         write_selected(&selected, keys, &values, out_keys, out_values);
-        Ok(())
+        Ok(Outcome::ready((), error))
     }
 
     fn topk_owned_checked<K: RadixKey, V: DeviceValue>(
@@ -224,16 +224,16 @@ impl TopKBackend for Host {
         k: ParamValues<&[i64]>,
         keys: &[K],
         values: ValuesIn<&[V], V>,
-    ) -> Result<(Vec<K>, Option<Vec<V>>), Error> {
+    ) -> Result<Pending<(Vec<K>, Option<Vec<V>>)>, Error> {
         let len = owned_len(&request, k);
-        let selected = select(keys, resolve_k(&request, k), &request);
+        let (count, error) = resolve_k(&request, k);
+        let selected = select(keys, count, &request);
         let out_keys: Vec<K> = selected.par_iter().map(|&i| keys[i]).collect();
         let out_values = match values {
             ValuesIn::None => None,
             ValuesIn::Copy(values) => Some(selected.par_iter().map(|&i| values[i]).collect()),
             ValuesIn::Index(index) => Some(selected.par_iter().map(|&i| index(i as u64)).collect()),
         };
-        let (out_keys, out_values) = padded(len, out_keys, out_values);
-        Ok((out_keys, out_values))
+        Ok(Pending::ready(padded(len, out_keys, out_values), error))
     }
 }

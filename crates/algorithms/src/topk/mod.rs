@@ -32,13 +32,28 @@
 //! guarantees.
 //!
 //! * `k = 0` is valid: nothing is written.
-//! * `k > keys.len()` is an error ([`Error::Param`] naming `k`) when the host knows `k`. A
-//!   deferred `k` read on the device is clamped to `[bounds.min, min(bounds.max, keys.len())]`
-//!   (its runtime bounds); the output buffers must then hold `min(bounds.max, keys.len())`
-//!   items, and the slots past `k` are left untouched.
+//! * `k > keys.len()` is an error ([`Error::Param`] naming `k`, bounds `[0, keys.len()]`) when
+//!   the host knows `k`; so is a deferred `k` whose lower bound is above `keys.len()`.
+//! * A deferred `k` is sized for by its bounds: the output buffers must hold
+//!   `min(bounds.max, keys.len())` items (`bounds`: the tightest of its type, its runtime
+//!   bounds and the environment's guarantees). It is read in stream order and checked where it
+//!   is read, with one rule on every backend (as a deferred `num_segments` in
+//!   [`batched_topk`](crate::batched_topk)): a value outside its bounds is clamped into them,
+//!   the call selects that many (at most `keys.len()`), and the returned [`Outcome`]'s
+//!   [`check`](Pending::check) reports it as [`Error::Param`] naming `k`, the bounds it broke
+//!   and their origin (the type's, the runtime bounds, or the guarantee). A `k` inside its
+//!   bounds but above `keys.len()` selects every key.
 //! * Output buffers may be longer than the number of items written; the rest is untouched.
 //!   Shorter is [`Error::BufferTooSmall`]. `values` must have `keys.len()` elements
 //!   ([`Error::LengthMismatch`]).
+//!
+//! # Results
+//!
+//! Every function returns an [`Outcome`] (into caller buffers) or a [`Pending`] result (the
+//! `*_owned` functions) once the front check has passed: its `check()` is where a deferred `k`
+//! is reported. With `k` known on the host there is nothing to report and `check()` returns at
+//! once; with a deferred `k` on [`Cuda`](crate::Cuda) it waits for the stream (the caller's
+//! explicit synchronisation point; keep the outcome and check it later to chain launches).
 //!
 //! ```
 //! use oxicub_algorithms::{topk, Host};
@@ -49,7 +64,7 @@
 //! let keys = [10u32, 8, 8, 8, 6, 5];
 //! let mut top = [0u32; 3];
 //! let mut index = [0u32; 3];
-//! topk::max_indices(&Host::new(), &keys[..], &mut top[..], &mut index[..], &k::Static::<3>::new(), &Env::new())?;
+//! topk::max_indices(&Host::new(), &keys[..], &mut top[..], &mut index[..], &k::Static::<3>::new(), &Env::new())?.check()?;
 //! assert_eq!((top, index), ([10, 8, 8], [0, 1, 2]));
 //! # Ok::<(), oxicub_algorithms::Error>(())
 //! ```
@@ -66,6 +81,7 @@ use crate::backend::{Backend, Buffer, DeviceValue, ParamValuesOn, ValuesOn};
 use crate::contract::{self, TopKBuffers, TopKRequest};
 use crate::radix::RadixKey;
 use crate::sealed::Token;
+use crate::segments::{Outcome, Pending};
 use crate::values::{check_topk_value_width, SourceIndex, ValuesIn};
 use crate::Error;
 
@@ -100,7 +116,7 @@ pub trait TopKBackend: Backend {
         values: ValuesIn<Self::Slice<'_, V>, V>,
         out_keys: Self::SliceMut<'_, K>,
         out_values: Option<Self::SliceMut<'_, V>>,
-    ) -> Result<(), Error>;
+    ) -> Result<Outcome, Error>;
 
     /// Top-k into new buffers of `min(k, keys.len())` items, after the front check.
     #[doc(hidden)]
@@ -112,7 +128,7 @@ pub trait TopKBackend: Backend {
         k: ParamValuesOn<'_, Self>,
         keys: Self::Slice<'_, K>,
         values: ValuesIn<Self::Slice<'_, V>, V>,
-    ) -> Result<(Self::OwnedKeys<K>, Option<Self::OwnedValues<V>>), Error>;
+    ) -> Result<Pending<(Self::OwnedKeys<K>, Option<Self::OwnedValues<V>>)>, Error>;
 }
 
 fn keys_into<B, K, Kp, E>(
@@ -122,7 +138,7 @@ fn keys_into<B, K, Kp, E>(
     out_keys: B::SliceMut<'_, K>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     K: RadixKey,
@@ -158,7 +174,7 @@ fn pairs_into<B, K, V, Kp, E>(
     out_values: B::SliceMut<'_, V>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     K: RadixKey,
@@ -198,7 +214,7 @@ fn indices_into<B, K, I, Kp, E>(
     out_indices: B::SliceMut<'_, I>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     K: RadixKey,
@@ -233,7 +249,8 @@ where
 ///
 /// `out_keys` needs at least `k` elements (see the [module docs](self) for deferred `k`); the
 /// rest is untouched. Errors: `k > keys.len()` ([`Error::Param`]), `out_keys` too short
-/// ([`Error::BufferTooSmall`]), a `k` outside the environment's guarantees.
+/// ([`Error::BufferTooSmall`]), a `k` outside the environment's guarantees; a deferred `k`
+/// outside its bounds is reported by the outcome's [`check`](Pending::check).
 ///
 /// ```
 /// use oxicub_algorithms::{topk, Host};
@@ -242,12 +259,12 @@ where
 ///
 /// let keys = [0.5f32, f32::NAN, 2.0, -1.0];
 /// let mut top = [0f32; 2];
-/// topk::max_keys(&Host::new(), &keys[..], &mut top[..], &k::uniform(2)?, &oxicub_env::Env::new())?;
+/// topk::max_keys(&Host::new(), &keys[..], &mut top[..], &k::uniform(2)?, &oxicub_env::Env::new())?.check()?;
 /// assert!(top[0].is_nan() && top[1] == 2.0);
 ///
 /// // Opting out of determinism and order allows faster paths; the set is still the top 2.
 /// let env = require!(determinism::NotGuaranteed, output_ordering::Unsorted);
-/// topk::max_keys(&Host::new(), &[1u8, 9, 4][..], &mut [0u8; 2][..], &k::Static::<2>::new(), &env)?;
+/// topk::max_keys(&Host::new(), &[1u8, 9, 4][..], &mut [0u8; 2][..], &k::Static::<2>::new(), &env)?.check()?;
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
 pub fn max_keys<B, K, Kp, E>(
@@ -256,7 +273,7 @@ pub fn max_keys<B, K, Kp, E>(
     out_keys: B::SliceMut<'_, K>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     K: RadixKey,
@@ -274,7 +291,7 @@ where
 /// use oxicub_params::k;
 ///
 /// let mut low = [0i64; 2];
-/// topk::min_keys(&Host::new(), &[4i64, -7, 0, -7][..], &mut low[..], &k::uniform(2)?, &oxicub_env::Env::new())?;
+/// topk::min_keys(&Host::new(), &[4i64, -7, 0, -7][..], &mut low[..], &k::uniform(2)?, &oxicub_env::Env::new())?.check()?;
 /// assert_eq!(low, [-7, -7]);
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -284,7 +301,7 @@ pub fn min_keys<B, K, Kp, E>(
     out_keys: B::SliceMut<'_, K>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     K: RadixKey,
@@ -303,7 +320,7 @@ where
 ///
 /// let dir = direction::Choice::<direction::Either>::new(SelectDirection::Min)?;
 /// let mut out = [0u16; 1];
-/// topk::select_keys(&Host::new(), &dir, &[5u16, 3, 8][..], &mut out[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?;
+/// topk::select_keys(&Host::new(), &dir, &[5u16, 3, 8][..], &mut out[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!(out, [3]);
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -314,7 +331,7 @@ pub fn select_keys<B, Dir, K, Kp, E>(
     out_keys: B::SliceMut<'_, K>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
@@ -343,7 +360,7 @@ where
 /// let scores = [0.1f32, 0.7, 0.2];
 /// let tokens = [11u64, 22, 33];
 /// let (mut top, mut token) = ([0f32; 2], [0u64; 2]);
-/// topk::max_pairs(&Host::new(), &scores[..], &tokens[..], &mut top[..], &mut token[..], &k::Static::<2>::new(), &oxicub_env::Env::new())?;
+/// topk::max_pairs(&Host::new(), &scores[..], &tokens[..], &mut top[..], &mut token[..], &k::Static::<2>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!((top, token), ([0.7, 0.2], [22, 33]));
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -355,7 +372,7 @@ where
 /// use oxicub_params::k;
 ///
 /// let (mut top, mut v) = ([0u8; 1], [0u16; 1]);
-/// topk::max_pairs(&Host::new(), &[1u8][..], &[7u16][..], &mut top[..], &mut v[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?;
+/// topk::max_pairs(&Host::new(), &[1u8][..], &[7u16][..], &mut top[..], &mut v[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
 pub fn max_pairs<B, K, V, Kp, E>(
@@ -366,7 +383,7 @@ pub fn max_pairs<B, K, V, Kp, E>(
     out_values: B::SliceMut<'_, V>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     K: RadixKey,
@@ -385,7 +402,7 @@ where
 /// use oxicub_params::k;
 ///
 /// let (mut low, mut tag) = ([0i32; 1], [0u32; 1]);
-/// topk::min_pairs(&Host::new(), &[3i32, -3][..], &[1u32, 2][..], &mut low[..], &mut tag[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?;
+/// topk::min_pairs(&Host::new(), &[3i32, -3][..], &[1u32, 2][..], &mut low[..], &mut tag[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!((low, tag), ([-3], [2]));
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -397,7 +414,7 @@ pub fn min_pairs<B, K, V, Kp, E>(
     out_values: B::SliceMut<'_, V>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     K: RadixKey,
@@ -416,7 +433,7 @@ where
 /// use oxicub_params::{direction, k};
 ///
 /// let (mut top, mut v) = ([0u8; 1], [0f64; 1]);
-/// topk::select_pairs(&Host::new(), &direction::Max, &[1u8, 2][..], &[0.5f64, 1.5][..], &mut top[..], &mut v[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?;
+/// topk::select_pairs(&Host::new(), &direction::Max, &[1u8, 2][..], &[0.5f64, 1.5][..], &mut top[..], &mut v[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!((top, v), ([2], [1.5]));
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -430,7 +447,7 @@ pub fn select_pairs<B, Dir, K, V, Kp, E>(
     out_values: B::SliceMut<'_, V>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
@@ -451,7 +468,7 @@ where
 /// use oxicub_params::k;
 ///
 /// let (mut top, mut at) = ([0u32; 2], [0i64; 2]);
-/// topk::max_indices(&Host::new(), &[4u32, 9, 4][..], &mut top[..], &mut at[..], &k::Static::<2>::new(), &oxicub_env::Env::new())?;
+/// topk::max_indices(&Host::new(), &[4u32, 9, 4][..], &mut top[..], &mut at[..], &k::Static::<2>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!((top, at), ([9, 4], [1, 0]));
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -462,7 +479,7 @@ pub fn max_indices<B, K, I, Kp, E>(
     out_indices: B::SliceMut<'_, I>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     K: RadixKey,
@@ -484,7 +501,7 @@ where
 /// // Ties at the boundary go to the larger index when required.
 /// let env = require!(tie_break::PreferLargerIndex);
 /// let (mut low, mut at) = ([0u8; 1], [0u64; 1]);
-/// topk::min_indices(&Host::new(), &[1u8, 1, 5][..], &mut low[..], &mut at[..], &k::Static::<1>::new(), &env)?;
+/// topk::min_indices(&Host::new(), &[1u8, 1, 5][..], &mut low[..], &mut at[..], &k::Static::<1>::new(), &env)?.check()?;
 /// assert_eq!((low, at), ([1], [1]));
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -495,7 +512,7 @@ pub fn min_indices<B, K, I, Kp, E>(
     out_indices: B::SliceMut<'_, I>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     K: RadixKey,
@@ -514,7 +531,7 @@ where
 /// use oxicub_params::{direction, k};
 ///
 /// let (mut low, mut at) = ([0i16; 1], [0u32; 1]);
-/// topk::select_indices(&Host::new(), &direction::Min, &[2i16, -2][..], &mut low[..], &mut at[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?;
+/// topk::select_indices(&Host::new(), &direction::Min, &[2i16, -2][..], &mut low[..], &mut at[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!((low, at), ([-2], [1]));
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -526,7 +543,7 @@ pub fn select_indices<B, Dir, K, I, Kp, E>(
     out_indices: B::SliceMut<'_, I>,
     k: &Kp,
     env: &E,
-) -> Result<(), Error>
+) -> Result<Outcome, Error>
 where
     B: TopKBackend,
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
@@ -547,7 +564,7 @@ where
 /// use oxicub_algorithms::{topk, Host};
 /// use oxicub_params::{direction, k};
 ///
-/// let top = topk::select_keys_owned(&Host::new(), &direction::Max, &[3u64, 1, 2][..], &k::Static::<2>::new(), &oxicub_env::Env::new())?;
+/// let top = topk::select_keys_owned(&Host::new(), &direction::Max, &[3u64, 1, 2][..], &k::Static::<2>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!(top, vec![3, 2]);
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -557,7 +574,7 @@ pub fn select_keys_owned<B, Dir, K, Kp, E>(
     keys: B::Slice<'_, K>,
     k: &Kp,
     env: &E,
-) -> Result<B::OwnedKeys<K>, Error>
+) -> Result<Pending<B::OwnedKeys<K>>, Error>
 where
     B: TopKBackend,
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
@@ -573,14 +590,14 @@ where
     };
     let request =
         contract::checked_topk::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
-    let (out_keys, _) = backend.topk_owned_checked::<K, u32>(
+    let owned = backend.topk_owned_checked::<K, u32>(
         Token::new(),
         request,
         k.values(),
         keys,
         ValuesIn::None,
     )?;
-    Ok(out_keys)
+    Ok(owned.map(|(out_keys, _)| out_keys))
 }
 
 /// Like [`select_pairs`], returning new key and value buffers.
@@ -589,7 +606,7 @@ where
 /// use oxicub_algorithms::{topk, Host};
 /// use oxicub_params::{direction, k};
 ///
-/// let (keys, values) = topk::select_pairs_owned(&Host::new(), &direction::Min, &[3i8, 1][..], &[30u32, 10][..], &k::Static::<1>::new(), &oxicub_env::Env::new())?;
+/// let (keys, values) = topk::select_pairs_owned(&Host::new(), &direction::Min, &[3i8, 1][..], &[30u32, 10][..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!((keys, values), (vec![1], vec![10]));
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -601,7 +618,7 @@ pub fn select_pairs_owned<B, Dir, K, V, Kp, E>(
     values: B::Slice<'_, V>,
     k: &Kp,
     env: &E,
-) -> Result<(B::OwnedKeys<K>, B::OwnedValues<V>), Error>
+) -> Result<Pending<(B::OwnedKeys<K>, B::OwnedValues<V>)>, Error>
 where
     B: TopKBackend,
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
@@ -619,17 +636,17 @@ where
     };
     let request =
         contract::checked_topk::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
-    let (out_keys, out_values) = backend.topk_owned_checked(
+    let owned = backend.topk_owned_checked(
         Token::new(),
         request,
         k.values(),
         keys,
         ValuesIn::Copy(values),
     )?;
-    match out_values {
-        Some(out_values) => Ok((out_keys, out_values)),
+    Ok(owned.map(|(out_keys, out_values)| match out_values {
+        Some(out_values) => (out_keys, out_values),
         None => unreachable!("a backend returns values when given values"),
-    }
+    }))
 }
 
 /// Like [`select_indices`], returning new key and index buffers.
@@ -638,7 +655,7 @@ where
 /// use oxicub_algorithms::{topk, Host};
 /// use oxicub_params::{direction, k};
 ///
-/// let (keys, at) = topk::select_indices_owned::<_, _, _, u32, _, _>(&Host::new(), &direction::Max, &[3i8, 7][..], &k::Static::<1>::new(), &oxicub_env::Env::new())?;
+/// let (keys, at) = topk::select_indices_owned::<_, _, _, u32, _, _>(&Host::new(), &direction::Max, &[3i8, 7][..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
 /// assert_eq!((keys, at), (vec![7], vec![1]));
 /// # Ok::<(), oxicub_algorithms::Error>(())
 /// ```
@@ -649,7 +666,7 @@ pub fn select_indices_owned<B, Dir, K, I, Kp, E>(
     keys: B::Slice<'_, K>,
     k: &Kp,
     env: &E,
-) -> Result<(B::OwnedKeys<K>, B::OwnedValues<I>), Error>
+) -> Result<Pending<(B::OwnedKeys<K>, B::OwnedValues<I>)>, Error>
 where
     B: TopKBackend,
     Dir: DiscreteParamFor<SelectDirection> + DiscreteParam<Option = SelectDirection>,
@@ -667,10 +684,9 @@ where
     let request =
         contract::checked_topk::<B, Kp, E>(buffers, k, env, contract::direction_of(direction)?)?;
     let indices = ValuesIn::Index(I::from_index);
-    let (out_keys, out_indices) =
-        backend.topk_owned_checked(Token::new(), request, k.values(), keys, indices)?;
-    match out_indices {
-        Some(out_indices) => Ok((out_keys, out_indices)),
+    let owned = backend.topk_owned_checked(Token::new(), request, k.values(), keys, indices)?;
+    Ok(owned.map(|(out_keys, out_indices)| match out_indices {
+        Some(out_indices) => (out_keys, out_indices),
         None => unreachable!("a backend returns indices when asked for them"),
-    }
+    }))
 }

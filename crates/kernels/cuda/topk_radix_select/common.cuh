@@ -61,13 +61,19 @@ constexpr u32 TOPK_UNROLL = 4;            // 16-byte loads in flight per thread 
 constexpr u32 TOPK_RANK_CHUNK = 2048;     // items compared per RANK_COUNT work unit
 
 
-// Reads k (host value or deferred pointer, clamped) and resets the pass state. One thread.
+// Reads k (host value, or a deferred one checked against its bounds: reported and clamped when
+// outside) and resets the pass state. One thread.
 __device__ __forceinline__ void topk_init(const TopKRadixSelectParams& params, u64* state) {
     u64 k = params.k_value;
     if (params.k_pointer != 0) {
         const i64 deferred = *reinterpret_cast<const i64*>(params.k_pointer);
         const i64 lo = (i64)params.k_min;
         const i64 hi = (i64)params.k_max;
+        if (deferred < lo || deferred > hi) {
+            u64* report = reinterpret_cast<u64*>(params.k_report);
+            report[0] = 1;
+            report[1] = (u64)deferred;
+        }
         k = (u64)(deferred < lo ? lo : (deferred > hi ? hi : deferred));
     }
     if (k > params.len) {

@@ -1,7 +1,7 @@
 //! A predicted error: the variant, the argument it names and its numbers.
 
 use oxicub_algorithms::Error;
-use oxicub_params::{Bounds, ParamError};
+use oxicub_params::{BoundOrigin, Bounds, ParamError};
 
 /// An error the oracle predicts: the [`Error`] variant with the argument it names and every
 /// number it carries (messages and the origin of a violated bound are not compared).
@@ -14,7 +14,7 @@ use oxicub_params::{Bounds, ParamError};
 /// assert!(Expected::BufferTooSmall { arg: "out_keys", len: 2, required: 3 }.matches(&error));
 /// assert!(!Expected::BufferTooSmall { arg: "out_values", len: 2, required: 3 }.matches(&error));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Expected {
     /// [`Error::InvalidArgument`].
     InvalidArgument {
@@ -56,6 +56,8 @@ pub enum Expected {
         value: i64,
         /// The bounds it breaks.
         bounds: Bounds,
+        /// Where those bounds come from.
+        origin: BoundOrigin,
     },
     /// [`Error::Param`] with [`ParamError::ContradictsGuarantee`].
     ContradictsGuarantee {
@@ -127,14 +129,15 @@ impl Expected {
                     param,
                     value,
                     bounds,
+                    origin,
                 },
                 ParamError::OutOfBounds {
                     param: p,
                     value: v,
                     bounds: b,
-                    ..
+                    origin: o,
                 },
-            ) => (param, value, bounds) == (p, v, b),
+            ) => (param, value, bounds, origin) == (p, v, b, o),
             (
                 Expected::ContradictsGuarantee {
                     param,

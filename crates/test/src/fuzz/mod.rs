@@ -38,7 +38,7 @@ pub use values::{FuzzValue, PrintOnPanic};
 use oxicub_algorithms::radix::{RadixBits, RadixKey};
 use oxicub_env::{Env, HList, Resolved, Unset};
 use oxicub_params::role::{self, Role};
-use oxicub_params::{Bounds, Deferred, Guarantee, PerSegment, SelectDirection};
+use oxicub_params::{BoundOrigin, Bounds, Deferred, Guarantee, PerSegment, SelectDirection};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
@@ -269,6 +269,7 @@ pub(crate) fn merged(
                 param,
                 value,
                 bounds: guaranteed,
+                origin: BoundOrigin::Guarantee,
             },
             None => Expected::ContradictsGuarantee {
                 param,
@@ -278,6 +279,35 @@ pub(crate) fn merged(
         });
     }
     Ok(merged)
+}
+
+/// A deferred count (`Deferred` with the default type bounds [`Bounds::COUNTS`]) whose own
+/// bounds are `own` and tightest `merged`, read as `value` while the call runs: clamped into
+/// `merged`, and outside it reported with the bounds it breaks, the type's first, then the
+/// caller's, then the guarantees'.
+pub(crate) fn deferred_report(
+    param: &'static str,
+    value: i64,
+    own: Bounds,
+    merged: Bounds,
+) -> (i64, Option<Expected>) {
+    if merged.contains(value) {
+        return (value, None);
+    }
+    let (bounds, origin) = if !Bounds::COUNTS.contains(value) {
+        (Bounds::COUNTS, BoundOrigin::Static)
+    } else if !own.contains(value) {
+        (own, BoundOrigin::Runtime)
+    } else {
+        (merged, BoundOrigin::Guarantee)
+    };
+    let error = Expected::OutOfBounds {
+        param,
+        value,
+        bounds,
+        origin,
+    };
+    (value.clamp(merged.min, merged.max), Some(error))
 }
 
 /// Checks `written` items selected from `keys` in `direction`: with `second` (the values or

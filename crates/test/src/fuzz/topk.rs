@@ -4,19 +4,20 @@
 //!
 //! The contract (`topk` module docs): one direction known on the host (a per-segment direction
 //! is [`Expected::InvalidArgument`] naming `direction`, checked first); `k` merged with the
-//! guarantees; a host `k` above `keys.len()` is an error naming `k`, a deferred `k` is clamped
-//! into its merged bounds and `keys.len()` (its lower bound above `keys.len()` is the same
-//! error); `values` must have `keys.len()` elements; each output at least
-//! `min(k.max, keys.len())`. The first `k` slots of each output then hold the selection, the
-//! rest is untouched.
+//! guarantees; a host `k` above `keys.len()` is an error naming `k` (so is a deferred `k`'s
+//! lower bound above it); `values` must have `keys.len()` elements; each output at least
+//! `min(k.max, keys.len())`. A deferred `k` is clamped into its merged bounds and
+//! `keys.len()`, and one outside its bounds is reported by the outcome's check. The first `k`
+//! slots of each output then hold the selection, the rest is untouched.
 
 use oxicub_algorithms::Error;
 use oxicub_env::Resolved;
-use oxicub_params::{Bounds, SelectDirection};
+use oxicub_params::{BoundOrigin, Bounds, SelectDirection};
 
 use super::expected::assert_outcome;
 use super::{
-    check_selection, check_untouched, merged, Entry, Expected, FuzzValue, Single, SingleKind, Tape,
+    check_selection, check_untouched, deferred_report, merged, Entry, Expected, FuzzValue, Single,
+    SingleKind, Tape,
 };
 use crate::oracle::RefKey;
 
@@ -99,6 +100,9 @@ pub struct TopKRun {
     pub max_written: usize,
     /// Whether `k` is deferred.
     pub deferred: bool,
+    /// What checking the outcome reports: a deferred `k` outside its bounds (the call then
+    /// selects with `k` clamped into them).
+    pub outcome: Option<Expected>,
 }
 
 impl<Key: RefKey> TopKCall<Key> {
@@ -227,6 +231,7 @@ impl<Key: RefKey> TopKCall<Key> {
                 param: "k",
                 value: least,
                 bounds: Bounds::new(0, n as i64),
+                origin: BoundOrigin::Runtime,
             });
         }
         if self.entry == Entry::Pairs && self.values_len != n {
@@ -248,15 +253,16 @@ impl<Key: RefKey> TopKCall<Key> {
                 }
             }
         }
-        let written = match self.k {
-            Single::Deferred { value, .. } => value.clamp(k.min, k.max),
-            _ => least,
+        let (written, outcome) = match self.k {
+            Single::Deferred { value, .. } => deferred_report("k", value, own, k),
+            _ => (least, None),
         };
         Ok(TopKRun {
             direction,
             written: (written as u64).min(n as u64) as usize,
             max_written,
             deferred: matches!(self.k, Single::Deferred { .. }),
+            outcome,
         })
     }
 
@@ -275,8 +281,9 @@ impl<Key: RefKey> TopKCall<Key> {
         }
     }
 
-    /// Checks a call into caller buffers: its result, and the outputs (which started as
-    /// poison); `second` is the values or indices output (`None` for keys).
+    /// Checks a call into caller buffers: its checked outcome (`Outcome::check` of what it
+    /// returned), and the outputs (which started as poison); `second` is the values or indices
+    /// output (`None` for keys).
     pub fn check<V: FuzzValue>(
         &self,
         requirements: Resolved,
@@ -291,7 +298,7 @@ impl<Key: RefKey> TopKCall<Key> {
                 check_untouched(what, out_keys, second, 0);
             }
             Ok(run) => {
-                assert_outcome(what, &None, result);
+                assert_outcome(what, &run.outcome, result);
                 let written = run.written;
                 let second_written = second.map(|s| (&s[..written], 0));
                 let (keys, direction) = (&self.keys[..], run.direction);
@@ -309,9 +316,10 @@ impl<Key: RefKey> TopKCall<Key> {
         }
     }
 
-    /// Checks a `select_*_owned` call: its result, the keys and (pairs, indices) the second
-    /// buffer. For a deferred `k` the buffers hold `min(bounds.max, keys.len())` items, the
-    /// first `k` written and the rest zero bits (as on every backend).
+    /// Checks a `select_*_owned` call: its checked result, the keys and (pairs, indices) the
+    /// second buffer. For a deferred `k` the buffers hold `min(bounds.max, keys.len())` items,
+    /// the first `k` written and the rest zero bits (as on every backend); a deferred `k`
+    /// outside its bounds is the checked result's error.
     pub fn check_owned<V: FuzzValue>(
         &self,
         requirements: Resolved,
@@ -320,6 +328,13 @@ impl<Key: RefKey> TopKCall<Key> {
         let what = "top-k owned";
         match (self.predict(), result) {
             (Err(expected), result) => expected.assert_is(what, &result),
+            (
+                Ok(TopKRun {
+                    outcome: Some(expected),
+                    ..
+                }),
+                result,
+            ) => expected.assert_is(what, &result),
             (Ok(_), Err(error)) => panic!("{what}: expected Ok, got {error:?}"),
             (Ok(run), Ok((keys, second))) => {
                 let len = if run.deferred {

@@ -57,9 +57,12 @@ kernel_params! {
         len: u64,
         /// k when the host knows it.
         k_value: u64,
-        /// Bounds a deferred k is clamped into.
+        /// Bounds a deferred k is checked against and clamped into.
         k_min: u64,
         k_max: u64,
+        /// Two zeroed u64 words: a deferred k outside [k_min, k_max] sets the first to 1 and
+        /// the second to the value (0 when k is on the host).
+        k_report: u64,
         /// Rank = radix code XOR flip: 0 for max, all ones for min.
         flip: u64,
         stage: u32,

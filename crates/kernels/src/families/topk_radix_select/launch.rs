@@ -5,21 +5,26 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{
+    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop,
+};
 
-use super::call::TopKPlan;
-use super::constants::{TOPK_STAGE_INIT, TOPK_STAGE_PREFILTER, TOPK_STAGE_SAMPLE};
+use super::call::{TopKPlan, TopKStatus};
+use super::constants::{
+    TOPK_STAGE_INIT, TOPK_STAGE_PREFILTER, TOPK_STAGE_SAMPLE, TOPK_STATE_SLOTS,
+};
 use super::kernels::TopKRadixSelectParams;
 use super::plan::{plan as select_plan, Grid, SelectShape, Step};
 
-use crate::families::scratch::alloc_uninit;
+use crate::families::scratch::{alloc_uninit, alloc_zeroed};
 use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::{KernelError, KernelRuntime, KernelSpec};
 
 /// Selects the top `k` keys (and values) of `keys` into the first `k` slots of the outputs, as
 /// `call` says; the rest of the outputs is untouched. Asynchronous on `stream`; every stage is
-/// launched back to back with no synchronisation. `V` must be 4 or 8 bytes.
+/// launched back to back with no synchronisation. `V` must be 4 or 8 bytes. Returns the status
+/// that reports a deferred `k` outside its bounds ([`TopKStatus::decode`]).
 ///
 /// ```no_run
 /// use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKPlan};
@@ -42,7 +47,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
     keys: &CudaView<'_, K>,
     out_keys: &mut CudaViewMut<'_, K>,
     mut values: SelectedValues<'_, '_, V>,
-) -> Result<(), KernelError> {
+) -> Result<TopKStatus, KernelError> {
     runtime.check_buffer("keys", keys)?;
     runtime.check_buffer("out_keys", &*out_keys)?;
     let len = keys.len() as u64;
@@ -100,12 +105,43 @@ pub fn topk_radix_select<K: RadixKey, V>(
                 expected: 1,
             });
         }
+        let (min, max) = call.k_bounds;
+        // The kernel compares and clamps in i64, then writes min(k, len) items.
+        if min > max || max > i64::MAX as u64 || max.min(len) > max_written {
+            return Err(KernelError::InvalidSpec {
+                kernel: spec.to_string(),
+                reason: format!(
+                    "a deferred k bounded by [{min}, {max}] may be more than the outputs hold \
+                     ({max_written}), or the bounds are not a range of i64"
+                ),
+            });
+        }
     }
-    if max_written == 0 {
-        return Ok(()); // k = 0 or no keys: nothing to write
+    // A deferred k is checked on the device even when nothing is written.
+    let mut report = match call.k {
+        HostOrDevice::Device(_) => Some(alloc_zeroed::<u64>(runtime, stream, "k_report", 2)?),
+        HostOrDevice::Host(_) => None,
+    };
+    if max_written == 0 && report.is_none() {
+        return Ok(TopKStatus::new(runtime, None)); // k = 0 or no keys: nothing to write
     }
     let kernel = runtime.kernel(&spec)?;
 
+    if max_written == 0 {
+        // Only the check of the deferred k: the INIT stage, on a scratch of the pass state.
+        // SAFETY: INIT writes the state words it uses and reads none.
+        let mut state =
+            unsafe { alloc_uninit::<u64>(runtime, stream, "scratch", TOPK_STATE_SLOTS.into()) }?;
+        let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
+        let report_ptr = report_pointer(&mut guards, stream, &mut report);
+        let params = TopKRadixSelectParams {
+            state: keep(&mut guards, state.device_ptr_mut(stream)),
+            ..init_params(&call, &mut guards, stream, report_ptr, len)
+        };
+        runtime.launch(stream, &kernel, 1, params)?;
+        drop(guards);
+        return Ok(TopKStatus::new(runtime, report));
+    }
     let plan = select_plan(&SelectShape {
         len,
         max_written,
@@ -140,15 +176,8 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let scratch_ptr = keep(&mut guards, scratch.device_ptr_mut(stream));
     let at = |word: u64| scratch_ptr + 8 * word;
     let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
-    let (k_pointer, k_value, k_min, k_max) = match call.k {
-        HostOrDevice::Host(k) => (0, k.min(len), 0, 0),
-        HostOrDevice::Device(value) => (
-            keep(&mut guards, value.device_ptr(stream)),
-            0,
-            call.k_bounds.0,
-            call.k_bounds.1.min(max_written),
-        ),
-    };
+    let report_ptr = report_pointer(&mut guards, stream, &mut report);
+    let k_params = init_params(&call, &mut guards, stream, report_ptr, len);
     let params = TopKRadixSelectParams {
         keys: keys_ptr,
         values: values_ptr,
@@ -170,18 +199,9 @@ pub fn topk_radix_select<K: RadixKey, V>(
         cand_cap: layout.cand_cap,
         rank_cap: plan.rank_cap,
         sample_rank: plan.sample_rank,
-        k_pointer,
-        len,
-        k_value,
-        k_min,
-        k_max,
         flip: plan.flip,
-        stage: TOPK_STAGE_INIT,
-        shift: 0,
-        pass: 0,
         flags: plan.flags,
-        scan_slot: 0,
-        reserved: 0,
+        ..k_params
     };
     for step in plan.steps(layout.cand_slots) {
         match step {
@@ -228,5 +248,72 @@ pub fn topk_radix_select<K: RadixKey, V>(
         }
     }
     drop(guards);
-    Ok(())
+    Ok(TopKStatus::new(runtime, report))
+}
+
+/// The device address of the report words (0: none).
+fn report_pointer<'a>(
+    guards: &mut Vec<SyncOnDrop<'a>>,
+    stream: &'a Arc<CudaStream>,
+    report: &'a mut Option<CudaSlice<u64>>,
+) -> u64 {
+    match report.as_mut() {
+        Some(report) => keep(guards, report.device_ptr_mut(stream)),
+        None => 0,
+    }
+}
+
+/// The parameters of the INIT stage: `k` (the host's value, or the deferred one's pointer,
+/// bounds and report words) and `len`; every other pointer 0, the state's included.
+fn init_params<'a>(
+    call: &TopKPlan<'a>,
+    guards: &mut Vec<SyncOnDrop<'a>>,
+    stream: &'a Arc<CudaStream>,
+    k_report: u64,
+    len: u64,
+) -> TopKRadixSelectParams {
+    let (k_pointer, k_value, k_min, k_max) = match call.k {
+        HostOrDevice::Host(k) => (0, k.min(len), 0, 0),
+        HostOrDevice::Device(value) => (
+            keep(guards, value.device_ptr(stream)),
+            0,
+            call.k_bounds.0,
+            call.k_bounds.1,
+        ),
+    };
+    TopKRadixSelectParams {
+        keys: 0,
+        values: 0,
+        out_keys: 0,
+        out_values: 0,
+        tmp_keys: 0,
+        tmp_values: 0,
+        state: 0,
+        histogram: 0,
+        tile_offsets: 0,
+        boundary_offsets: 0,
+        cand_keys: 0,
+        cand_index: 0,
+        rank_keys: 0,
+        rank_index: 0,
+        rank_pos: 0,
+        cand_counts: 0,
+        cand_segments: 0,
+        cand_cap: 0,
+        rank_cap: 0,
+        sample_rank: 0,
+        k_pointer,
+        len,
+        k_value,
+        k_min,
+        k_max,
+        k_report,
+        flip: 0,
+        stage: TOPK_STAGE_INIT,
+        shift: 0,
+        pass: 0,
+        flags: 0,
+        scan_slot: 0,
+        reserved: 0,
+    }
 }

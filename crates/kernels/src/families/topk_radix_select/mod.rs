@@ -16,7 +16,7 @@ mod kernels;
 mod launch;
 mod plan;
 
-pub use call::TopKPlan;
+pub use call::{TopKPlan, TopKStatus};
 pub use kernels::specs;
 pub(crate) use kernels::TABLE;
 pub use launch::topk_radix_select;

@@ -28,12 +28,14 @@
 
 use oxicub_algorithms::Error;
 use oxicub_env::Resolved;
-use oxicub_params::{Bounds, SelectDirection};
+use oxicub_params::{BoundOrigin, Bounds, SelectDirection};
 
 use super::{BatchedCall, Direction, KArg, Layout, Sizes};
 use super::{STATIC_K, STATIC_NUM_SEGMENTS, STATIC_SIZE};
 use crate::fuzz::expected::assert_outcome;
-use crate::fuzz::{check_selection, check_untouched, merged, Entry, Expected, FuzzValue, Single};
+use crate::fuzz::{
+    check_selection, check_untouched, deferred_report, merged, Entry, Expected, FuzzValue, Single,
+};
 use crate::oracle::RefKey;
 
 /// What the front check knows once its scalar checks pass (steps 1 to 3 and the output
@@ -48,6 +50,8 @@ pub struct Scalars {
     pub k: Bounds,
     /// The merged bounds of the number of segments.
     pub num_segments: Bounds,
+    /// The number of segments' own bounds (its value, or a deferred count's runtime bounds).
+    pub own_num_segments: Bounds,
     /// The `TotalItems` guarantees' bounds.
     pub total_items: Bounds,
     /// The count, or its upper bound when deferred.
@@ -200,6 +204,7 @@ impl<Key: RefKey> BatchedCall<Key> {
                             param: "total_items",
                             value: total,
                             bounds: total_items,
+                            origin: BoundOrigin::Guarantee,
                         });
                     }
                 }
@@ -235,6 +240,7 @@ impl<Key: RefKey> BatchedCall<Key> {
             sizes,
             k,
             num_segments,
+            own_num_segments: own_count,
             total_items,
             max_segments,
             per_segment_max,
@@ -376,15 +382,9 @@ impl<Key: RefKey> BatchedCall<Key> {
         let (count, count_error) = match self.num_segments {
             Single::Static => (STATIC_NUM_SEGMENTS, None),
             Single::Uniform(value) => (value, None),
-            Single::Deferred { value, .. } if s.num_segments.contains(value) => (value, None),
             Single::Deferred { value, .. } => {
-                let bounds = s.num_segments;
-                let error = Expected::OutOfBounds {
-                    param: "num_segments",
-                    value,
-                    bounds,
-                };
-                (value.clamp(bounds.min, bounds.max), Some(error))
+                let own = s.own_num_segments;
+                deferred_report("num_segments", value, own, s.num_segments)
             }
         };
         let (mut segments, mut violation, mut total) = (Vec::new(), None, 0u64);
@@ -408,6 +408,7 @@ impl<Key: RefKey> BatchedCall<Key> {
             param: "total_items",
             value: total,
             bounds: s.total_items,
+            origin: BoundOrigin::Guarantee,
         });
         Ok(BatchedRun {
             results_specified: total_error.is_none(),
