@@ -33,6 +33,7 @@ pub mod batched_topk;
 pub mod contract;
 mod error;
 pub mod radix;
+pub mod segmented_sort;
 pub mod segments;
 pub mod topk;
 mod values;

@@ -5,7 +5,7 @@
 //! Relations that the types can decide (a static `k` above every segment size the types allow,
 //! a parameter contradicting a static guarantee, a value type with padding) are compile errors
 //! raised here, at the call site, rather than deep inside dispatch; everything else is checked
-//! once at run time and reported as an [`Error`](crate::Error) naming the argument and the
+//! once at run time and reported as an [`Error`] naming the argument and the
 //! bound. What passes is the tightest knowledge about each parameter, which dispatch uses to
 //! choose kernels, and a request that only this module can build: the backends and kernels run
 //! nothing that has not passed it.
@@ -14,6 +14,7 @@
 //! parameters, for callers that want to see what dispatch will know.
 
 mod batched_topk;
+pub(crate) mod segmented_sort;
 mod topk;
 
 pub use batched_topk::{batched_topk, BatchedTopKBounds};
@@ -21,6 +22,7 @@ pub(crate) use batched_topk::{
     checked_listed as checked_batched_topk_listed, BatchedTopKArgs, BatchedTopKArgsOn,
     BatchedTopKRequest, StaticTiers,
 };
+pub use segmented_sort::{SortOrdering, SortTieBreak};
 pub(crate) use topk::{checked as checked_topk, direction_of, TopKBuffers, TopKRequest};
 pub use topk::{topk, TopKBounds};
 

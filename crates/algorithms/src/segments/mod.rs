@@ -33,6 +33,7 @@
 
 mod check;
 pub(crate) mod cuda;
+mod heads;
 pub(crate) mod host;
 mod layout;
 pub(crate) mod listed;
@@ -41,6 +42,7 @@ mod outcome;
 pub(crate) use check::{
     check, check_buffers, check_deferred, check_per_segment, SegmentArgs, SegmentsRequest,
 };
+pub use heads::{offsets_from_head_flags, offsets_from_head_indices};
 pub use layout::{Layout, LayoutArg, LayoutArgOn, Listed, Offsets, Strided};
 pub(crate) use outcome::{total_items_error, DeviceReport, Violation};
 pub use outcome::{Outcome, Pending};

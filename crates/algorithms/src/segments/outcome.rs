@@ -25,6 +25,9 @@ pub(crate) enum Violation {
     SizeOutOfBounds(Bounds),
     /// The size is larger than the stride.
     SizeAboveStride,
+    /// The segment begins before the previous one ends (an algorithm that writes each segment
+    /// where it lies, such as a sort, needs them in order and disjoint).
+    Overlaps,
     /// A per-segment parameter is outside its bounds.
     OutOfBounds {
         /// The parameter.
@@ -75,6 +78,12 @@ impl Violation {
             Violation::SizeAboveStride => (
                 "segment_sizes",
                 "is larger than the stride of the layout".to_owned(),
+            ),
+            Violation::Overlaps => (
+                "offsets",
+                "begins before the previous segment ends (segments must be in order and \
+                 disjoint: each is written where it lies)"
+                    .to_owned(),
             ),
             Violation::OutOfBounds { arg, bounds } => {
                 (arg, format!("is outside its bounds {bounds}"))
