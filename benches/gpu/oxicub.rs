@@ -27,6 +27,8 @@ use crate::workloads::{Kind, Workload};
 
 #[path = "oxicub_batched.rs"]
 mod batched;
+#[path = "oxicub_segsort.rs"]
+mod segsort;
 
 use oxicub::{determinism, output_ordering, require, topk, Cuda, Environment};
 
@@ -111,6 +113,7 @@ pub fn runner(w: &Workload) -> Option<Runner> {
         Kind::TopK { .. } => Some(topk),
         // One arm per kind as they land.
         Kind::Batched { .. } => batched::runner(w),
-        Kind::SegSort { .. } | Kind::SegSortPowerLaw { .. } | Kind::Set { .. } => None,
+        Kind::SegSort { .. } | Kind::SegSortPowerLaw { .. } => segsort::runner(w),
+        Kind::Set { .. } => None,
     }
 }

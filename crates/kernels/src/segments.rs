@@ -13,7 +13,13 @@
 //! assert!(VIOLATION_OFFSETS_OUT_OF_ORDER < VIOLATION_OPTION_NOT_COMPILED);
 //! ```
 
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream};
+
 use crate::codegen::device_constants;
+use crate::health::ContextHealth;
+use crate::{KernelError, KernelRuntime};
 
 device_constants! {
     /// The constants of the segmented problem, declared in every generated kernel.
@@ -72,4 +78,85 @@ device_constants! {
     /// Violation: a per-segment option of the family (top-k's direction) is not one of the
     /// options compiled.
     pub const VIOLATION_OPTION_NOT_COMPILED: u32 = 6;
+    /// Violation: a segment begins before the previous one ends (a family that writes each
+    /// segment where it lies, such as a sort, needs them in order and disjoint).
+    pub const VIOLATION_OVERLAPS: u32 = 7;
+}
+
+/// The status words a segmented call leaves on the device (see [`SegmentedStatus::decode`]).
+#[derive(Debug)]
+pub struct SegmentedStatus {
+    /// The words; `None` when the host checked every value before launching (strided layout,
+    /// every parameter uniform and valid): nothing can fail on the device.
+    pub words: Option<CudaSlice<u64>>,
+    /// The health of the launching runtime's context: a kernel fault seen by the read is
+    /// reported as one.
+    health: Arc<ContextHealth>,
+    /// The family's status words of the valid segments' total size and of its check
+    /// (`BT_STATUS_TOTAL`, `BT_STATUS_TOTAL_BAD` for batched top-k).
+    total_words: (u32, u32),
+}
+
+/// The decoded status of a finished call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentedReport {
+    /// The smallest invalid segment: (segment, violation code, offending value).
+    pub violation: Option<(u64, u8, i64)>,
+    /// A deferred number of segments outside its bounds: its value.
+    pub bad_num_segments: Option<i64>,
+    /// The sum of the valid segments' sizes, when it is outside the TotalItems guarantee.
+    pub bad_total_items: Option<u64>,
+}
+
+impl SegmentedStatus {
+    /// The status of a call launched by `runtime`, whose family keeps the valid segments'
+    /// total size and its check in `total_words`.
+    pub(crate) fn new(
+        runtime: &KernelRuntime,
+        words: Option<CudaSlice<u64>>,
+        total_words: (u32, u32),
+    ) -> SegmentedStatus {
+        SegmentedStatus {
+            words,
+            health: Arc::clone(runtime.health()),
+            total_words,
+        }
+    }
+
+    /// Reads the status (waits for the stream). A kernel fault seen here (the call's own, or
+    /// an earlier one's on the context) is [`KernelError::ContextPoisoned`].
+    pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<SegmentedReport, KernelError> {
+        self.health.check()?;
+        let Some(words) = &self.words else {
+            // Nothing to read; still the caller's synchronisation point.
+            self.health
+                .during("cuStreamSynchronize", stream.synchronize())?;
+            return Ok(SegmentedReport {
+                violation: None,
+                bad_num_segments: None,
+                bad_total_items: None,
+            });
+        };
+        let words = self
+            .health
+            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(words))?;
+        let word = |at: u32| words[at as usize];
+        let first = word(SEGMENT_STATUS_VIOLATION);
+        let violation = (first != u64::MAX).then(|| {
+            (
+                first >> 8,
+                (first & 0xFF) as u8,
+                word(SEGMENT_STATUS_VALUE) as i64,
+            )
+        });
+        let bad_num_segments = (word(SEGMENT_STATUS_COUNT_BAD) != 0)
+            .then_some(word(SEGMENT_STATUS_COUNT_VALUE) as i64);
+        let (total, total_bad) = self.total_words;
+        let bad_total_items = (word(total_bad) != 0).then_some(word(total));
+        Ok(SegmentedReport {
+            violation,
+            bad_num_segments,
+            bad_total_items,
+        })
+    }
 }

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 use oxicub_env::{OutputOrdering, TieBreak};
-use oxicub_kernels::families::batched_topk::{
-    batched_topk, BatchedLayout, BatchedStatus, BatchedTopKPlan,
-};
+use oxicub_kernels::families::batched_topk::{batched_topk, BatchedLayout, BatchedTopKPlan};
 use oxicub_kernels::families::{HostOrDevice, SelectedValues};
-use oxicub_kernels::segments::{VIOLATION_OPTION_NOT_COMPILED, VIOLATION_PARAM_OUT_OF_BOUNDS};
+use oxicub_kernels::segments::{
+    SegmentedStatus, VIOLATION_OPTION_NOT_COMPILED, VIOLATION_PARAM_OUT_OF_BOUNDS,
+};
 use oxicub_params::SelectDirection;
 
 use super::host::direction_not_compiled;
@@ -17,7 +17,7 @@ use crate::backend::{ChoiceValues, Cuda, DeviceValue, DeviceValues, ParamValues}
 use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
 use crate::segments::cuda::{ChoiceCopy, ParamCopy, SegmentArgsCopy};
-use crate::segments::{total_items_error, DeviceReport, LayoutArg, Outcome, Violation};
+use crate::segments::{segmented_error, DeviceReport, LayoutArg, Outcome, Violation};
 use crate::values::ValuesIn;
 use crate::Error;
 
@@ -27,7 +27,7 @@ type DeviceArgs<'r> = BatchedTopKArgs<&'r CudaView<'r, i64>, &'r CudaView<'r, u8
 /// The status of a call on the device, read when the caller checks the outcome.
 #[derive(Debug)]
 struct DeviceStatus {
-    status: BatchedStatus,
+    status: SegmentedStatus,
     stream: Arc<CudaStream>,
     request: BatchedTopKRequest,
 }
@@ -35,40 +35,15 @@ struct DeviceStatus {
 impl DeviceReport for DeviceStatus {
     fn wait(self: Box<Self>) -> Result<(), Error> {
         let report = self.status.decode(&self.stream)?;
-        let segments = &self.request.segments;
-        if let Some(value) = report.bad_num_segments {
-            let (_, error) = segments.num_segments.resolve("num_segments", value);
-            return error.map_or(Ok(()), Err);
-        }
-        if let Some(total) = report.bad_total_items {
-            let total = total.min(i64::MAX as u64) as i64;
-            return Err(total_items_error(segments.total_items, total));
-        }
-        match report.violation {
-            None => Ok(()),
-            Some((segment, code, value)) => match self.violation(code) {
-                Some(violation) => Err(violation.error(segment, value)),
-                None => Err(Error::InvalidArgument {
-                    arg: "segments",
-                    reason: format!("segment {segment}: unknown violation code {code}"),
-                }),
-            },
-        }
-    }
-}
-
-impl DeviceStatus {
-    /// The violation with this device code; batched top-k's per-segment parameter is `k`, its
-    /// option the direction.
-    fn violation(&self, code: u8) -> Option<Violation> {
-        match u32::from(code) {
+        let request = &self.request;
+        segmented_error(report, &request.segments, |code| match code {
             VIOLATION_PARAM_OUT_OF_BOUNDS => Some(Violation::OutOfBounds {
                 arg: "k",
-                bounds: self.request.k,
+                bounds: request.k,
             }),
-            VIOLATION_OPTION_NOT_COMPILED => Some(direction_not_compiled(&self.request)),
-            code => Violation::of_segment(code, &self.request.segments),
-        }
+            VIOLATION_OPTION_NOT_COMPILED => Some(direction_not_compiled(request)),
+            _ => None,
+        })
     }
 }
 

@@ -107,6 +107,14 @@ fn run<K: RadixKey, V: DeviceValue>(
             Ok((segment, sort_segment(items, segment.order)))
         })
         .collect();
+    // Offsets out of order anywhere (a begin above its end, or below the previous end) leave no
+    // segment trustworthy as disjoint from the others: nothing is written.
+    let disorder = results.iter().any(|r| {
+        matches!(
+            r,
+            Err((Violation::OffsetsOutOfOrder | Violation::Overlaps, _))
+        )
+    });
     let mut total = 0u64;
     let mut first_violation = None;
     for (i, result) in results.into_iter().enumerate() {
@@ -118,6 +126,9 @@ fn run<K: RadixKey, V: DeviceValue>(
             }
         };
         total = total.saturating_add(segment.size);
+        if disorder {
+            continue;
+        }
         let begin = segment.begin as usize;
         for (j, &at) in order.iter().enumerate() {
             out_keys[begin + j] = keys[begin + at as usize];

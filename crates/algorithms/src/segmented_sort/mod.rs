@@ -46,13 +46,16 @@
 //! Output `j` of a segment's keys is written at the segment's place (`begin + j`); positions
 //! outside every segment are left untouched. The outputs need `keys.len()` elements
 //! ([`Error::BufferTooSmall`]), `values` exactly `keys.len()` ([`Error::LengthMismatch`]).
-//! Per-segment values are checked as in [`segments`]: a segment that fails (offsets out of
-//! order, past the keys, overlapping the previous segment, a size outside its bounds, an order
-//! byte outside the compiled set) writes nothing, the others are sorted, and the smallest such
-//! segment is reported by [`Outcome::check`](crate::segments::Pending::check).
+//! Per-segment values are checked as in [`segments`]: a segment that fails (offsets past the
+//! keys, a size outside its bounds, an order byte outside the compiled set) writes nothing, the
+//! others are sorted, and the smallest such segment is reported by
+//! [`Outcome::check`](crate::segments::Pending::check). Offsets out of order (a begin above
+//! its end, or below the previous segment's end) are reported the same way, but then no
+//! segment is written: the segments can no longer be trusted to be disjoint.
 //!
-//! Backends: [`Host`](crate::Host) today (the oracle); the GPU kernels are the next step of the
-//! design document.
+//! Backends: [`Host`](crate::Host) (the oracle), [`Cuda`](crate::Cuda) (the seed's segmented
+//! mergesort; the per-segment checks are made on the device and reading the report is the
+//! caller's synchronisation point) and [`AnyBackend`](crate::AnyBackend).
 //!
 //! ```
 //! use oxicub_algorithms::{segmented_sort::{self, Problem}, segments, Host};
@@ -77,6 +80,7 @@
 //! # Ok::<(), oxicub_algorithms::Error>(())
 //! ```
 
+mod cuda;
 mod host;
 
 use oxicub_env::Environment;
@@ -92,11 +96,11 @@ use crate::segments::{Offsets, Outcome, Segments, Strided};
 use crate::values::{check_sort_value_width, SourceIndex, ValuesIn};
 use crate::Error;
 
-/// A backend that runs segmented sort: [`Host`](crate::Host).
+/// A backend that runs segmented sort: [`Host`](crate::Host), [`Cuda`](crate::Cuda) and
+/// [`AnyBackend`](crate::AnyBackend).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` does not run segmented sort yet",
-    note = "segmented sort runs on `Host`; its GPU kernels are the next step \
-            (docs/design/segmented_sort.md)"
+    message = "`{Self}` does not run segmented sort",
+    note = "oxicub's backends are `Host`, `Cuda` and `AnyBackend`"
 )]
 pub trait SegmentedSortBackend: Backend {
     /// Segmented sort after the front check (only the contract builds a request).
@@ -170,7 +174,7 @@ impl<T, S, O, N> Problem<Offsets<T>, S, O, N> {
 #[diagnostic::on_unimplemented(
     message = "the `{B}` backend cannot run the segmented sort problem `{Self}`",
     note = "every argument of the problem must be readable on the backend: per-segment values \
-            and offsets in host slices on `Host`"
+            and offsets in host slices on `Host` and `AnyBackend`, in `CudaView`s on `Cuda`"
 )]
 pub trait ProblemOn<B: Backend + ?Sized>: Sealed {
     /// The front check of a call on this problem: only it builds a request.

@@ -44,7 +44,7 @@ pub(crate) use check::{
 };
 pub use heads::{offsets_from_head_flags, offsets_from_head_indices};
 pub use layout::{Layout, LayoutArg, LayoutArgOn, Listed, Offsets, Strided};
-pub(crate) use outcome::{total_items_error, DeviceReport, Violation};
+pub(crate) use outcome::{segmented_error, total_items_error, DeviceReport, Violation};
 pub use outcome::{Outcome, Pending};
 
 /// Where the segments of a call are and what is known about their sizes and number: the part

@@ -2,8 +2,8 @@
 //! valid only once the stream has reached them.
 
 use oxicub_kernels::segments::{
-    VIOLATION_OFFSETS_OUT_OF_ORDER, VIOLATION_PAST_BUFFER, VIOLATION_SIZE_ABOVE_STRIDE,
-    VIOLATION_SIZE_OUT_OF_BOUNDS,
+    SegmentedReport, VIOLATION_OFFSETS_OUT_OF_ORDER, VIOLATION_OVERLAPS, VIOLATION_PAST_BUFFER,
+    VIOLATION_SIZE_ABOVE_STRIDE, VIOLATION_SIZE_OUT_OF_BOUNDS,
 };
 use oxicub_params::{BoundOrigin, Bounds, ParamError};
 
@@ -57,6 +57,7 @@ impl Violation {
             },
             VIOLATION_SIZE_OUT_OF_BOUNDS => Violation::SizeOutOfBounds(request.sizes),
             VIOLATION_SIZE_ABOVE_STRIDE => Violation::SizeAboveStride,
+            VIOLATION_OVERLAPS => Violation::Overlaps,
             _ => return None,
         })
     }
@@ -110,6 +111,37 @@ pub(crate) fn total_items_error(bounds: Bounds, total: i64) -> Error {
         bounds,
         origin: BoundOrigin::Guarantee,
     })
+}
+
+/// The error a segmented call's decoded device status reports, the first that applies of: a
+/// deferred `num_segments` outside its bounds, a `TotalItems` guarantee broken, the smallest
+/// invalid segment (`family` names the family's own violation codes).
+pub(crate) fn segmented_error(
+    report: SegmentedReport,
+    segments: &SegmentsRequest,
+    family: impl Fn(u32) -> Option<Violation>,
+) -> Result<(), Error> {
+    if let Some(value) = report.bad_num_segments {
+        let (_, error) = segments.num_segments.resolve("num_segments", value);
+        return error.map_or(Ok(()), Err);
+    }
+    if let Some(total) = report.bad_total_items {
+        let total = total.min(i64::MAX as u64) as i64;
+        return Err(total_items_error(segments.total_items, total));
+    }
+    match report.violation {
+        None => Ok(()),
+        Some((segment, code, value)) => {
+            let code = u32::from(code);
+            match family(code).or_else(|| Violation::of_segment(code, segments)) {
+                Some(violation) => Err(violation.error(segment, value)),
+                None => Err(Error::InvalidArgument {
+                    arg: "segments",
+                    reason: format!("segment {segment}: unknown violation code {code}"),
+                }),
+            }
+        }
+    }
 }
 
 /// The device side of a [`Pending`] result: status words a call left on the device, read when

@@ -10,6 +10,7 @@
 pub mod batched_topk;
 pub mod digit_histogram;
 mod scratch;
+pub mod segmented_sort;
 pub mod topk_radix_select;
 pub mod transform_keys;
 
@@ -68,6 +69,8 @@ families! {
     TopKRadixSelect => topk_radix_select,
     /// Batched top-k: the control stages and the warp, block, multi-block and stream tiers.
     BatchedTopK => batched_topk,
+    /// Segmented sort: the control stages, the tile sort, the merge passes and the write.
+    SegmentedSort => segmented_sort,
 }
 
 impl KernelFamily {

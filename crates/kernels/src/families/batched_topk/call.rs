@@ -1,19 +1,10 @@
 //! What a batched top-k call gives the launcher besides its keys and values, and the status it
 //! leaves on the device.
 
-use std::sync::Arc;
+use cudarc::driver::CudaView;
 
-use cudarc::driver::{CudaSlice, CudaStream, CudaView};
-
-use super::constants::{BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD};
 use super::tiers::BatchedTiers;
 use super::HostOrDevice;
-use crate::health::ContextHealth;
-use crate::segments::{
-    SEGMENT_STATUS_COUNT_BAD, SEGMENT_STATUS_COUNT_VALUE, SEGMENT_STATUS_VALUE,
-    SEGMENT_STATUS_VIOLATION,
-};
-use crate::{KernelError, KernelRuntime};
 
 /// Where the segments are, for keys of type `K`.
 #[derive(Clone, Copy, Debug)]
@@ -82,72 +73,4 @@ pub struct BatchedTopKPlan<'a, 'b, K> {
     pub sorted: bool,
     /// ... with equal keys by index.
     pub stable: bool,
-}
-
-/// The status words a call leaves on the device (see [`BatchedStatus::decode`]).
-#[derive(Debug)]
-pub struct BatchedStatus {
-    /// The words; `None` when the host checked every value before launching (strided layout,
-    /// every parameter uniform and valid): nothing can fail on the device.
-    pub words: Option<CudaSlice<u64>>,
-    /// The health of the launching runtime's context: a kernel fault seen by the read is
-    /// reported as one.
-    health: Arc<ContextHealth>,
-}
-
-/// The decoded status of a finished call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BatchedReport {
-    /// The smallest invalid segment: (segment, violation code, offending value).
-    pub violation: Option<(u64, u8, i64)>,
-    /// A deferred number of segments outside its bounds: its value.
-    pub bad_num_segments: Option<i64>,
-    /// The sum of the valid segments' sizes, when it is outside the TotalItems guarantee.
-    pub bad_total_items: Option<u64>,
-}
-
-impl BatchedStatus {
-    /// The status of a call launched by `runtime`.
-    pub(super) fn new(runtime: &KernelRuntime, words: Option<CudaSlice<u64>>) -> BatchedStatus {
-        BatchedStatus {
-            words,
-            health: Arc::clone(runtime.health()),
-        }
-    }
-
-    /// Reads the status (waits for the stream). A kernel fault seen here (the call's own, or
-    /// an earlier one's on the context) is [`KernelError::ContextPoisoned`].
-    pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<BatchedReport, KernelError> {
-        self.health.check()?;
-        let Some(words) = &self.words else {
-            // Nothing to read; still the caller's synchronisation point.
-            self.health
-                .during("cuStreamSynchronize", stream.synchronize())?;
-            return Ok(BatchedReport {
-                violation: None,
-                bad_num_segments: None,
-                bad_total_items: None,
-            });
-        };
-        let words = self
-            .health
-            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(words))?;
-        let word = |at: u32| words[at as usize];
-        let first = word(SEGMENT_STATUS_VIOLATION);
-        let violation = (first != u64::MAX).then(|| {
-            (
-                first >> 8,
-                (first & 0xFF) as u8,
-                word(SEGMENT_STATUS_VALUE) as i64,
-            )
-        });
-        let bad_num_segments = (word(SEGMENT_STATUS_COUNT_BAD) != 0)
-            .then_some(word(SEGMENT_STATUS_COUNT_VALUE) as i64);
-        let bad_total_items = (word(BT_STATUS_TOTAL_BAD) != 0).then_some(word(BT_STATUS_TOTAL));
-        Ok(BatchedReport {
-            violation,
-            bad_num_segments,
-            bad_total_items,
-        })
-    }
 }

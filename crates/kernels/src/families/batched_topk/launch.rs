@@ -8,11 +8,12 @@ use std::sync::Arc;
 use cudarc::driver::SyncOnDrop;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
 
-use super::call::{BatchedLayout, BatchedStatus, BatchedTopKPlan};
+use super::call::{BatchedLayout, BatchedTopKPlan};
 use super::constants::{
     BT_CLUSTER_BLOCKS, BT_STAGE_INIT, BT_STAGE_SELECT, BT_STATUS_WORDS, BT_STREAM_FILTER_THREADS,
     CHUNK_ITEMS, SORT_CAP, STREAM_MAX_K, WARP_MAX_K,
 };
+use super::constants::{BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD};
 use super::kernels::{BatchedKernel, BatchedTopKParams};
 use super::layout::ClusterLayout;
 use super::listed::ListedTables;
@@ -22,6 +23,7 @@ use crate::families::scratch::{alloc_uninit, alloc_zeroed};
 use crate::families::{at_least, keep, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::runtime::{LaunchOrder, LoadedKernel};
+use crate::segments::SegmentedStatus;
 use crate::{KernelError, KernelRuntime, KernelSpec};
 
 /// Runs batched top-k: each segment's `min(k, size)` best keys (and values) into
@@ -38,7 +40,7 @@ pub fn batched_topk<K: RadixKey, V>(
     keys: Option<&CudaView<'_, K>>,
     out_keys: &mut CudaViewMut<'_, K>,
     mut values: SelectedValues<'_, '_, V>,
-) -> Result<BatchedStatus, KernelError> {
+) -> Result<SegmentedStatus, KernelError> {
     let listed = matches!(plan.layout, BatchedLayout::Listed { .. });
     let mismatch = |reason: &str| KernelError::InvalidSpec {
         kernel: "batched_topk".to_owned(),
@@ -187,7 +189,7 @@ pub fn batched_topk<K: RadixKey, V>(
         if let Some(status) = status.as_mut() {
             runtime.during("cuMemcpyHtoDAsync", stream.memcpy_htod(&none, status))?;
         }
-        return Ok(BatchedStatus::new(runtime, status));
+        return Ok(SegmentedStatus::new(runtime, status, TOTAL_WORDS));
     };
     let mut descriptors = scratch("descriptors", launch_plan.descriptor_words())?;
     let cluster = launch_plan
@@ -337,7 +339,7 @@ pub fn batched_topk<K: RadixKey, V>(
     }
     drop(guards);
     drop(listed);
-    Ok(BatchedStatus::new(runtime, status))
+    Ok(SegmentedStatus::new(runtime, status, TOTAL_WORDS))
 }
 
 /// Makes one launch of the plan.
@@ -592,6 +594,9 @@ fn keep_opt<'a>(
         None => 0,
     }
 }
+
+/// Where batched top-k keeps the valid segments' total size and its check.
+const TOTAL_WORDS: (u32, u32) = (BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD);
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,192 @@
+//! Segmented sort on the GPU through the `segmented_sort` kernel family, and on
+//! [`AnyBackend`] (host, or copies to the device and back).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
+use oxicub_kernels::families::segmented_sort::{segmented_sort, SegmentedSortPlan, SortLayout};
+use oxicub_kernels::families::{HostOrDevice, SelectedValues};
+use oxicub_kernels::segments::{SegmentedStatus, VIOLATION_OPTION_NOT_COMPILED};
+use oxicub_params::SortOrder;
+
+use super::host::order_not_compiled;
+use super::SegmentedSortBackend;
+use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceValue, DeviceValues, ParamValues};
+use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
+use crate::radix::RadixKey;
+use crate::sealed::Token;
+use crate::segments::cuda::{ChoiceCopy, SegmentArgsCopy};
+use crate::segments::{segmented_error, DeviceReport, LayoutArg, Outcome};
+use crate::values::ValuesIn;
+use crate::Error;
+
+/// The status of a call on the device, read when the caller checks the outcome.
+#[derive(Debug)]
+struct DeviceStatus {
+    status: SegmentedStatus,
+    stream: Arc<CudaStream>,
+    request: SortRequest,
+}
+
+impl DeviceReport for DeviceStatus {
+    fn wait(self: Box<Self>) -> Result<(), Error> {
+        let report = self.status.decode(&self.stream)?;
+        let request = &self.request;
+        segmented_error(report, &request.segments, |code| {
+            (code == VIOLATION_OPTION_NOT_COMPILED).then(|| order_not_compiled(request))
+        })
+    }
+}
+
+/// The launch plan of a checked call.
+fn plan<'a, 'b>(
+    request: &SortRequest,
+    args: &SortArgs<&'b CudaView<'a, i64>, &'b CudaView<'a, u8>>,
+) -> SegmentedSortPlan<'a, 'b> {
+    let host_or_device = |values: ParamValues<&'b CudaView<'a, i64>>| match values {
+        ParamValues::Host(v) => HostOrDevice::Host(v as u64),
+        ParamValues::PerSegment(view) | ParamValues::Deferred(view) => HostOrDevice::Device(view),
+        ParamValues::BoundsOnly => HostOrDevice::Host(0),
+    };
+    let layout = match args.segments.layout {
+        LayoutArg::Strided(stride) => SortLayout::Strided {
+            stride,
+            sizes: host_or_device(args.segments.sizes),
+        },
+        LayoutArg::Offsets { begin, end } => SortLayout::Offsets { begin, end },
+        LayoutArg::Listed => unreachable!("a sort problem has no listed layout"),
+    };
+    let order = match args.order {
+        ChoiceValues::Host(order) => HostOrDevice::Host(order as u32),
+        ChoiceValues::PerSegment(view) => HostOrDevice::Device(view),
+    };
+    let bounds = |b: oxicub_params::Bounds| (b.min.max(0) as u64, b.max.max(0) as u64);
+    let segments = &request.segments;
+    SegmentedSortPlan {
+        layout,
+        order,
+        order_mask: request.orders,
+        num_segments: host_or_device(args.segments.num_segments),
+        num_segments_bounds: bounds(segments.num_segments.merged),
+        size_bounds: bounds(segments.sizes),
+        total_bounds: bounds(segments.total_items),
+    }
+}
+
+/// The launches of a checked call on the device.
+fn run<K: RadixKey, V: DeviceValue>(
+    cuda: &Cuda,
+    request: &SortRequest,
+    args: SortArgsOn<'_, Cuda>,
+    keys: CudaView<'_, K>,
+    values: ValuesIn<CudaView<'_, V>, V>,
+    mut out_keys: CudaViewMut<'_, K>,
+    out_values: Option<CudaViewMut<'_, V>>,
+) -> Result<Outcome, Error> {
+    let plan = plan(request, &args);
+    let (runtime, stream) = (cuda.runtime(), cuda.stream());
+    let status = match (values, out_values) {
+        (ValuesIn::Copy(values), Some(mut out)) => {
+            let values = SelectedValues::Copy {
+                values: &values,
+                out: &mut out,
+            };
+            segmented_sort(runtime, stream, plan, &keys, &mut out_keys, values)?
+        }
+        (ValuesIn::Index(_), Some(mut out)) => {
+            let values = SelectedValues::Index { out: &mut out };
+            segmented_sort(runtime, stream, plan, &keys, &mut out_keys, values)?
+        }
+        _ => {
+            let values = SelectedValues::<V>::None;
+            segmented_sort(runtime, stream, plan, &keys, &mut out_keys, values)?
+        }
+    };
+    let report = DeviceStatus {
+        status,
+        stream: stream.clone(),
+        request: *request,
+    };
+    Ok(Outcome::device((), Box::new(report)))
+}
+
+impl SegmentedSortBackend for Cuda {
+    fn segmented_sort_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        _: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        keys: CudaView<'_, K>,
+        values: ValuesIn<CudaView<'_, V>, V>,
+        out_keys: CudaViewMut<'_, K>,
+        out_values: Option<CudaViewMut<'_, V>>,
+    ) -> Result<Outcome, Error> {
+        run(self, request, args, keys, values, out_keys, out_values)
+    }
+}
+
+/// On CUDA, [`AnyBackend`] copies every input (and the current outputs, whose positions
+/// outside the segments must stay as they are) to the device, runs there, copies the outputs
+/// back and checks the status (the host had the data, so it waits anyway).
+impl SegmentedSortBackend for AnyBackend {
+    fn segmented_sort_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        keys: &[K],
+        values: ValuesIn<&[V], V>,
+        out_keys: &mut [K],
+        out_values: Option<&mut [V]>,
+    ) -> Result<Outcome, Error> {
+        let cuda = match self {
+            AnyBackend::Cuda(cuda) if !keys.is_empty() => cuda,
+            // No keys: nothing to sort (the device allocates no empty buffers); the host runs
+            // the per-segment checks, with the same result.
+            _ => {
+                let host = crate::Host::new();
+                return host.segmented_sort_checked(
+                    token, request, args, keys, values, out_keys, out_values,
+                );
+            }
+        };
+        let device_keys = cuda.upload_keys(keys)?;
+        let mut device_out_keys = cuda.upload_keys(out_keys)?;
+        let device_values = match &values {
+            ValuesIn::Copy(values) => Some(cuda.upload_values(values)?),
+            _ => None,
+        };
+        let mut device_out_values = match &out_values {
+            Some(out) => Some(cuda.upload_values(out)?),
+            None => None,
+        };
+        let segments = SegmentArgsCopy::upload(cuda, &args.segments)?;
+        let order = ChoiceCopy::<SortOrder>::upload(cuda, args.order)?;
+        let (segment_views, order_view) = (segments.views(), order.view());
+        let device_args = SortArgs {
+            segments: segments.args(&segment_views),
+            order: order.values(&order_view),
+        };
+        let device_in = match (&values, &device_values) {
+            (ValuesIn::Copy(_), Some(v)) => ValuesIn::Copy(v.as_view()),
+            (ValuesIn::Index(index), _) => ValuesIn::Index(*index),
+            _ => ValuesIn::None,
+        };
+        let outcome = run(
+            cuda,
+            request,
+            device_args,
+            device_keys.as_view(),
+            device_in,
+            device_out_keys.as_view_mut(),
+            device_out_values.as_mut().map(DeviceValues::as_view_mut),
+        )?;
+        let result = outcome.check();
+        let sorted = cuda.download_keys(&device_out_keys)?;
+        out_keys[..sorted.len()].copy_from_slice(&sorted);
+        if let (Some(out), Some(device)) = (out_values, &device_out_values) {
+            device.download_into(cuda, out)?;
+        }
+        Ok(Outcome::ready((), result.err()))
+    }
+}

@@ -1,0 +1,406 @@
+//! Segmented sort on the GPU against the host backend, bit for bit (stable_sorted pins every
+//! output bit): the seed's demonstrations, random segments of every key type with gaps and
+//! per-segment orders, one huge segment among many tiny ones, adversarial keys, strided rows,
+//! bad per-segment values reported like the host, and `AnyBackend`. Outputs are poisoned before
+//! each run. Each test skips without a GPU (fails with OXICUB_REQUIRE_GPU=1).
+
+use oxicub_algorithms::radix::RadixBits;
+use oxicub_algorithms::segmented_sort::{self, Problem};
+use oxicub_algorithms::segments::offsets_from_head_indices;
+use oxicub_algorithms::{AnyBackend, Cuda, Error, Host, Outcome};
+use oxicub_env::Env;
+use oxicub_params::{num_segments, order, segment_size};
+use oxicub_test::cases::{poison, tied_keys};
+use oxicub_test::oracle::RefKey;
+use oxicub_test::seed_sort::*;
+use oxicub_test::{gpu_or_skip, sample_keys, SplitMix64};
+
+/// One call's results: the checked outcome (as a string, to compare errors), the keys' bits and
+/// the indices.
+type Sorted = (Result<(), String>, Vec<u64>, Vec<u64>);
+
+fn bits<K: RefKey>(keys: &[K]) -> Vec<u64> {
+    keys.iter().map(|k| k.to_bits().to_u64()).collect()
+}
+
+/// `sort_indices` over offsets `begin`/`end` with per-segment order bytes and a deferred count
+/// of `count` (bounded by `begin.len()`), on the host.
+fn on_host<K: RefKey>(keys: &[K], begin: &[i64], end: &[i64], orders: &[u8], count: i64) -> Sorted {
+    let problem = Problem::offsets(
+        begin,
+        end,
+        segment_size::PerSegment::<()>::new(()),
+        order::PerSegment::<_>::new(orders),
+        num_segments::Deferred::<_>::new(&count)
+            .with_bounds(0, begin.len() as i64)
+            .expect("bounds"),
+    );
+    let (mut out, mut at) = (vec![poison::<K>(); keys.len()], vec![u64::MAX; keys.len()]);
+    let outcome = segmented_sort::sort_indices(
+        &Host::new(),
+        &problem,
+        keys,
+        &mut out[..],
+        &mut at[..],
+        &Env::new(),
+    )
+    .expect("the front check passes")
+    .check()
+    .map_err(|e| e.to_string());
+    (outcome, bits(&out), at)
+}
+
+/// The same call on the GPU, every argument in device memory.
+fn on_gpu<K: RefKey>(
+    cuda: &Cuda,
+    keys: &[K],
+    begin: &[i64],
+    end: &[i64],
+    orders: &[u8],
+    count: i64,
+) -> Sorted {
+    let one = |v: &[i64]| {
+        cuda.upload(if v.is_empty() { &[0i64][..] } else { v })
+            .expect("upload")
+    };
+    let (device_begin, device_end) = (one(begin), one(end));
+    let device_orders = cuda
+        .upload(if orders.is_empty() {
+            &[0u8][..]
+        } else {
+            orders
+        })
+        .expect("upload");
+    let device_count = cuda.upload(&[count]).expect("upload");
+    let problem = Problem::offsets(
+        device_begin.slice(..begin.len()),
+        device_end.slice(..end.len()),
+        segment_size::PerSegment::<()>::new(()),
+        order::PerSegment::<_>::new(device_orders.slice(..orders.len())),
+        num_segments::Deferred::<_>::new(device_count.as_view())
+            .with_bounds(0, begin.len() as i64)
+            .expect("bounds"),
+    );
+    let device_keys = cuda.upload_keys(keys).expect("upload");
+    let mut out = cuda
+        .upload_keys(&vec![poison::<K>(); keys.len()])
+        .expect("poison");
+    let mut at = cuda.upload(&vec![u64::MAX; keys.len()]).expect("poison");
+    let outcome = segmented_sort::sort_indices(
+        cuda,
+        &problem,
+        device_keys.as_view(),
+        out.as_view_mut(),
+        at.as_view_mut(),
+        &Env::new(),
+    )
+    .expect("the front check passes")
+    .check()
+    .map_err(|e| e.to_string());
+    let out = cuda.download_keys(&out).expect("download");
+    let at = cuda.download(&at.as_view()).expect("download");
+    (outcome, bits(&out), at)
+}
+
+/// Runs both and compares them exactly.
+fn same<K: RefKey>(
+    what: &str,
+    cuda: &Cuda,
+    keys: &[K],
+    begin: &[i64],
+    end: &[i64],
+    orders: &[u8],
+    count: i64,
+) {
+    let host = on_host(keys, begin, end, orders, count);
+    let gpu = on_gpu(cuda, keys, begin, end, orders, count);
+    assert_eq!(gpu.0, host.0, "{what}: the outcome");
+    if let Some(j) = (0..keys.len()).find(|&j| gpu.1[j] != host.1[j] || gpu.2[j] != host.2[j]) {
+        panic!(
+            "{what}: position {j} of {}: gpu ({:#x}, {}) host ({:#x}, {})",
+            keys.len(),
+            gpu.1[j],
+            gpu.2[j],
+            host.1[j],
+            host.2[j]
+        );
+    }
+}
+
+/// Random segments: empty ones, single keys, short and long ones (up to `longest`), with gaps,
+/// random orders.
+fn random_segments(
+    rng: &mut SplitMix64,
+    segments: usize,
+    longest: u64,
+) -> (Vec<i64>, Vec<i64>, Vec<u8>, usize) {
+    let (mut begin, mut end, mut orders) = (vec![], vec![], vec![]);
+    let mut at = 0i64;
+    for _ in 0..segments {
+        at += (rng.next_u64() % 3) as i64;
+        let size = match rng.next_u64() % 6 {
+            0 => 0,
+            1 => 1,
+            2 => rng.next_u64() % longest.max(1),
+            _ => rng.next_u64() % 40,
+        } as i64;
+        begin.push(at);
+        end.push(at + size);
+        orders.push((rng.next_u64() % 2) as u8);
+        at += size;
+    }
+    (begin, end, orders, at as usize + 1)
+}
+
+#[test]
+fn seed_demonstrations_on_the_gpu() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let (begin, end) = offsets_from_head_indices(&HEADS, 100).expect("heads");
+    let ascending = vec![0u8; begin.len()];
+    let count = begin.len() as i64;
+    for (input, sorted) in [
+        (SEGSORT_KEYS_INPUT, SEGSORT_KEYS_SORTED),
+        (SEGSORT_PAIRS_INPUT, SEGSORT_PAIRS_SORTED),
+    ] {
+        let (outcome, keys, _) = on_gpu(&cuda, &input, &begin, &end, &ascending, count);
+        assert_eq!(outcome, Ok(()));
+        assert_eq!(keys, bits(&sorted));
+    }
+    let (_, _, at) = on_gpu(&cuda, &SEGSORT_PAIRS_INPUT, &begin, &end, &ascending, count);
+    let global: Vec<i32> = at
+        .iter()
+        .enumerate()
+        .map(|(j, &a)| {
+            let seg = begin
+                .iter()
+                .rposition(|&b| b <= j as i64)
+                .expect("a segment");
+            (begin[seg] + a as i64) as i32
+        })
+        .collect();
+    assert_eq!(global, SEGSORT_PAIRS_INDICES);
+    for (input, sorted, indices) in [
+        (LOCALITY_KEYS_INPUT, LOCALITY_KEYS_SORTED, None),
+        (
+            LOCALITY_PAIRS_INPUT,
+            LOCALITY_PAIRS_SORTED,
+            Some(LOCALITY_PAIRS_INDICES),
+        ),
+    ] {
+        let (outcome, keys, at) = on_gpu(&cuda, &input, &[0], &[100], &[0], 1);
+        assert_eq!(outcome, Ok(()));
+        assert_eq!(keys, bits(&sorted));
+        if let Some(indices) = indices {
+            let at: Vec<i32> = at.iter().map(|&a| a as i32).collect();
+            assert_eq!(at, indices);
+        }
+    }
+}
+
+#[test]
+fn random_segments_every_key_type() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn each<K: RefKey>(cuda: &Cuda, seed: u64) {
+        let mut rng = SplitMix64::new(seed);
+        let (begin, end, orders, len) = random_segments(&mut rng, 300, 5000);
+        let keys: Vec<K> = sample_keys(len, seed);
+        let what = format!("{} seed {seed}", K::KEY_TYPE);
+        same(
+            &what,
+            cuda,
+            &keys,
+            &begin,
+            &end,
+            &orders,
+            begin.len() as i64,
+        );
+        let ties: Vec<K> = tied_keys(len, seed + 1);
+        same(
+            &format!("{what} ties"),
+            cuda,
+            &ties,
+            &begin,
+            &end,
+            &orders,
+            begin.len() as i64,
+        );
+    }
+    for seed in 0..2 {
+        each::<u8>(&cuda, seed);
+        each::<i8>(&cuda, seed);
+        each::<u16>(&cuda, seed);
+        each::<i16>(&cuda, seed);
+        each::<u32>(&cuda, seed);
+        each::<i32>(&cuda, seed);
+        each::<u64>(&cuda, seed);
+        each::<i64>(&cuda, seed);
+        each::<half::f16>(&cuda, seed);
+        each::<half::bf16>(&cuda, seed);
+        each::<f32>(&cuda, seed);
+        each::<f64>(&cuda, seed);
+    }
+}
+
+/// One segment of 2^20 keys among 100,000 tiny ones; already sorted and reverse-sorted input;
+/// all-equal keys; NaN, infinities and signed zeros.
+#[test]
+fn one_huge_segment_among_tiny_ones_and_adversarial_keys() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let mut rng = SplitMix64::new(7);
+    let (mut begin, mut end, mut orders) = (vec![], vec![], vec![]);
+    let mut at = 0i64;
+    for i in 0..100_000 {
+        let size = if i == 50_000 {
+            1 << 20
+        } else {
+            (rng.next_u64() % 8) as i64
+        };
+        begin.push(at);
+        end.push(at + size);
+        orders.push((rng.next_u64() % 2) as u8);
+        at += size;
+    }
+    let len = at as usize;
+    let n = begin.len() as i64;
+    let keys: Vec<f32> = sample_keys(len, 8);
+    same("huge among tiny", &cuda, &keys, &begin, &end, &orders, n);
+    let ascending: Vec<u32> = (0..len as u32).collect();
+    same(
+        "already sorted",
+        &cuda,
+        &ascending,
+        &begin,
+        &end,
+        &orders,
+        n,
+    );
+    let descending: Vec<u32> = (0..len as u32).rev().collect();
+    same(
+        "reverse sorted",
+        &cuda,
+        &descending,
+        &begin,
+        &end,
+        &orders,
+        n,
+    );
+    let equal = vec![3i16; len];
+    same("all equal", &cuda, &equal, &begin, &end, &orders, n);
+    let specials = [
+        f64::NAN,
+        -0.0,
+        0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1.0,
+        -1.0,
+        f64::from_bits(0x7ff0_0000_0000_0001),
+    ];
+    let odd: Vec<f64> = (0..len)
+        .map(|i| specials[(i * 7 + i / 3) % specials.len()])
+        .collect();
+    same("specials", &cuda, &odd, &begin, &end, &orders, n);
+}
+
+/// Rows of a matrix, descending (torch.sort(x, descending=True, stable=True) over the last
+/// dimension), with per-row sizes and pairs.
+#[test]
+fn strided_rows_pairs_and_any_backend() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let (rows, cols) = (700usize, 3000usize);
+    let keys: Vec<half::bf16> = sample_keys(rows * cols, 9);
+    let values: Vec<u16> = (0..(rows * cols) as u32).map(|v| v as u16).collect();
+    let mut rng = SplitMix64::new(10);
+    let sizes: Vec<i64> = (0..rows)
+        .map(|_| (rng.next_u64() % (cols as u64 + 1)) as i64)
+        .collect();
+    let problem = Problem::strided(
+        cols,
+        segment_size::PerSegment::<_, 0, 3000>::new(&sizes[..]),
+        order::Descending,
+        num_segments::uniform(rows as i64).expect("rows"),
+    );
+    let run = |backend: &AnyBackend| {
+        let (mut out, mut out_values) = (
+            vec![half::bf16::from_bits(0xdead); rows * cols],
+            vec![0xbeefu16; rows * cols],
+        );
+        segmented_sort::sort_pairs(
+            backend,
+            &problem,
+            &keys[..],
+            &values[..],
+            &mut out[..],
+            &mut out_values[..],
+            &Env::new(),
+        )
+        .and_then(Outcome::check)
+        .expect("sort");
+        (bits(&out), out_values)
+    };
+    let gpu = run(&AnyBackend::Cuda(cuda));
+    let host = run(&AnyBackend::Host(Host::new()));
+    assert!(gpu == host, "AnyBackend on the GPU differs from the host");
+}
+
+/// Bad per-segment values are reported as the host reports them (and write what the host
+/// writes): offsets out of order or overlapping (nothing written), past the keys, an order
+/// byte outside the set, a deferred count outside its bounds.
+#[test]
+fn bad_per_segment_values_are_reported_like_the_host() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let keys: Vec<i32> = sample_keys(5000, 11);
+    type Case<'a> = (&'a [i64], &'a [i64], &'a [u8], i64);
+    let cases: [Case<'_>; 6] = [
+        (&[0, 100, 50], &[100, 200, 300], &[0, 1, 0], 3),
+        (&[0, 300, 400], &[100, 200, 500], &[0, 1, 0], 3),
+        (&[0, 100, 4000], &[100, 200, 6000], &[0, 1, 0], 3),
+        (&[0, 100, 200], &[100, 200, 300], &[0, 7, 1], 3),
+        (&[0, 100, 200], &[100, 200, 300], &[1, 1, 0], 4),
+        (&[0, 100, 200], &[100, 200, 300], &[1, 1, 0], -1),
+    ];
+    for (i, (begin, end, orders, count)) in cases.into_iter().enumerate() {
+        same(
+            &format!("case {i}"),
+            &cuda,
+            &keys,
+            begin,
+            end,
+            orders,
+            count,
+        );
+    }
+    let host = on_host(&keys, &[0, 100, 50], &[100, 200, 300], &[0, 1, 0], 3);
+    assert!(
+        host.0.as_ref().is_err_and(|e| e.contains("offsets")),
+        "{:?}",
+        host.0
+    );
+    // Outputs shorter than the keys are refused before anything runs.
+    let device_keys = cuda.upload(&keys).expect("upload");
+    let mut short = cuda.alloc_zeros::<i32>(10).expect("alloc");
+    let problem = Problem::strided(
+        5000,
+        segment_size::Static::<5000>::new(),
+        order::Ascending,
+        num_segments::uniform(1).expect("n"),
+    );
+    let err = segmented_sort::sort_keys(
+        &cuda,
+        &problem,
+        device_keys.as_view(),
+        short.as_view_mut(),
+        &Env::new(),
+    )
+    .expect_err("short output");
+    assert!(
+        matches!(
+            err,
+            Error::BufferTooSmall {
+                arg: "out_keys",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

@@ -1,0 +1,367 @@
+// Family segmented_sort: the seed's segmented mergesort over the whole keys array
+// (docs/design/segmented_sort.md, "GPU: segmented mergesort"). Every position carries the start
+// of its segment (a position outside every valid segment is a segment of its own), so the
+// sort of (segment start, rank, position) keeps each segment where it lies: tiles are sorted
+// in shared memory, then merge passes double the sorted runs, and in a pass only the segment
+// that spans the two runs' interface moves; every other entry is copied.
+namespace oxicub {
+
+// A merge pass that meets no active range and whose tiles' buffers agree moves nothing: after a
+// few passes only the segments longer than a run still merge (docs/design/segmented_sort.md,
+// "GPU: segmented mergesort").
+
+// The flag of seg_start[i] when position i belongs to a valid segment; the sort compares the
+// starts without it (positions are below 2^63).
+constexpr u64 SS_VALID = 1ull << 63;
+
+// The word that carries a value of 1, 2, 4 or 8 bytes (moved as bits, never interpreted).
+template <int BYTES> struct SsValueWord { typedef u64 Type; };
+template <> struct SsValueWord<1> { typedef u8 Type; };
+template <> struct SsValueWord<2> { typedef u16 Type; };
+template <> struct SsValueWord<4> { typedef u32 Type; };
+
+// Resolves segment `seg` and checks it in the order the host backend does: the layout's checks,
+// then (offsets) that it does not begin before the previous segment ends, then the order.
+__device__ __forceinline__ u32 ss_resolve(const SegmentedSortParams& p, u64 seg, u64* begin,
+                                          u64* size, u32* order, i64* value) {
+    const u32 code = segment_resolve(p, seg, begin, size, value);
+    if (code != 0) {
+        return code;
+    }
+    if ((p.flags & SEGMENT_OFFSETS) && seg > 0) {
+        const i64 previous_end = reinterpret_cast<const i64*>(p.end_offsets)[seg - 1];
+        if ((i64)*begin < previous_end) {
+            *value = (i64)*begin;
+            return VIOLATION_OVERLAPS;
+        }
+    }
+    u32 o = p.order_value;
+    if (p.flags & SS_ORDER_PER_SEGMENT) {
+        const u32 d = reinterpret_cast<const u8*>(p.orders)[seg];
+        if (d > 1 || ((p.order_mask >> d) & 1u) == 0) {
+            *value = (i64)d;
+            return VIOLATION_OPTION_NOT_COMPILED;
+        }
+        o = d;
+    }
+    *order = o;
+    return 0;
+}
+
+// An entry of the sort: its segment's start, its rank (the radix code, inverted for a
+// descending segment) and its position; entries are distinct (positions are), so the order is
+// strict and the sort stable.
+__device__ __forceinline__ bool ss_before(u64 seg_a, u64 rank_a, u64 pos_a, u64 seg_b, u64 rank_b,
+                                          u64 pos_b) {
+    if (seg_a != seg_b) {
+        return seg_a < seg_b;
+    }
+    if (rank_a != rank_b) {
+        return rank_a < rank_b;
+    }
+    return pos_a < pos_b;
+}
+
+// Sorts a tile's SS_TILE entries (rank, tag = segment << 32 | slot) in shared memory by
+// (segment, rank, slot): a bitonic network, every thread comparing one pair per step. Every
+// thread of the block calls it; it ends in a block barrier.
+template <u32 BLOCK_THREADS>
+__device__ __forceinline__ void ss_tile_sort(u64* ranks, u64* tags) {
+    auto before = [](u64 ra, u64 ta, u64 rb, u64 tb) {
+        if ((ta >> 32) != (tb >> 32)) {
+            return ta < tb;
+        }
+        return ra != rb ? ra < rb : ta < tb;
+    };
+    for (u32 size = 2; size <= SS_TILE; size <<= 1) {
+        for (u32 half = size >> 1; half > 0; half >>= 1) {
+            for (u32 q = threadIdx.x; q < SS_TILE / 2; q += BLOCK_THREADS) {
+                const u32 i = ((q & ~(half - 1u)) << 1) | (q & (half - 1u));
+                const u32 partner = i + half;
+                const bool forward = (i & size) == 0;
+                const u64 ra = ranks[i], ta = tags[i];
+                const u64 rb = ranks[partner], tb = tags[partner];
+                // Entries are distinct: b before a exactly when a is not before b.
+                if (before(rb, tb, ra, ta) == forward) {
+                    ranks[i] = rb;
+                    tags[i] = tb;
+                    ranks[partner] = ra;
+                    tags[partner] = ta;
+                }
+            }
+            __syncthreads();
+        }
+    }
+}
+
+template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES>
+__device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
+    typedef typename Key::Bits Bits;
+    u64* status = reinterpret_cast<u64*>(p.status);
+    u64* seg_start = reinterpret_cast<u64*>(p.seg_start);
+    const u64 n = p.num_keys;
+    const u64 stride = grid_threads(BLOCK_THREADS);
+    const u64 first = global_thread_index(BLOCK_THREADS);
+
+    if (p.stage == SS_STAGE_INIT) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            u64 count = p.num_segments;
+            status[SEGMENT_STATUS_COUNT_BAD] = 0;
+            status[SEGMENT_STATUS_COUNT_VALUE] = 0;
+            if (p.flags & SEGMENT_COUNT_DEFERRED) {
+                const i64 c = *reinterpret_cast<const i64*>(p.num_segments_ptr);
+                const i64 lo = (i64)p.num_segments_min;
+                const i64 hi = (i64)p.num_segments_max;
+                if (c < lo || c > hi) {
+                    status[SEGMENT_STATUS_COUNT_BAD] = 1;
+                    status[SEGMENT_STATUS_COUNT_VALUE] = (u64)c;
+                }
+                count = (u64)(c < lo ? lo : (c > hi ? hi : c));
+            }
+            status[SEGMENT_STATUS_COUNT] = count;
+            status[SEGMENT_STATUS_VIOLATION] = ~0ull;
+            status[SEGMENT_STATUS_VALUE] = 0;
+            for (u32 w = SEGMENT_STATUS_LISTS; w < SS_STATUS_WORDS; ++w) {
+                status[w] = 0;
+            }
+        }
+        return;
+    }
+    u64* ranks = reinterpret_cast<u64*>(p.ranks);
+    u64* positions = reinterpret_cast<u64*>(p.positions);
+    if (p.stage == SS_STAGE_FILL) {
+        // Every position a segment of its own until RESOLVE says otherwise.
+        for (u64 i = first; i < n; i += stride) {
+            seg_start[i] = i;
+            ranks[i] = 0;
+            positions[i] = i;
+        }
+        return;
+    }
+    const u64 count = status[SEGMENT_STATUS_COUNT];
+    if (p.stage == SS_STAGE_RESOLVE) {
+        // A warp per segment: lane 0 resolves it, the warp marks its positions and ranks.
+        const u32 lane = threadIdx.x & 31u;
+        const u64 warps = stride >> 5;
+        const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+        for (u64 seg = first >> 5; seg < count; seg += warps) {
+            u64 begin = 0, size = 0;
+            u32 order = 0;
+            i64 value = 0;
+            u32 code = 0;
+            if (lane == 0) {
+                code = ss_resolve(p, seg, &begin, &size, &order, &value);
+                if (code != 0) {
+                    atomicMin(&status[SEGMENT_STATUS_VIOLATION], (seg << 8) | (u64)code);
+                    if (code == VIOLATION_OFFSETS_OUT_OF_ORDER || code == VIOLATION_OVERLAPS) {
+                        status[SS_STATUS_DISORDER] = 1;
+                    }
+                } else if (size != 0) {
+                    atomicAdd(&status[SS_STATUS_TOTAL], size);
+                }
+            }
+            code = __shfl_sync(0xffffffffu, code, 0);
+            if (code != 0) {
+                continue;
+            }
+            begin = __shfl_sync(0xffffffffu, begin, 0);
+            size = __shfl_sync(0xffffffffu, size, 0);
+            order = __shfl_sync(0xffffffffu, order, 0);
+            const Bits flip = order ? (Bits)~(Bits)0 : (Bits)0;
+            for (u64 j = lane; j < size; j += 32) {
+                const u64 i = begin + j;
+                seg_start[i] = begin | SS_VALID;
+                ranks[i] = (u64)(Bits)(Key::to_radix(keys[i]) ^ flip);
+            }
+        }
+        return;
+    }
+    if (p.stage == SS_STAGE_FINALIZE) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            const u64 violation = status[SEGMENT_STATUS_VIOLATION];
+            if (violation != ~0ull) {
+                u64 begin = 0, size = 0;
+                u32 order = 0;
+                i64 value = 0;
+                ss_resolve(p, violation >> 8, &begin, &size, &order, &value);
+                status[SEGMENT_STATUS_VALUE] = (u64)value;
+            }
+            const u64 total = status[SS_STATUS_TOTAL];
+            if (total < p.total_min || total > p.total_max) {
+                status[SS_STATUS_TOTAL_BAD] = 1;
+            }
+        }
+        return;
+    }
+    if (p.stage == SS_STAGE_TILE) {
+        // One tile of SS_TILE positions sorted in shared memory (positions are the identity
+        // here): by segment (the start, relative to the tile), rank, slot.
+        __shared__ u64 tile_ranks[SS_TILE];
+        __shared__ u64 tile_tags[SS_TILE];  // the segment start within the tile << 32 | slot
+        const u64 tiles = (n + SS_TILE - 1) / SS_TILE;
+        for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const u64 base = tile * SS_TILE;
+            for (u32 j = threadIdx.x; j < SS_TILE; j += BLOCK_THREADS) {
+                const u64 i = base + j;
+                if (i < n) {
+                    // Starts are monotone: one at or before the tile is the tile's first.
+                    const u64 start = seg_start[i] & ~SS_VALID;
+                    const u64 local = start > base ? start - base : 0;
+                    tile_ranks[j] = ranks[i];
+                    tile_tags[j] = (local << 32) | j;
+                } else {
+                    tile_ranks[j] = ~0ull;
+                    tile_tags[j] = ((u64)SS_TILE << 32) | j;  // past every segment
+                }
+            }
+            __syncthreads();
+            ss_tile_sort<BLOCK_THREADS>(tile_ranks, tile_tags);
+            for (u32 j = threadIdx.x; j < SS_TILE; j += BLOCK_THREADS) {
+                const u64 i = base + j;
+                if (i < n) {
+                    ranks[i] = tile_ranks[j];
+                    positions[i] = base + (tile_tags[j] & 0xffffffffull);
+                }
+            }
+            if (threadIdx.x == 0) {
+                reinterpret_cast<u32*>(p.tile_dirty)[tile] = 1;  // the other buffer is empty
+            }
+            __syncthreads();
+        }
+        return;
+    }
+    if (p.stage == SS_STAGE_MERGE) {
+        // Runs of p.width sorted entries in buffer p.src merged pairwise into the other buffer,
+        // a tile per block. Only the segment that spans a pair's interface (its active range)
+        // moves; a tile outside every active range whose two buffers already agree does
+        // nothing (the seed's early exit), one whose buffers differ is copied, and a tile that
+        // meets an active range is left differing (tile_dirty).
+        const u64* src_ranks = ranks + (u64)p.src * n;
+        const u64* src_pos = positions + (u64)p.src * n;
+        u64* dst_ranks = ranks + (u64)(p.src ^ 1u) * n;
+        u64* dst_pos = positions + (u64)(p.src ^ 1u) * n;
+        u32* dirty = reinterpret_cast<u32*>(p.tile_dirty);
+        const u64 width = p.width;
+        auto seg_of = [&](u64 at) { return seg_start[src_pos[at]] & ~SS_VALID; };
+        __shared__ u64 range[4];  // the active range [begin, end), its segment, the tile's flag
+        const u64 tiles = (n + SS_TILE - 1) / SS_TILE;
+        for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const u64 t0 = tile * SS_TILE;
+            const u64 t1 = (t0 + SS_TILE < n) ? t0 + SS_TILE : n;
+            const u64 a0 = (t0 / (2 * width)) * (2 * width);
+            const u64 b0 = a0 + width;
+            const u64 b1 = (a0 + 2 * width < n) ? a0 + 2 * width : n;
+            if (threadIdx.x == 0) {
+                u64 begin = 0, end = 0, active = 0;
+                if (b0 < n && seg_of(b0 - 1) == seg_of(b0)) {
+                    active = seg_of(b0);
+                    // A's part of the active segment starts at the first entry of it in A,
+                    // B's part ends at the first entry of B past it (starts are monotone).
+                    u64 lo = a0, hi = b0;
+                    while (lo < hi) {
+                        const u64 mid = (lo + hi) >> 1;
+                        if (seg_of(mid) == active) {
+                            hi = mid;
+                        } else {
+                            lo = mid + 1;
+                        }
+                    }
+                    begin = lo;
+                    lo = b0;
+                    hi = b1;
+                    while (lo < hi) {
+                        const u64 mid = (lo + hi) >> 1;
+                        if (seg_of(mid) == active) {
+                            lo = mid + 1;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    end = lo;
+                }
+                range[0] = begin;
+                range[1] = end;
+                range[2] = active;
+                range[3] = dirty[tile];  // read before thread 0 rewrites it below
+            }
+            __syncthreads();
+            const u64 begin = range[0], end = range[1], active = range[2];
+            const bool differs = range[3] != 0;
+            __syncthreads();
+            const bool meets = t0 < end && t1 > begin;
+            if (!meets && !differs) {
+                continue;  // both buffers hold this tile's entries already
+            }
+            for (u64 i = t0 + threadIdx.x; i < t1; i += BLOCK_THREADS) {
+                const u64 rank = src_ranks[i];
+                const u64 pos = src_pos[i];
+                u64 out = i;
+                if (i >= begin && i < end) {
+                    if (i < b0) {
+                        // The entries of B's part before this one come before it.
+                        u64 l = b0, h = end;
+                        while (l < h) {
+                            const u64 mid = (l + h) >> 1;
+                            if (ss_before(active, src_ranks[mid], src_pos[mid], active, rank, pos)) {
+                                l = mid + 1;
+                            } else {
+                                h = mid;
+                            }
+                        }
+                        out = i + (l - b0);
+                    } else {
+                        // The entries of A's part after this one come after it.
+                        u64 l = begin, h = b0;
+                        while (l < h) {
+                            const u64 mid = (l + h) >> 1;
+                            if (ss_before(active, src_ranks[mid], src_pos[mid], active, rank, pos)) {
+                                l = mid + 1;
+                            } else {
+                                h = mid;
+                            }
+                        }
+                        out = i - (b0 - l);
+                    }
+                } else if (!differs) {
+                    continue;  // stationary, and the other buffer agrees
+                }
+                dst_ranks[out] = rank;
+                dst_pos[out] = pos;
+            }
+            if (threadIdx.x == 0) {
+                dirty[tile] = meets ? 1u : 0u;
+            }
+        }
+        return;
+    }
+    if (p.stage == SS_STAGE_WRITE) {
+        // Every position of a valid segment (none after offsets out of order) takes the key (and
+        // value, or index within the segment) that the sort put there.
+        if (status[SS_STATUS_DISORDER] != 0) {
+            return;
+        }
+        const u64* final_pos = positions + (u64)p.src * n;
+        const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+        Bits* out_keys = reinterpret_cast<Bits*>(p.out_keys);
+        for (u64 i = first; i < n; i += stride) {
+            const u64 pos = final_pos[i];
+            const u64 start = seg_start[pos];
+            if ((start & SS_VALID) == 0) {
+                continue;
+            }
+            out_keys[i] = keys[pos];
+            if (VALUE_BYTES != 0) {
+                typedef typename SsValueWord<VALUE_BYTES>::Type Word;
+                Word* out_values = reinterpret_cast<Word*>(p.out_values);
+                if (p.flags & SS_VALUES_INDEX) {
+                    out_values[i] = (Word)(pos - (start & ~SS_VALID));
+                } else {
+                    out_values[i] = reinterpret_cast<const Word*>(p.values)[pos];
+                }
+            }
+        }
+        return;
+    }
+}
+
+}  // namespace oxicub

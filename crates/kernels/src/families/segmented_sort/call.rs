@@ -1,0 +1,45 @@
+//! What a segmented sort call gives the launcher besides its keys and values.
+
+use cudarc::driver::CudaView;
+
+use crate::families::HostOrDevice;
+
+/// Where the segments are.
+#[derive(Clone, Copy, Debug)]
+pub enum SortLayout<'a, 'b> {
+    /// Segment `i` is `keys[i * stride ..][..size_i]`.
+    Strided {
+        /// The distance between segment starts.
+        stride: u64,
+        /// One size, or one per segment on the device.
+        sizes: HostOrDevice<'a, 'b, i64, u64>,
+    },
+    /// Segment `i` is `keys[begin[i] .. end[i]]`.
+    Offsets {
+        /// Begin offsets, one per segment.
+        begin: &'b CudaView<'a, i64>,
+        /// End offsets, one per segment.
+        end: &'b CudaView<'a, i64>,
+    },
+}
+
+/// What a segmented sort call asks for (the contract checked it; the device checks every
+/// per-segment value again and reports the smallest invalid segment).
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentedSortPlan<'a, 'b> {
+    /// The layout.
+    pub layout: SortLayout<'a, 'b>,
+    /// The order: one (0 ascending, 1 descending), or a byte per segment on the device.
+    pub order: HostOrDevice<'a, 'b, u8, u32>,
+    /// The orders compiled (bit 0 ascending, bit 1 descending): a per-segment byte outside is
+    /// a violation.
+    pub order_mask: u32,
+    /// The number of segments: on the host, or one deferred `i64` on the device.
+    pub num_segments: HostOrDevice<'a, 'b, i64, u64>,
+    /// The bounds a deferred number of segments is checked against and clamped into.
+    pub num_segments_bounds: (u64, u64),
+    /// The bounds every segment size must satisfy.
+    pub size_bounds: (u64, u64),
+    /// The bounds of the sum of the valid segments' sizes (the TotalItems guarantee).
+    pub total_bounds: (u64, u64),
+}

@@ -1,0 +1,46 @@
+//! The segmented sort family's numbers: its stages, flags and status words, shared with its
+//! kernel (generated into every segmented sort kernel).
+
+use crate::codegen::device_constants;
+
+/// Threads per block.
+pub(crate) const BLOCK_THREADS: u32 = 256;
+
+device_constants! {
+    /// The constants the segmented sort launcher and its kernel share.
+    pub(crate) static SS_CONSTANTS;
+
+    /// `params.stage`: the number of segments (a deferred one checked) and the status words.
+    pub(crate) const SS_STAGE_INIT: u32 = 0;
+    /// Stage: every position a segment of its own (the start, rank and position words).
+    pub(crate) const SS_STAGE_FILL: u32 = 1;
+    /// Stage: each segment resolved and checked; a valid one's positions get its start and
+    /// their ranks.
+    pub(crate) const SS_STAGE_RESOLVE: u32 = 2;
+    /// Stage: the offending value of the smallest invalid segment; the TotalItems check.
+    pub(crate) const SS_STAGE_FINALIZE: u32 = 3;
+    /// Stage: each tile of SS_TILE entries sorted in shared memory.
+    pub(crate) const SS_STAGE_TILE: u32 = 4;
+    /// Stage: one merge pass (runs of `params.width` entries, from buffer `params.src`).
+    pub(crate) const SS_STAGE_MERGE: u32 = 5;
+    /// Stage: the keys and values written in sorted order from buffer `params.src`.
+    pub(crate) const SS_STAGE_WRITE: u32 = 6;
+
+    /// Entries a tile sorts in shared memory (a power of two).
+    pub(crate) const SS_TILE: u32 = 1024;
+
+    /// Flag (`params.flags`, above the segmented problem's): one order per segment, a byte
+    /// each at `params.orders` (0 ascending, 1 descending).
+    pub(crate) const SS_ORDER_PER_SEGMENT: u32 = 4096;
+    /// Flag: the values written are each key's index within its segment.
+    pub(crate) const SS_VALUES_INDEX: u32 = 8192;
+
+    /// Status word (after the segmented problem's): the sum of the valid segments' sizes.
+    pub(crate) const SS_STATUS_TOTAL: u32 = 5;
+    /// Status word: 1 when that sum is outside the TotalItems guarantee.
+    pub(crate) const SS_STATUS_TOTAL_BAD: u32 = 6;
+    /// Status word: 1 when offsets are out of order somewhere (nothing is written).
+    pub(crate) const SS_STATUS_DISORDER: u32 = 7;
+    /// The number of status words.
+    pub(crate) const SS_STATUS_WORDS: u32 = 8;
+}

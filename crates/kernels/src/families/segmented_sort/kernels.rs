@@ -1,0 +1,106 @@
+//! The segmented sort family's table, parameter struct and specs.
+
+use super::constants::{BLOCK_THREADS, SS_CONSTANTS, SS_TILE};
+use crate::codegen::{kernel_params, FamilyTable, KernelParams, TemplateArg};
+use crate::radix::KeyType;
+use crate::{KernelFamily, KernelSpec, Tier, ValueType};
+
+kernel_params! {
+    /// Parameters of `segmented_sort` (device pointers as `u64`, 0 where unused).
+    struct SegmentedSortParams {
+        keys: u64,
+        values: u64,
+        out_keys: u64,
+        out_values: u64,
+        begin_offsets: u64,
+        end_offsets: u64,
+        sizes: u64,
+        orders: u64,
+        num_segments_ptr: u64,
+        status: u64,
+        /// `num_keys` u64: the start of each position's segment (SS_VALID when valid).
+        seg_start: u64,
+        /// Two buffers of `num_keys` u64 ranks, one after the other.
+        ranks: u64,
+        /// Two buffers of `num_keys` u64 positions, one after the other.
+        positions: u64,
+        /// A u32 per tile: 1 when the tile's entries differ between the two buffers.
+        tile_dirty: u64,
+        num_keys: u64,
+        stride: u64,
+        size_value: u64,
+        size_min: u64,
+        size_max: u64,
+        num_segments: u64,
+        num_segments_min: u64,
+        num_segments_max: u64,
+        total_min: u64,
+        total_max: u64,
+        /// The runs a merge pass merges, in entries.
+        width: u64,
+        flags: u32,
+        order_value: u32,
+        order_mask: u32,
+        stage: u32,
+        /// The buffer a merge pass (or the write) reads: 0 or 1.
+        src: u32,
+        /// Explicit padding, always zero.
+        reserved: u32,
+    }
+}
+
+pub(crate) static TABLE: FamilyTable = FamilyTable {
+    name: "segmented_sort",
+    header: include_str!("../../../cuda/segmented_sort/segmented_sort.cuh"),
+    constants: &[&SS_CONSTANTS],
+    params_name: SegmentedSortParams::CXX_NAME,
+    params_declaration: SegmentedSortParams::cxx_declaration,
+    template_args: &[
+        TemplateArg::Key,
+        TemplateArg::BlockThreads,
+        TemplateArg::Const("VALUE_BYTES"),
+    ],
+    // The tile's ranks and tags: two u64 per entry; a merge pass's range.
+    static_shared_bytes: |_| 2 * 8 * u64::from(SS_TILE) + 4 * 8,
+};
+
+/// The value widths the family moves (0: keys only).
+pub(crate) const VALUE_WIDTHS: [u8; 5] = [0, 1, 2, 4, 8];
+
+impl KernelSpec {
+    /// The spec of the `segmented_sort` kernel: keys of type `key`, carrying values (or
+    /// indices) of `value_bytes` bytes (0: keys only; 1, 2, 4 or 8).
+    ///
+    /// ```
+    /// use oxicub_kernels::{KernelSpec, KeyType};
+    ///
+    /// let spec = KernelSpec::segmented_sort(KeyType::I32, 4);
+    /// assert_eq!(spec.to_string(), "oxicub::segmented_sort<oxicub::KeyI32, 256, 4>");
+    /// ```
+    pub fn segmented_sort(key: KeyType, value_bytes: u8) -> KernelSpec {
+        KernelSpec {
+            family: KernelFamily::SegmentedSort,
+            key,
+            value: (value_bytes != 0).then_some(ValueType::Opaque { bytes: value_bytes }),
+            direction: None,
+            tier: Tier::GridStride,
+            block_threads: BLOCK_THREADS,
+            consts: vec![("VALUE_BYTES", i64::from(value_bytes))],
+        }
+    }
+}
+
+/// Every `segmented_sort` spec: each key type, each value width.
+///
+/// ```
+/// assert_eq!(oxicub_kernels::families::segmented_sort::specs().len(), 12 * 5);
+/// ```
+pub fn specs() -> Vec<KernelSpec> {
+    let mut specs = Vec::new();
+    for key in KeyType::ALL {
+        for bytes in VALUE_WIDTHS {
+            specs.push(KernelSpec::segmented_sort(key, bytes));
+        }
+    }
+    specs
+}

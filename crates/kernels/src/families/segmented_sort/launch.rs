@@ -1,0 +1,226 @@
+//! The segmented sort launcher: checks the buffers, allocates the scratch the plan needs,
+//! binds the pointers and launches every stage back to back on one stream; the per-segment
+//! checks are reported through the status words.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
+
+use super::call::{SegmentedSortPlan, SortLayout};
+use super::constants::{
+    SS_ORDER_PER_SEGMENT, SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE,
+    SS_STAGE_RESOLVE, SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD,
+    SS_STATUS_WORDS, SS_TILE, SS_VALUES_INDEX,
+};
+use super::kernels::SegmentedSortParams;
+use super::plan::merge_widths;
+use crate::families::scratch::{alloc_uninit, alloc_zeroed};
+use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
+use crate::radix::RadixKey;
+use crate::segments::{
+    SegmentedStatus, SEGMENT_COUNT_DEFERRED, SEGMENT_OFFSETS, SEGMENT_SIZES_PER_SEGMENT,
+};
+use crate::{KernelError, KernelRuntime, KernelSpec};
+
+/// Sorts the keys (and values, or each key's index within its segment) of every segment of
+/// `keys` into the same places of the outputs, as `plan` says; positions outside every valid
+/// segment are left untouched. Asynchronous on `stream`; returns the status words to decode
+/// when the caller chooses to synchronise. `V` is 1, 2, 4 or 8 bytes (indices: 4 or 8).
+pub fn segmented_sort<K: RadixKey, V>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    plan: SegmentedSortPlan<'_, '_>,
+    keys: &CudaView<'_, K>,
+    out_keys: &mut CudaViewMut<'_, K>,
+    mut values: SelectedValues<'_, '_, V>,
+) -> Result<SegmentedStatus, KernelError> {
+    let invalid = |reason: String| KernelError::InvalidSpec {
+        kernel: "segmented_sort".to_owned(),
+        reason,
+    };
+    runtime.check_buffer("keys", keys)?;
+    runtime.check_buffer("out_keys", &*out_keys)?;
+    let n = keys.len() as u64;
+    at_least("out_keys", out_keys.len(), n)?;
+    let value_bytes = std::mem::size_of::<V>() as u8;
+    let (value_bytes, index) = match &values {
+        SelectedValues::None => (0, false),
+        SelectedValues::Copy { values, out } => {
+            runtime.check_buffer("values", *values)?;
+            runtime.check_buffer("out_values", &**out)?;
+            at_least("values", values.len(), n)?;
+            at_least("out_values", out.len(), n)?;
+            (value_bytes, false)
+        }
+        SelectedValues::Index { out } => {
+            runtime.check_buffer("out_values", &**out)?;
+            at_least("out_values", out.len(), n)?;
+            if !matches!(value_bytes, 4 | 8) {
+                return Err(invalid(format!(
+                    "indices are 4 or 8 bytes, not {value_bytes}"
+                )));
+            }
+            (value_bytes, true)
+        }
+        SelectedValues::Listed { .. } => {
+            return Err(invalid(
+                "per-segment value addresses are not a sort layout".into(),
+            ))
+        }
+    };
+    if !matches!(value_bytes, 0 | 1 | 2 | 4 | 8) {
+        return Err(invalid(format!(
+            "values must be 1, 2, 4 or 8 bytes, not {value_bytes}"
+        )));
+    }
+    let (count_min, count_max) = plan.num_segments_bounds;
+    if count_min > count_max || count_max > i64::MAX as u64 {
+        return Err(invalid(format!(
+            "the bounds [{count_min}, {count_max}] of the number of segments are not a range \
+             of i64"
+        )));
+    }
+    let max_segments = match plan.num_segments {
+        HostOrDevice::Host(count) => count,
+        HostOrDevice::Device(_) => count_max,
+    };
+    // Every per-segment buffer holds a value for each segment the kernels may visit.
+    let per_segment = |name: &'static str, len: usize| at_least(name, len, max_segments);
+    let mut flags = 0u32;
+    match plan.layout {
+        SortLayout::Strided { sizes, .. } => {
+            if let HostOrDevice::Device(sizes) = sizes {
+                runtime.check_buffer("sizes", sizes)?;
+                per_segment("sizes", sizes.len())?;
+                flags |= SEGMENT_SIZES_PER_SEGMENT;
+            }
+        }
+        SortLayout::Offsets { begin, end } => {
+            runtime.check_buffer("begin_offsets", begin)?;
+            runtime.check_buffer("end_offsets", end)?;
+            per_segment("begin_offsets", begin.len())?;
+            per_segment("end_offsets", end.len())?;
+            flags |= SEGMENT_OFFSETS;
+        }
+    }
+    if let HostOrDevice::Device(orders) = plan.order {
+        runtime.check_buffer("orders", orders)?;
+        per_segment("orders", orders.len())?;
+        flags |= SS_ORDER_PER_SEGMENT;
+    }
+    if let HostOrDevice::Device(count) = plan.num_segments {
+        runtime.check_buffer("num_segments", count)?;
+        at_least("num_segments", count.len(), 1)?;
+        flags |= SEGMENT_COUNT_DEFERRED;
+    }
+    if index {
+        flags |= SS_VALUES_INDEX;
+    }
+
+    let spec = KernelSpec::segmented_sort(K::KEY_TYPE, value_bytes);
+    let kernel = runtime.kernel(&spec)?;
+    let mut status = alloc_zeroed::<u64>(runtime, stream, "status", SS_STATUS_WORDS.into())?;
+    // One word per position for the segment starts, two buffers of ranks and of positions.
+    let words = n.max(1);
+    // SAFETY: FILL writes every start, rank and position of buffer 0 before any other stage
+    // reads them, and each merge pass writes every entry of the buffer it fills before the
+    // next stage reads it (a pass moves a permutation of its entries).
+    let mut seg_start = unsafe { alloc_uninit::<u64>(runtime, stream, "seg_start", words) }?;
+    let mut ranks = unsafe { alloc_uninit::<u64>(runtime, stream, "ranks", 2 * words) }?;
+    let mut positions = unsafe { alloc_uninit::<u64>(runtime, stream, "positions", 2 * words) }?;
+    let tiles = n.div_ceil(u64::from(SS_TILE));
+    // SAFETY: TILE writes every tile's flag before a merge pass reads it.
+    let mut tile_dirty =
+        unsafe { alloc_uninit::<u32>(runtime, stream, "tile_dirty", tiles.max(1)) }?;
+
+    let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
+    let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
+    let (begin_offsets, end_offsets, sizes, stride, size_value) = match plan.layout {
+        SortLayout::Strided { stride, sizes } => match sizes {
+            HostOrDevice::Host(size) => (0, 0, 0, stride, size),
+            HostOrDevice::Device(sizes) => {
+                (0, 0, keep(&mut guards, sizes.device_ptr(stream)), stride, 0)
+            }
+        },
+        SortLayout::Offsets { begin, end } => (
+            keep(&mut guards, begin.device_ptr(stream)),
+            keep(&mut guards, end.device_ptr(stream)),
+            0,
+            0,
+            0,
+        ),
+    };
+    let (orders, order_value) = match plan.order {
+        HostOrDevice::Host(order) => (0, order),
+        HostOrDevice::Device(orders) => (keep(&mut guards, orders.device_ptr(stream)), 0),
+    };
+    let (num_segments_ptr, num_segments) = match plan.num_segments {
+        HostOrDevice::Host(count) => (0, count),
+        HostOrDevice::Device(count) => (keep(&mut guards, count.device_ptr(stream)), 0),
+    };
+    let params = SegmentedSortParams {
+        keys: keep(&mut guards, keys.device_ptr(stream)),
+        values: values_ptr,
+        out_keys: keep(&mut guards, out_keys.device_ptr_mut(stream)),
+        out_values: out_values_ptr,
+        begin_offsets,
+        end_offsets,
+        sizes,
+        orders,
+        num_segments_ptr,
+        status: keep(&mut guards, status.device_ptr_mut(stream)),
+        seg_start: keep(&mut guards, seg_start.device_ptr_mut(stream)),
+        ranks: keep(&mut guards, ranks.device_ptr_mut(stream)),
+        positions: keep(&mut guards, positions.device_ptr_mut(stream)),
+        tile_dirty: keep(&mut guards, tile_dirty.device_ptr_mut(stream)),
+        num_keys: n,
+        stride,
+        size_value,
+        size_min: plan.size_bounds.0,
+        size_max: plan.size_bounds.1,
+        num_segments,
+        num_segments_min: count_min,
+        num_segments_max: count_max,
+        total_min: plan.total_bounds.0,
+        total_max: plan.total_bounds.1,
+        width: 0,
+        flags,
+        order_value,
+        order_mask: plan.order_mask,
+        stage: SS_STAGE_INIT,
+        src: 0,
+        reserved: 0,
+    };
+    let stage = |stage: u32| SegmentedSortParams { stage, ..params };
+    let over_keys = runtime.grid_blocks(&kernel, n, 1);
+    runtime.launch(stream, &kernel, 1, stage(SS_STAGE_INIT))?;
+    runtime.launch(stream, &kernel, over_keys, stage(SS_STAGE_FILL))?;
+    // A warp per segment.
+    let warps = runtime.grid_blocks(&kernel, max_segments.saturating_mul(32), 1);
+    runtime.launch(stream, &kernel, warps, stage(SS_STAGE_RESOLVE))?;
+    runtime.launch(stream, &kernel, 1, stage(SS_STAGE_FINALIZE))?;
+    let tile_blocks = runtime.grid_blocks(&kernel, tiles.saturating_mul(256), 1);
+    runtime.launch(stream, &kernel, tile_blocks, stage(SS_STAGE_TILE))?;
+    let widths = merge_widths(n);
+    for (pass, &width) in widths.iter().enumerate() {
+        let merge = SegmentedSortParams {
+            stage: SS_STAGE_MERGE,
+            width,
+            src: (pass % 2) as u32,
+            ..params
+        };
+        runtime.launch(stream, &kernel, tile_blocks, merge)?;
+    }
+    let write = SegmentedSortParams {
+        stage: SS_STAGE_WRITE,
+        src: (widths.len() % 2) as u32,
+        ..params
+    };
+    runtime.launch(stream, &kernel, over_keys, write)?;
+    drop(guards);
+    Ok(SegmentedStatus::new(
+        runtime,
+        Some(status),
+        (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD),
+    ))
+}
