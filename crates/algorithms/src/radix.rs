@@ -327,3 +327,20 @@ impl RadixBackend for AnyBackend {
         }
     }
 }
+
+/// The rank of a key for the host backends: its radix code, inverted (within the key's width)
+/// when `inverted`, so that one comparison serves both directions (top-k max: the larger rank
+/// is better, min inverts; sort ascending: the smaller rank first, descending inverts).
+pub(crate) fn rank<K: RadixKey>(key: K, inverted: bool) -> u64 {
+    let code = key.to_radix().to_u64();
+    if !inverted {
+        return code;
+    }
+    let bits = <K::Bits as RadixBits>::BITS;
+    let width = if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    !code & width
+}

@@ -13,10 +13,10 @@ use oxicub_kernels::segments::{
 use oxicub_params::SelectDirection;
 
 use super::host::direction_not_compiled;
-use crate::backend::{ChoiceValues, Cuda, DeviceValue, DeviceValues, ParamValues};
+use crate::backend::{ChoiceValues, Cuda, DeviceValue, ParamValues};
 use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
-use crate::segments::cuda::{ChoiceCopy, ParamCopy, SegmentArgsCopy};
+use crate::segments::cuda::{on_device_copies, ChoiceCopy, ParamCopy, SegmentArgsCopy};
 use crate::segments::{segmented_error, DeviceReport, LayoutArg, Outcome, Violation};
 use crate::values::ValuesIn;
 use crate::Error;
@@ -204,16 +204,6 @@ pub(super) fn run_any<K: RadixKey, V: DeviceValue>(
             request, args, keys, values, out_keys, out_values,
         ));
     }
-    let device_keys = cuda.upload_keys(keys)?;
-    let mut device_out_keys = cuda.upload_keys(out_keys)?;
-    let device_values = match &values {
-        ValuesIn::Copy(values) => Some(cuda.upload_values(values)?),
-        _ => None,
-    };
-    let mut device_out_values = match &out_values {
-        Some(out) => Some(cuda.upload_values(out)?),
-        None => None,
-    };
     let segments = SegmentArgsCopy::upload(cuda, &args.segments)?;
     let k = ParamCopy::upload(cuda, args.k)?;
     let direction = ChoiceCopy::upload(cuda, args.direction)?;
@@ -223,25 +213,12 @@ pub(super) fn run_any<K: RadixKey, V: DeviceValue>(
         k: k.values(&k_view),
         direction: direction.values(&direction_view),
     };
-    let device_in = match (&values, &device_values) {
-        (ValuesIn::Copy(_), Some(v)) => ValuesIn::Copy(v.as_view()),
-        (ValuesIn::Index(index), _) => ValuesIn::Index(*index),
-        _ => ValuesIn::None,
-    };
-    let outcome = run(
+    on_device_copies(
         cuda,
-        request,
-        device_args,
-        device_keys.as_view(),
-        device_in,
-        device_out_keys.as_view_mut(),
-        device_out_values.as_mut().map(DeviceValues::as_view_mut),
-    )?;
-    let result = outcome.check();
-    let top = cuda.download_keys(&device_out_keys)?;
-    out_keys.copy_from_slice(&top);
-    if let (Some(out), Some(device)) = (out_values, &device_out_values) {
-        device.download_into(cuda, out)?;
-    }
-    Ok(Outcome::ready((), result.err()))
+        keys,
+        values,
+        out_keys,
+        out_values,
+        |keys, values, out, out_v| run(cuda, request, device_args, keys, values, out, out_v),
+    )
 }

@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use crate::backend::{ChoiceValues, DeviceValue, ParamValues};
 use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
-use crate::radix::{RadixBits, RadixKey};
+use crate::radix::RadixKey;
 use crate::segments::host::{resolve_num_segments, resolve_segment};
 use crate::segments::{total_items_error, LayoutArg, Outcome, Violation};
 use crate::values::ValuesIn;
@@ -77,19 +77,7 @@ pub(crate) fn direction_not_compiled(request: &BatchedTopKRequest) -> Violation 
 
 /// The rank of a key: its radix code, inverted for min, so a larger rank is always better.
 fn rank<K: RadixKey>(key: K, direction: SelectDirection) -> u64 {
-    let code = key.to_radix().to_u64();
-    match direction {
-        SelectDirection::Max => code,
-        SelectDirection::Min => {
-            let bits = <K::Bits as RadixBits>::BITS;
-            let mask = if bits >= 64 {
-                u64::MAX
-            } else {
-                (1u64 << bits) - 1
-            };
-            !code & mask
-        }
-    }
+    crate::radix::rank(key, direction == SelectDirection::Min)
 }
 
 /// The indices (within the segment) of its selected items, stable sorted: by rank, best first,

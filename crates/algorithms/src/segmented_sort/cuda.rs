@@ -11,11 +11,11 @@ use oxicub_params::SortOrder;
 
 use super::host::order_not_compiled;
 use super::SegmentedSortBackend;
-use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceValue, DeviceValues, ParamValues};
+use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceValue, ParamValues};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
 use crate::radix::RadixKey;
 use crate::sealed::Token;
-use crate::segments::cuda::{ChoiceCopy, SegmentArgsCopy};
+use crate::segments::cuda::{on_device_copies, ChoiceCopy, SegmentArgsCopy};
 use crate::segments::{segmented_error, DeviceReport, LayoutArg, Outcome};
 use crate::values::ValuesIn;
 use crate::Error;
@@ -125,9 +125,8 @@ impl SegmentedSortBackend for Cuda {
     }
 }
 
-/// On CUDA, [`AnyBackend`] copies every input (and the current outputs, whose positions
-/// outside the segments must stay as they are) to the device, runs there, copies the outputs
-/// back and checks the status (the host had the data, so it waits anyway).
+/// On CUDA, [`AnyBackend`] runs on device copies of the inputs and outputs
+/// (`segments::cuda::on_device_copies`).
 impl SegmentedSortBackend for AnyBackend {
     fn segmented_sort_checked<K: RadixKey, V: DeviceValue>(
         &self,
@@ -150,16 +149,6 @@ impl SegmentedSortBackend for AnyBackend {
                 );
             }
         };
-        let device_keys = cuda.upload_keys(keys)?;
-        let mut device_out_keys = cuda.upload_keys(out_keys)?;
-        let device_values = match &values {
-            ValuesIn::Copy(values) => Some(cuda.upload_values(values)?),
-            _ => None,
-        };
-        let mut device_out_values = match &out_values {
-            Some(out) => Some(cuda.upload_values(out)?),
-            None => None,
-        };
         let segments = SegmentArgsCopy::upload(cuda, &args.segments)?;
         let order = ChoiceCopy::<SortOrder>::upload(cuda, args.order)?;
         let (segment_views, order_view) = (segments.views(), order.view());
@@ -167,26 +156,13 @@ impl SegmentedSortBackend for AnyBackend {
             segments: segments.args(&segment_views),
             order: order.values(&order_view),
         };
-        let device_in = match (&values, &device_values) {
-            (ValuesIn::Copy(_), Some(v)) => ValuesIn::Copy(v.as_view()),
-            (ValuesIn::Index(index), _) => ValuesIn::Index(*index),
-            _ => ValuesIn::None,
-        };
-        let outcome = run(
+        on_device_copies(
             cuda,
-            request,
-            device_args,
-            device_keys.as_view(),
-            device_in,
-            device_out_keys.as_view_mut(),
-            device_out_values.as_mut().map(DeviceValues::as_view_mut),
-        )?;
-        let result = outcome.check();
-        let sorted = cuda.download_keys(&device_out_keys)?;
-        out_keys[..sorted.len()].copy_from_slice(&sorted);
-        if let (Some(out), Some(device)) = (out_values, &device_out_values) {
-            device.download_into(cuda, out)?;
-        }
-        Ok(Outcome::ready((), result.err()))
+            keys,
+            values,
+            out_keys,
+            out_values,
+            |keys, values, out, out_v| run(cuda, request, device_args, keys, values, out, out_v),
+        )
     }
 }

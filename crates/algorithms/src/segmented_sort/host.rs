@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use super::SegmentedSortBackend;
 use crate::backend::{ChoiceValues, DeviceValue, Host};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
-use crate::radix::{RadixBits, RadixKey};
+use crate::radix::RadixKey;
 use crate::sealed::Token;
 use crate::segments::host::{resolve_num_segments, resolve_segment};
 use crate::segments::{total_items_error, LayoutArg, Outcome, Violation};
@@ -64,19 +64,7 @@ pub(crate) fn order_not_compiled(request: &SortRequest) -> Violation {
 /// The rank of a key: its radix code, inverted for descending, so the output is ascending by
 /// rank.
 fn rank<K: RadixKey>(key: K, order: SortOrder) -> u64 {
-    let code = key.to_radix().to_u64();
-    match order {
-        SortOrder::Ascending => code,
-        SortOrder::Descending => {
-            let bits = <K::Bits as RadixBits>::BITS;
-            let mask = if bits >= 64 {
-                u64::MAX
-            } else {
-                (1u64 << bits) - 1
-            };
-            !code & mask
-        }
-    }
+    crate::radix::rank(key, order == SortOrder::Descending)
 }
 
 /// The indices (within the segment) of its keys in sorted order, equal keys by index.

@@ -1,10 +1,12 @@
 //! The segmented problem on [`Cuda`]: the arguments of an [`AnyBackend`](crate::AnyBackend)
 //! call copied to the device. (A listed layout's views go to the kernel launcher as they are.)
 
-use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 
-use super::{LayoutArg, SegmentArgs};
-use crate::backend::{ChoiceValues, Cuda, ParamValues};
+use super::{LayoutArg, Outcome, SegmentArgs};
+use crate::backend::{ChoiceValues, Cuda, DeviceValue, DeviceValues, ParamValues};
+use crate::radix::RadixKey;
+use crate::values::ValuesIn;
 use crate::Error;
 
 /// A host buffer copied to the device (one element when empty: the device allocates no empty
@@ -157,4 +159,56 @@ impl SegmentArgsCopy {
             num_segments: self.num_segments.values(&views.num_segments),
         }
     }
+}
+
+/// An [`AnyBackend`](crate::AnyBackend) call on the GPU: `run` gets device copies of the keys,
+/// the values and the outputs (whose slots the call does not write must stay as they are); the
+/// outputs are copied back and the outcome checked (the host had the data, so it waits
+/// anyway). `keys` is not empty (the device allocates no empty buffers).
+pub(crate) fn on_device_copies<K, V, R>(
+    cuda: &Cuda,
+    keys: &[K],
+    values: ValuesIn<&[V], V>,
+    out_keys: &mut [K],
+    out_values: Option<&mut [V]>,
+    run: R,
+) -> Result<Outcome, Error>
+where
+    K: RadixKey,
+    V: DeviceValue,
+    R: FnOnce(
+        CudaView<'_, K>,
+        ValuesIn<CudaView<'_, V>, V>,
+        CudaViewMut<'_, K>,
+        Option<CudaViewMut<'_, V>>,
+    ) -> Result<Outcome, Error>,
+{
+    let device_keys = cuda.upload_keys(keys)?;
+    let mut device_out_keys = cuda.upload_keys(out_keys)?;
+    let device_values = match &values {
+        ValuesIn::Copy(values) => Some(cuda.upload_values(values)?),
+        _ => None,
+    };
+    let mut device_out_values = match &out_values {
+        Some(out) => Some(cuda.upload_values(out)?),
+        None => None,
+    };
+    let device_in = match (&values, &device_values) {
+        (ValuesIn::Copy(_), Some(v)) => ValuesIn::Copy(v.as_view()),
+        (ValuesIn::Index(index), _) => ValuesIn::Index(*index),
+        _ => ValuesIn::None,
+    };
+    let outcome = run(
+        device_keys.as_view(),
+        device_in,
+        device_out_keys.as_view_mut(),
+        device_out_values.as_mut().map(DeviceValues::as_view_mut),
+    )?;
+    let result = outcome.check();
+    let written = cuda.download_keys(&device_out_keys)?;
+    out_keys.copy_from_slice(&written);
+    if let (Some(out), Some(device)) = (out_values, &device_out_values) {
+        device.download_into(cuda, out)?;
+    }
+    Ok(Outcome::ready((), result.err()))
 }

@@ -65,19 +65,7 @@ pub(super) fn padded<K: RadixKey, V: DeviceValue>(
 
 /// The rank of a key: its radix code, inverted for min, so a larger rank is always better.
 fn rank<K: RadixKey>(key: K, direction: SelectDirection) -> u64 {
-    let code = key.to_radix().to_u64();
-    match direction {
-        SelectDirection::Max => code,
-        SelectDirection::Min => !code & width_mask(<K::Bits as RadixBits>::BITS),
-    }
-}
-
-fn width_mask(bits: u32) -> u64 {
-    if bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    }
+    crate::radix::rank(key, direction == SelectDirection::Min)
 }
 
 /// Source indices of the selected items, in the output order the request asks for.

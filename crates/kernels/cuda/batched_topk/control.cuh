@@ -6,25 +6,7 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
     u64* status = reinterpret_cast<u64*>(p.status);
     if (p.stage == BT_STAGE_INIT) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
-            u64 count = p.num_segments;
-            status[SEGMENT_STATUS_COUNT_BAD] = 0;
-            status[SEGMENT_STATUS_COUNT_VALUE] = 0;
-            if (p.flags & SEGMENT_COUNT_DEFERRED) {
-                const i64 n = *reinterpret_cast<const i64*>(p.num_segments_ptr);
-                const i64 lo = (i64)p.num_segments_min;
-                const i64 hi = (i64)p.num_segments_max;
-                if (n < lo || n > hi) {
-                    status[SEGMENT_STATUS_COUNT_BAD] = 1;
-                    status[SEGMENT_STATUS_COUNT_VALUE] = (u64)n;
-                }
-                count = (u64)(n < lo ? lo : (n > hi ? hi : n));
-            }
-            status[SEGMENT_STATUS_COUNT] = count;
-            status[SEGMENT_STATUS_VIOLATION] = ~0ull;
-            status[SEGMENT_STATUS_VALUE] = 0;
-            for (u32 w = SEGMENT_STATUS_LISTS; w <= BT_STATUS_TOTAL_BAD; ++w) {
-                status[w] = 0;
-            }
+            segment_status_init(p, status, BT_STATUS_WORDS);
         }
         return;
     }

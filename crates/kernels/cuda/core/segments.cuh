@@ -79,6 +79,33 @@ __device__ __forceinline__ u32 segment_resolve(const P& p, u64 seg, u64* begin_o
     return 0;
 }
 
+// The control stage INIT of a segmented family (one thread): the number of segments (a deferred
+// one checked against its bounds, clamped into them and flagged when outside), no violation
+// yet, and the family's other status words (up to `words`) zeroed. P also has num_segments_ptr,
+// num_segments_min and num_segments_max.
+template <class P>
+__device__ __forceinline__ void segment_status_init(const P& p, u64* status, u32 words) {
+    u64 count = p.num_segments;
+    status[SEGMENT_STATUS_COUNT_BAD] = 0;
+    status[SEGMENT_STATUS_COUNT_VALUE] = 0;
+    if (p.flags & SEGMENT_COUNT_DEFERRED) {
+        const i64 n = *reinterpret_cast<const i64*>(p.num_segments_ptr);
+        const i64 lo = (i64)p.num_segments_min;
+        const i64 hi = (i64)p.num_segments_max;
+        if (n < lo || n > hi) {
+            status[SEGMENT_STATUS_COUNT_BAD] = 1;
+            status[SEGMENT_STATUS_COUNT_VALUE] = (u64)n;
+        }
+        count = (u64)(n < lo ? lo : (n > hi ? hi : n));
+    }
+    status[SEGMENT_STATUS_COUNT] = count;
+    status[SEGMENT_STATUS_VIOLATION] = ~0ull;
+    status[SEGMENT_STATUS_VALUE] = 0;
+    for (u32 w = SEGMENT_STATUS_LISTS; w < words; ++w) {
+        status[w] = 0;
+    }
+}
+
 // The words of a segment's descriptor (SEGMENT_DESC_WORDS u64): begin, size, a word of the
 // family's, and the flags (the family's low 8 bits, SEGMENT_DESC_VALID).
 enum SegmentDescriptorWord : u32 {

@@ -105,25 +105,7 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
 
     if (p.stage == SS_STAGE_INIT) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
-            u64 count = p.num_segments;
-            status[SEGMENT_STATUS_COUNT_BAD] = 0;
-            status[SEGMENT_STATUS_COUNT_VALUE] = 0;
-            if (p.flags & SEGMENT_COUNT_DEFERRED) {
-                const i64 c = *reinterpret_cast<const i64*>(p.num_segments_ptr);
-                const i64 lo = (i64)p.num_segments_min;
-                const i64 hi = (i64)p.num_segments_max;
-                if (c < lo || c > hi) {
-                    status[SEGMENT_STATUS_COUNT_BAD] = 1;
-                    status[SEGMENT_STATUS_COUNT_VALUE] = (u64)c;
-                }
-                count = (u64)(c < lo ? lo : (c > hi ? hi : c));
-            }
-            status[SEGMENT_STATUS_COUNT] = count;
-            status[SEGMENT_STATUS_VIOLATION] = ~0ull;
-            status[SEGMENT_STATUS_VALUE] = 0;
-            for (u32 w = SEGMENT_STATUS_LISTS; w < SS_STATUS_WORDS; ++w) {
-                status[w] = 0;
-            }
+            segment_status_init(p, status, SS_STATUS_WORDS);
         }
         return;
     }
@@ -297,9 +279,8 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
                 const u64 pos = src_pos[i];
                 u64 out = i;
                 if (i >= begin && i < end) {
-                    if (i < b0) {
-                        // The entries of B's part before this one come before it.
-                        u64 l = b0, h = end;
+                    // The first entry of the other run's part not before this one.
+                    auto first_not_before = [&](u64 l, u64 h) {
                         while (l < h) {
                             const u64 mid = (l + h) >> 1;
                             if (ss_before(active, src_ranks[mid], src_pos[mid], active, rank, pos)) {
@@ -308,20 +289,11 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
                                 h = mid;
                             }
                         }
-                        out = i + (l - b0);
-                    } else {
-                        // The entries of A's part after this one come after it.
-                        u64 l = begin, h = b0;
-                        while (l < h) {
-                            const u64 mid = (l + h) >> 1;
-                            if (ss_before(active, src_ranks[mid], src_pos[mid], active, rank, pos)) {
-                                l = mid + 1;
-                            } else {
-                                h = mid;
-                            }
-                        }
-                        out = i - (b0 - l);
-                    }
+                        return l;
+                    };
+                    // B's entries before this one come before it; A's after it, after it.
+                    out = i < b0 ? i + (first_not_before(b0, end) - b0)
+                                 : i - (b0 - first_not_before(begin, b0));
                 } else if (!differs) {
                     continue;  // stationary, and the other buffer agrees
                 }
