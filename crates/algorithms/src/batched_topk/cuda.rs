@@ -13,10 +13,12 @@ use oxicub_kernels::segments::{
 use oxicub_params::SelectDirection;
 
 use super::host::direction_not_compiled;
-use crate::backend::{ChoiceValues, Cuda, DeviceValue, ParamValues};
+use crate::backend::{ChoiceValues, Cuda, DeviceValue};
 use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
-use crate::segments::cuda::{on_device_copies, ChoiceCopy, ParamCopy, SegmentArgsCopy};
+use crate::segments::cuda::{
+    host_or_device, launch_bounds, on_device_copies, ChoiceCopy, ParamCopy, SegmentArgsCopy,
+};
 use crate::segments::{segmented_error, DeviceReport, LayoutArg, Outcome, Violation};
 use crate::values::ValuesIn;
 use crate::Error;
@@ -55,15 +57,10 @@ fn plan<'a, 'b, K>(
 where
     'b: 'a,
 {
-    let uniform_or = |values: ParamValues<&'b CudaView<'b, i64>>| match values {
-        ParamValues::Host(v) => HostOrDevice::Host(v as u64),
-        ParamValues::PerSegment(view) | ParamValues::Deferred(view) => HostOrDevice::Device(view),
-        ParamValues::BoundsOnly => HostOrDevice::Host(0),
-    };
     let layout = match args.segments.layout {
         LayoutArg::Strided(stride) => BatchedLayout::Strided {
             stride,
-            sizes: uniform_or(args.segments.sizes),
+            sizes: host_or_device(args.segments.sizes),
         },
         LayoutArg::Offsets { begin, end } => BatchedLayout::Offsets { begin, end },
         // run_listed replaces it with the segments' views.
@@ -74,19 +71,18 @@ where
         ChoiceValues::Host(SelectDirection::Min) => HostOrDevice::Host(1),
         ChoiceValues::PerSegment(view) => HostOrDevice::Device(view),
     };
-    let bounds = |b: oxicub_params::Bounds| (b.min.max(0) as u64, b.max.max(0) as u64);
     let segments = &request.segments;
     let ordering = request.requirements.ordering;
     BatchedTopKPlan {
         layout,
-        k: uniform_or(args.k),
+        k: host_or_device(args.k),
         direction,
         direction_mask: request.directions,
-        num_segments: uniform_or(args.segments.num_segments),
-        num_segments_bounds: bounds(segments.num_segments.merged),
-        size_bounds: bounds(segments.sizes),
-        k_bounds: bounds(request.k),
-        total_bounds: bounds(segments.total_items),
+        num_segments: host_or_device(args.segments.num_segments),
+        num_segments_bounds: launch_bounds(segments.num_segments.merged),
+        size_bounds: launch_bounds(segments.sizes),
+        k_bounds: launch_bounds(request.k),
+        total_bounds: launch_bounds(segments.total_items),
         out_stride: request.out_stride,
         per_segment_max: request.per_segment_max,
         tiers: request.tiers(),

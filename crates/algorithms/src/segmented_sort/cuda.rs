@@ -11,11 +11,13 @@ use oxicub_params::SortOrder;
 
 use super::host::order_not_compiled;
 use super::SegmentedSortBackend;
-use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceValue, ParamValues};
+use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceValue};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
 use crate::radix::RadixKey;
 use crate::sealed::Token;
-use crate::segments::cuda::{on_device_copies, ChoiceCopy, SegmentArgsCopy};
+use crate::segments::cuda::{
+    host_or_device, launch_bounds, on_device_copies, ChoiceCopy, SegmentArgsCopy,
+};
 use crate::segments::{segmented_error, DeviceReport, LayoutArg, Outcome};
 use crate::values::ValuesIn;
 use crate::Error;
@@ -43,11 +45,6 @@ fn plan<'a, 'b>(
     request: &SortRequest,
     args: &SortArgs<&'b CudaView<'a, i64>, &'b CudaView<'a, u8>>,
 ) -> SegmentedSortPlan<'a, 'b> {
-    let host_or_device = |values: ParamValues<&'b CudaView<'a, i64>>| match values {
-        ParamValues::Host(v) => HostOrDevice::Host(v as u64),
-        ParamValues::PerSegment(view) | ParamValues::Deferred(view) => HostOrDevice::Device(view),
-        ParamValues::BoundsOnly => HostOrDevice::Host(0),
-    };
     let layout = match args.segments.layout {
         LayoutArg::Strided(stride) => SortLayout::Strided {
             stride,
@@ -60,16 +57,15 @@ fn plan<'a, 'b>(
         ChoiceValues::Host(order) => HostOrDevice::Host(order as u32),
         ChoiceValues::PerSegment(view) => HostOrDevice::Device(view),
     };
-    let bounds = |b: oxicub_params::Bounds| (b.min.max(0) as u64, b.max.max(0) as u64);
     let segments = &request.segments;
     SegmentedSortPlan {
         layout,
         order,
         order_mask: request.orders,
         num_segments: host_or_device(args.segments.num_segments),
-        num_segments_bounds: bounds(segments.num_segments.merged),
-        size_bounds: bounds(segments.sizes),
-        total_bounds: bounds(segments.total_items),
+        num_segments_bounds: launch_bounds(segments.num_segments.merged),
+        size_bounds: launch_bounds(segments.sizes),
+        total_bounds: launch_bounds(segments.total_items),
     }
 }
 

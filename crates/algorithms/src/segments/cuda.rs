@@ -2,12 +2,31 @@
 //! call copied to the device. (A listed layout's views go to the kernel launcher as they are.)
 
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
+use oxicub_kernels::families::HostOrDevice;
+use oxicub_params::Bounds;
 
 use super::{LayoutArg, Outcome, SegmentArgs};
 use crate::backend::{ChoiceValues, Cuda, DeviceValue, DeviceValues, ParamValues};
 use crate::radix::RadixKey;
 use crate::values::ValuesIn;
 use crate::Error;
+
+/// A numeric parameter as a kernel launcher takes it: one host value (0 for bounds only), or
+/// its values in device memory (per segment, or one deferred value).
+pub(crate) fn host_or_device<'a, 'b>(
+    values: ParamValues<&'b CudaView<'a, i64>>,
+) -> HostOrDevice<'a, 'b, i64, u64> {
+    match values {
+        ParamValues::Host(v) => HostOrDevice::Host(v as u64),
+        ParamValues::PerSegment(view) | ParamValues::Deferred(view) => HostOrDevice::Device(view),
+        ParamValues::BoundsOnly => HostOrDevice::Host(0),
+    }
+}
+
+/// Bounds as a kernel launcher takes them (counts: negative bounds are 0).
+pub(crate) fn launch_bounds(bounds: Bounds) -> (u64, u64) {
+    (bounds.min.max(0) as u64, bounds.max.max(0) as u64)
+}
 
 /// A host buffer copied to the device (one element when empty: the device allocates no empty
 /// buffers, and an empty per-segment buffer is never read).
