@@ -46,9 +46,9 @@ pub use oxicub_params::{
 pub use oxicub_kernels::driver_available;
 
 pub use oxicub_algorithms::{
-    batched_topk, contract, radix, segmented_sort, segments, topk, AnyBackend, Backend, Buffer,
-    ChoicesOn, Cuda, DeviceFacts, DeviceKeys, DeviceValue, DeviceValues, Error, Host, KernelError,
-    Outcome, Pending, PerSegmentOn, SourceIndex, ValuesOn,
+    batched_topk, contract, locality_sort, radix, segmented_sort, segments, topk, AnyBackend,
+    Backend, Buffer, ChoicesOn, Cuda, DeviceFacts, DeviceKeys, DeviceValue, DeviceValues, Error,
+    Host, KernelError, Outcome, Pending, PerSegmentOn, SourceIndex, ValuesOn,
 };
 
 /// The README's examples, compiled and run as doctests so they cannot rot.

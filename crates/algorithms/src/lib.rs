@@ -32,6 +32,7 @@ mod backend;
 pub mod batched_topk;
 pub mod contract;
 mod error;
+pub mod locality_sort;
 pub mod radix;
 pub mod segmented_sort;
 pub mod segments;

@@ -7,7 +7,7 @@
 use oxicub_algorithms::radix::RadixBits;
 use oxicub_algorithms::segmented_sort::{self, Problem};
 use oxicub_algorithms::segments::offsets_from_head_indices;
-use oxicub_algorithms::{AnyBackend, Cuda, Error, Host, Outcome};
+use oxicub_algorithms::{locality_sort, AnyBackend, Cuda, Error, Host, Outcome};
 use oxicub_env::Env;
 use oxicub_params::{num_segments, order, segment_size};
 use oxicub_test::cases::{poison, tied_keys};
@@ -187,13 +187,61 @@ fn seed_demonstrations_on_the_gpu() {
             Some(LOCALITY_PAIRS_INDICES),
         ),
     ] {
-        let (outcome, keys, at) = on_gpu(&cuda, &input, &[0], &[100], &[0], 1);
-        assert_eq!(outcome, Ok(()));
-        assert_eq!(keys, bits(&sorted));
+        let positions: Vec<i32> = (0..100).collect();
+        let (keys, values) = locality_on(&AnyBackend::Cuda(cuda.clone()), &input, &positions);
+        assert_eq!(keys, sorted);
         if let Some(indices) = indices {
-            let at: Vec<i32> = at.iter().map(|&a| a as i32).collect();
-            assert_eq!(at, indices);
+            assert_eq!(values, indices);
         }
+    }
+}
+
+/// `locality_sort::sort_pairs` ascending on `backend`.
+fn locality_on<K: RefKey, V: oxicub_algorithms::DeviceValue + Default>(
+    backend: &AnyBackend,
+    keys: &[K],
+    values: &[V],
+) -> (Vec<K>, Vec<V>) {
+    let mut out = vec![poison::<K>(); keys.len()];
+    let mut out_values = vec![V::default(); keys.len()];
+    locality_sort::sort_pairs(
+        backend,
+        &order::Ascending,
+        keys,
+        values,
+        &mut out[..],
+        &mut out_values[..],
+        &Env::new(),
+    )
+    .and_then(Outcome::check)
+    .expect("locality sort");
+    (out, out_values)
+}
+
+/// Keys near their places (`i + rand(0, 25)` and `i + rand(0, 1000)`, the seed's and the
+/// issue's inputs), random keys and descending keys, 2^22 of each, through locality sort: the
+/// GPU's passes leave most tiles where they are and give the host's result bit for bit.
+#[test]
+fn locality_sort_near_sorted_and_random_keys() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let n = 1usize << 22;
+    let mut rng = SplitMix64::new(12);
+    let positions: Vec<u32> = (0..n as u32).collect();
+    let mut near = |spread: u64| -> Vec<i32> {
+        (0..n)
+            .map(|i| i as i32 + (rng.next_u64() % spread) as i32)
+            .collect()
+    };
+    let inputs = [
+        ("i + rand(0, 25)", near(25)),
+        ("i + rand(0, 1000)", near(1000)),
+        ("random", sample_keys::<i32>(n, 13)),
+        ("descending", (0..n as i32).rev().collect()),
+    ];
+    for (what, keys) in inputs {
+        let gpu = locality_on(&AnyBackend::Cuda(cuda.clone()), &keys, &positions);
+        let host = locality_on(&AnyBackend::Host(Host::new()), &keys, &positions);
+        assert!(gpu == host, "{what}: the GPU differs from the host");
     }
 }
 

@@ -4,7 +4,7 @@
 
 use oxicub_algorithms::segmented_sort::{self, Problem};
 use oxicub_algorithms::segments::{offsets_from_head_flags, offsets_from_head_indices};
-use oxicub_algorithms::{Error, Host, Outcome};
+use oxicub_algorithms::{locality_sort, Error, Host, Outcome};
 use oxicub_env::{output_ordering, require, Env};
 use oxicub_params::{num_segments, order, segment_size, SortOrder};
 use oxicub_test::cases::poison;
@@ -61,17 +61,37 @@ fn seed_segmented_sort_pairs_demonstration() {
     assert_eq!(from_flags, (begin, end));
 }
 
-/// Locality sort sorts one array; its result is the one-segment stable sort (the merge
-/// passes' early exit changes the work, not the result).
+/// The seed's locality sort demonstrations through `locality_sort` (keys, and pairs whose
+/// values are the source positions).
 #[test]
 fn seed_locality_sort_demonstrations() {
-    let whole = ([0i64], [100i64]);
-    let (keys, _) = sort_offsets(&LOCALITY_KEYS_INPUT, &whole.0, &whole.1);
+    let host = Host::new();
+    let mut keys = [0i32; 100];
+    locality_sort::sort_keys(
+        &host,
+        &order::Ascending,
+        &LOCALITY_KEYS_INPUT[..],
+        &mut keys[..],
+        &Env::new(),
+    )
+    .and_then(Outcome::check)
+    .expect("keys");
     assert_eq!(keys, LOCALITY_KEYS_SORTED);
-    let (keys, values) = sort_offsets(&LOCALITY_PAIRS_INPUT, &whole.0, &whole.1);
+    let positions: Vec<i32> = (0..100).collect();
+    let (mut keys, mut values) = ([0i32; 100], [0i32; 100]);
+    locality_sort::sort_pairs(
+        &host,
+        &order::Ascending,
+        &LOCALITY_PAIRS_INPUT[..],
+        &positions[..],
+        &mut keys[..],
+        &mut values[..],
+        &Env::new(),
+    )
+    .and_then(Outcome::check)
+    .expect("pairs");
     assert_eq!(keys, LOCALITY_PAIRS_SORTED);
-    let expected: Vec<u32> = LOCALITY_PAIRS_INDICES.iter().map(|&i| i as u32).collect();
-    assert_eq!(values, expected);
+    assert_eq!(values, LOCALITY_PAIRS_INDICES);
 }
 
 /// The sequential oracle: each segment's (key, position) pairs ordered by the key's total

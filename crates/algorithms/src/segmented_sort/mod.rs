@@ -55,7 +55,8 @@
 //!
 //! Backends: [`Host`](crate::Host) (the oracle), [`Cuda`](crate::Cuda) (the seed's segmented
 //! mergesort; the per-segment checks are made on the device and reading the report is the
-//! caller's synchronisation point) and [`AnyBackend`](crate::AnyBackend).
+//! caller's synchronisation point) and [`AnyBackend`](crate::AnyBackend). One array sorted
+//! whole is [`locality_sort`](crate::locality_sort).
 //!
 //! ```
 //! use oxicub_algorithms::{segmented_sort::{self, Problem}, segments, Host};

@@ -111,50 +111,64 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
     }
     u64* ranks = reinterpret_cast<u64*>(p.ranks);
     u64* positions = reinterpret_cast<u64*>(p.positions);
-    if (p.stage == SS_STAGE_FILL) {
-        // Every position a segment of its own until RESOLVE says otherwise.
-        for (u64 i = first; i < n; i += stride) {
-            seg_start[i] = i;
-            ranks[i] = 0;
-            positions[i] = i;
-        }
-        return;
-    }
     const u64 count = status[SEGMENT_STATUS_COUNT];
     if (p.stage == SS_STAGE_RESOLVE) {
-        // A warp per segment: lane 0 resolves it, the warp marks its positions and ranks.
-        const u32 lane = threadIdx.x & 31u;
-        const u64 warps = stride >> 5;
-        const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
-        for (u64 seg = first >> 5; seg < count; seg += warps) {
+        // A thread per segment: resolved, checked, described.
+        for (u64 seg = first; seg < count; seg += stride) {
             u64 begin = 0, size = 0;
             u32 order = 0;
             i64 value = 0;
-            u32 code = 0;
-            if (lane == 0) {
-                code = ss_resolve(p, seg, &begin, &size, &order, &value);
-                if (code != 0) {
-                    atomicMin(&status[SEGMENT_STATUS_VIOLATION], (seg << 8) | (u64)code);
-                    if (code == VIOLATION_OFFSETS_OUT_OF_ORDER || code == VIOLATION_OVERLAPS) {
-                        status[SS_STATUS_DISORDER] = 1;
+            const u32 code = ss_resolve(p, seg, &begin, &size, &order, &value);
+            segment_describe(p, seg, begin, size, (u64)order, 0, code == 0);
+            if (code != 0) {
+                atomicMin(&status[SEGMENT_STATUS_VIOLATION], (seg << 8) | (u64)code);
+                if (code == VIOLATION_OFFSETS_OUT_OF_ORDER || code == VIOLATION_OVERLAPS) {
+                    status[SS_STATUS_DISORDER] = 1;
+                }
+            } else if (size != 0) {
+                atomicAdd(&status[SS_STATUS_TOTAL], size);
+            }
+        }
+        return;
+    }
+    if (p.stage == SS_STAGE_FILL) {
+        // A thread per position: a position of a valid segment takes the segment's start
+        // (flagged) and its key's rank; any other is a segment of its own.
+        const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+        const i64* begins = reinterpret_cast<const i64*>(p.begin_offsets);
+        for (u64 i = first; i < n; i += stride) {
+            u64 start = i;
+            u64 rank = 0;
+            // The one segment that can hold position i: by the stride, or the last whose begin
+            // offset is at most i (offsets in order; out of order, nothing is written anyway).
+            u64 seg = ~0ull;
+            if (p.flags & SEGMENT_OFFSETS) {
+                u64 lo = 0, hi = count;
+                while (lo < hi) {
+                    const u64 mid = (lo + hi) >> 1;
+                    if (begins[mid] <= (i64)i) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
                     }
-                } else if (size != 0) {
-                    atomicAdd(&status[SS_STATUS_TOTAL], size);
+                }
+                seg = lo == 0 ? ~0ull : lo - 1;
+            } else if (p.stride != 0 && i / p.stride < count) {
+                seg = i / p.stride;
+            }
+            if (seg != ~0ull) {
+                const u64* desc = segment_descriptor(p, seg);
+                const u64 begin = desc[SEGMENT_DESC_BEGIN];
+                if ((desc[SEGMENT_DESC_FLAGS] & SEGMENT_DESC_VALID) != 0 && i >= begin &&
+                    i - begin < desc[SEGMENT_DESC_SIZE]) {
+                    const Bits flip = desc[SEGMENT_DESC_WORD] ? (Bits)~(Bits)0 : (Bits)0;
+                    start = begin | SS_VALID;
+                    rank = (u64)(Bits)(Key::to_radix(keys[i]) ^ flip);
                 }
             }
-            code = __shfl_sync(0xffffffffu, code, 0);
-            if (code != 0) {
-                continue;
-            }
-            begin = __shfl_sync(0xffffffffu, begin, 0);
-            size = __shfl_sync(0xffffffffu, size, 0);
-            order = __shfl_sync(0xffffffffu, order, 0);
-            const Bits flip = order ? (Bits)~(Bits)0 : (Bits)0;
-            for (u64 j = lane; j < size; j += 32) {
-                const u64 i = begin + j;
-                seg_start[i] = begin | SS_VALID;
-                ranks[i] = (u64)(Bits)(Key::to_radix(keys[i]) ^ flip);
-            }
+            seg_start[i] = start;
+            ranks[i] = rank;
+            positions[i] = i;
         }
         return;
     }
@@ -225,7 +239,8 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
         u32* dirty = reinterpret_cast<u32*>(p.tile_dirty);
         const u64 width = p.width;
         auto seg_of = [&](u64 at) { return seg_start[src_pos[at]] & ~SS_VALID; };
-        __shared__ u64 range[4];  // the active range [begin, end), its segment, the tile's flag
+        // The active range [begin, end), its segment, the tile's flag, whether the tile moves.
+        __shared__ u64 range[5];
         const u64 tiles = (n + SS_TILE - 1) / SS_TILE;
         for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             const u64 t0 = tile * SS_TILE;
@@ -261,16 +276,34 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
                     }
                     end = lo;
                 }
+                // The tile moves only if the active range meets it and the other run's part
+                // interleaves with its entries: an A tile moves when B's first entry comes
+                // before its last active one, a B tile when A's last comes after its first
+                // (the early exit of the seed's locality sort: a source interval that maps
+                // onto its destination).
+                u64 moves = 0;
+                if (t0 < end && t1 > begin) {
+                    if (t0 < b0) {
+                        const u64 last = (t1 < b0 ? t1 : b0) - 1;
+                        moves = ss_before(active, src_ranks[b0], src_pos[b0], active,
+                                          src_ranks[last], src_pos[last]);
+                    } else {
+                        const u64 first_b = t0;
+                        moves = ss_before(active, src_ranks[first_b], src_pos[first_b], active,
+                                          src_ranks[b0 - 1], src_pos[b0 - 1]);
+                    }
+                }
                 range[0] = begin;
                 range[1] = end;
                 range[2] = active;
                 range[3] = dirty[tile];  // read before thread 0 rewrites it below
+                range[4] = moves;
             }
             __syncthreads();
             const u64 begin = range[0], end = range[1], active = range[2];
             const bool differs = range[3] != 0;
+            const bool meets = range[4] != 0;
             __syncthreads();
-            const bool meets = t0 < end && t1 > begin;
             if (!meets && !differs) {
                 continue;  // both buffers hold this tile's entries already
             }

@@ -12,10 +12,10 @@ device_constants! {
 
     /// `params.stage`: the number of segments (a deferred one checked) and the status words.
     pub(crate) const SS_STAGE_INIT: u32 = 0;
-    /// Stage: every position a segment of its own (the start, rank and position words).
+    /// Stage: every position's segment start, rank and position (a position outside every
+    /// valid segment is a segment of its own).
     pub(crate) const SS_STAGE_FILL: u32 = 1;
-    /// Stage: each segment resolved and checked; a valid one's positions get its start and
-    /// their ranks.
+    /// Stage: each segment resolved, checked and described.
     pub(crate) const SS_STAGE_RESOLVE: u32 = 2;
     /// Stage: the offending value of the smallest invalid segment; the TotalItems check.
     pub(crate) const SS_STAGE_FINALIZE: u32 = 3;

@@ -18,6 +18,8 @@ kernel_params! {
         orders: u64,
         num_segments_ptr: u64,
         status: u64,
+        /// SEGMENT_DESC_WORDS u64 per segment (the family word: its order).
+        descriptors: u64,
         /// `num_keys` u64: the start of each position's segment (SS_VALID when valid).
         seg_start: u64,
         /// Two buffers of `num_keys` u64 ranks, one after the other.
@@ -60,8 +62,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::BlockThreads,
         TemplateArg::Const("VALUE_BYTES"),
     ],
-    // The tile's ranks and tags: two u64 per entry; a merge pass's range.
-    static_shared_bytes: |_| 2 * 8 * u64::from(SS_TILE) + 4 * 8,
+    // The tile's ranks and tags: two u64 per entry; a merge pass's range and flags.
+    static_shared_bytes: |_| 2 * 8 * u64::from(SS_TILE) + 5 * 8,
 };
 
 /// The value widths the family moves (0: keys only).

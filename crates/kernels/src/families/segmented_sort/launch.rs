@@ -18,7 +18,8 @@ use crate::families::scratch::{alloc_uninit, alloc_zeroed};
 use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
 use crate::radix::RadixKey;
 use crate::segments::{
-    SegmentedStatus, SEGMENT_COUNT_DEFERRED, SEGMENT_OFFSETS, SEGMENT_SIZES_PER_SEGMENT,
+    SegmentedStatus, SEGMENT_COUNT_DEFERRED, SEGMENT_DESC_WORDS, SEGMENT_OFFSETS,
+    SEGMENT_SIZES_PER_SEGMENT,
 };
 use crate::{KernelError, KernelRuntime, KernelSpec};
 
@@ -120,6 +121,13 @@ pub fn segmented_sort<K: RadixKey, V>(
     let spec = KernelSpec::segmented_sort(K::KEY_TYPE, value_bytes);
     let kernel = runtime.kernel(&spec)?;
     let mut status = alloc_zeroed::<u64>(runtime, stream, "status", SS_STATUS_WORDS.into())?;
+    // Sized by the count's bound (a size the device cannot hold is refused by the allocation).
+    let descriptor_words = max_segments
+        .max(1)
+        .saturating_mul(u64::from(SEGMENT_DESC_WORDS));
+    // SAFETY: RESOLVE describes every segment below the count before FILL reads one.
+    let mut descriptors =
+        unsafe { alloc_uninit::<u64>(runtime, stream, "descriptors", descriptor_words) }?;
     // One word per position for the segment starts, two buffers of ranks and of positions.
     let words = n.max(1);
     // SAFETY: FILL writes every start, rank and position of buffer 0 before any other stage
@@ -169,6 +177,7 @@ pub fn segmented_sort<K: RadixKey, V>(
         orders,
         num_segments_ptr,
         status: keep(&mut guards, status.device_ptr_mut(stream)),
+        descriptors: keep(&mut guards, descriptors.device_ptr_mut(stream)),
         seg_start: keep(&mut guards, seg_start.device_ptr_mut(stream)),
         ranks: keep(&mut guards, ranks.device_ptr_mut(stream)),
         positions: keep(&mut guards, positions.device_ptr_mut(stream)),
@@ -194,11 +203,10 @@ pub fn segmented_sort<K: RadixKey, V>(
     let stage = |stage: u32| SegmentedSortParams { stage, ..params };
     let over_keys = runtime.grid_blocks(&kernel, n, 1);
     runtime.launch(stream, &kernel, 1, stage(SS_STAGE_INIT))?;
-    runtime.launch(stream, &kernel, over_keys, stage(SS_STAGE_FILL))?;
-    // A warp per segment.
-    let warps = runtime.grid_blocks(&kernel, max_segments.saturating_mul(32), 1);
-    runtime.launch(stream, &kernel, warps, stage(SS_STAGE_RESOLVE))?;
+    let over_segments = runtime.grid_blocks(&kernel, max_segments, 1);
+    runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_RESOLVE))?;
     runtime.launch(stream, &kernel, 1, stage(SS_STAGE_FINALIZE))?;
+    runtime.launch(stream, &kernel, over_keys, stage(SS_STAGE_FILL))?;
     let tile_blocks = runtime.grid_blocks(&kernel, tiles.saturating_mul(256), 1);
     runtime.launch(stream, &kernel, tile_blocks, stage(SS_STAGE_TILE))?;
     let widths = merge_widths(n);
