@@ -76,7 +76,8 @@ fn uniform_rows(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> {
                 out.as_view_mut(),
                 &Env::new(),
             )
-            .and_then(oxicub::Outcome::check)
+            .and_then(oxicub::Pending::check)
+            .map(drop)
             .ctx("oxicub::segmented_sort::sort_keys")
         },
     )
@@ -111,7 +112,8 @@ fn power_law(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> {
             out.as_view_mut(),
             &Env::new(),
         )
-        .and_then(oxicub::Outcome::check)
+        .and_then(oxicub::Pending::check)
+        .map(drop)
         .ctx("oxicub::segmented_sort::sort_keys")
     })
 }

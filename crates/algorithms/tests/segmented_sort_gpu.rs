@@ -7,7 +7,7 @@
 use oxicub_algorithms::radix::RadixBits;
 use oxicub_algorithms::segmented_sort::{self, Problem};
 use oxicub_algorithms::segments::offsets_from_head_indices;
-use oxicub_algorithms::{locality_sort, AnyBackend, Cuda, Error, Host, Outcome};
+use oxicub_algorithms::{locality_sort, AnyBackend, Cuda, Error, Host, Pending};
 use oxicub_env::Env;
 use oxicub_params::{num_segments, order, segment_size};
 use oxicub_test::cases::{poison, tied_keys};
@@ -46,6 +46,7 @@ fn on_host<K: RefKey>(keys: &[K], begin: &[i64], end: &[i64], orders: &[u8], cou
     )
     .expect("the front check passes")
     .check()
+    .map(drop)
     .map_err(|e| e.to_string());
     (outcome, bits(&out), at)
 }
@@ -96,6 +97,7 @@ fn on_gpu<K: RefKey>(
     )
     .expect("the front check passes")
     .check()
+    .map(drop)
     .map_err(|e| e.to_string());
     let out = cuda.download_keys(&out).expect("download");
     let at = cuda.download(&at.as_view()).expect("download");
@@ -213,7 +215,7 @@ fn locality_on<K: RefKey, V: oxicub_algorithms::DeviceValue + Default>(
         &mut out_values[..],
         &Env::new(),
     )
-    .and_then(Outcome::check)
+    .and_then(Pending::check)
     .expect("locality sort");
     (out, out_values)
 }
@@ -382,7 +384,7 @@ fn strided_rows_pairs_and_any_backend() {
             &mut out_values[..],
             &Env::new(),
         )
-        .and_then(Outcome::check)
+        .and_then(Pending::check)
         .expect("sort");
         (bits(&out), out_values)
     };
@@ -451,4 +453,76 @@ fn bad_per_segment_values_are_reported_like_the_host() {
         ),
         "{err}"
     );
+}
+
+/// The merge-pass statistics (the seed's verbose report): 64 tiles of 1024 keys, 6 passes.
+/// Rows of one tile each never merge after the tile sort (the first pass copies every tile
+/// once, into the buffer it had not written); keys already in order merge nothing (every tile
+/// maps onto its destination); random keys in one segment merge every tile in every pass. The
+/// host runs no merge pass.
+#[test]
+fn merge_statistics_count_the_tiles_each_pass_moves() {
+    use oxicub_algorithms::segmented_sort::{MergePass, MergeStatistics};
+    let Some(cuda) = gpu_or_skip() else { return };
+    let n = 1usize << 16;
+    let gpu = AnyBackend::Cuda(cuda);
+    let stats_of = |problem_rows: bool, keys: &[u32]| -> MergeStatistics {
+        let mut out = vec![0u32; n];
+        if problem_rows {
+            let rows = Problem::strided(
+                1024,
+                segment_size::Static::<1024>::new(),
+                order::Ascending,
+                num_segments::uniform(64).expect("rows"),
+            );
+            segmented_sort::sort_keys(&gpu, &rows, keys, &mut out[..], &Env::new())
+        } else {
+            locality_sort::sort_keys(&gpu, &order::Ascending, keys, &mut out[..], &Env::new())
+        }
+        .and_then(Pending::check)
+        .expect("sort")
+    };
+    let pass = |merge_tiles, copy_tiles| MergePass {
+        merge_tiles,
+        copy_tiles,
+    };
+    let settled = |first_copies| {
+        let mut passes = vec![pass(0, first_copies)];
+        passes.extend(std::iter::repeat_n(pass(0, 0), 5));
+        MergeStatistics { tiles: 64, passes }
+    };
+    let random: Vec<u32> = sample_keys(n, 14);
+    assert_eq!(stats_of(true, &random), settled(64), "rows of one tile");
+    let sorted: Vec<u32> = (0..n as u32).collect();
+    assert_eq!(stats_of(false, &sorted), settled(64), "keys in order");
+    let merged = stats_of(false, &random);
+    assert_eq!(
+        merged,
+        MergeStatistics {
+            tiles: 64,
+            passes: vec![pass(64, 0); 6]
+        },
+        "random keys"
+    );
+    let table = merged.to_string();
+    assert!(
+        table.contains("pass  5:        64 (100.00%)           0 (  0.00%)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("total  :       384 (600.00%)           0 (  0.00%)"),
+        "{table}"
+    );
+    // The host backend runs no merge pass.
+    let mut out = vec![0u32; n];
+    let host = locality_sort::sort_keys(
+        &Host::new(),
+        &order::Ascending,
+        &random[..],
+        &mut out[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("host");
+    assert_eq!(host, MergeStatistics::default());
 }

@@ -123,6 +123,11 @@ impl SegmentedStatus {
         }
     }
 
+    /// The health of the launching runtime's context.
+    pub(crate) fn health(&self) -> &ContextHealth {
+        &self.health
+    }
+
     /// Reads the status (waits for the stream). A kernel fault seen here (the call's own, or
     /// an earlier one's on the context) is [`KernelError::ContextPoisoned`].
     pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<SegmentedReport, KernelError> {

@@ -29,8 +29,8 @@ use oxicub_params::{
 use crate::backend::{Buffer, ChoicesOn, DeviceValue};
 use crate::contract::{SortOrdering, SortTieBreak};
 use crate::radix::RadixKey;
-use crate::segmented_sort::{self, Problem, SegmentedSortBackend};
-use crate::segments::{Outcome, Strided};
+use crate::segmented_sort::{self, MergeStatistics, Problem, SegmentedSortBackend};
+use crate::segments::{Pending, Strided};
 use crate::Error;
 
 /// The one segment of `n` keys.
@@ -55,7 +55,8 @@ fn whole<O>(n: usize, order: O) -> Result<Whole<O>, Error> {
 
 /// The keys sorted into `out_keys` in `order` (`order::Ascending`, `order::Descending` or
 /// `order::Choice`), under the environment's requirements (stable by default); `out_keys`
-/// needs `keys.len()` elements.
+/// needs `keys.len()` elements. The checked result is the merge passes' statistics: on keys
+/// near their places, few tiles merge.
 ///
 /// ```
 /// use oxicub_algorithms::{locality_sort, Host};
@@ -73,7 +74,7 @@ pub fn sort_keys<B, K, O, E>(
     keys: B::Slice<'_, K>,
     out_keys: B::SliceMut<'_, K>,
     env: &E,
-) -> Result<Outcome, Error>
+) -> Result<Pending<MergeStatistics>, Error>
 where
     B: SegmentedSortBackend,
     K: RadixKey,
@@ -97,7 +98,7 @@ pub fn sort_pairs<B, K, V, O, E>(
     out_keys: B::SliceMut<'_, K>,
     out_values: B::SliceMut<'_, V>,
     env: &E,
-) -> Result<Outcome, Error>
+) -> Result<Pending<MergeStatistics>, Error>
 where
     B: SegmentedSortBackend,
     K: RadixKey,

@@ -4,13 +4,15 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
-use oxicub_kernels::families::segmented_sort::{segmented_sort, SegmentedSortPlan, SortLayout};
+use oxicub_kernels::families::segmented_sort::{
+    segmented_sort, SegmentedSortPlan, SortLayout, SortStatus,
+};
 use oxicub_kernels::families::{HostOrDevice, SelectedValues};
-use oxicub_kernels::segments::{SegmentedStatus, VIOLATION_OPTION_NOT_COMPILED};
+use oxicub_kernels::segments::VIOLATION_OPTION_NOT_COMPILED;
 use oxicub_params::SortOrder;
 
 use super::host::order_not_compiled;
-use super::SegmentedSortBackend;
+use super::{MergePass, MergeStatistics, SegmentedSortBackend};
 use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceValue};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
 use crate::radix::RadixKey;
@@ -18,25 +20,34 @@ use crate::sealed::Token;
 use crate::segments::cuda::{
     host_or_device, launch_bounds, on_device_copies, ChoiceCopy, SegmentArgsCopy,
 };
-use crate::segments::{segmented_error, DeviceReport, LayoutArg, Outcome};
+use crate::segments::{segmented_error, DeviceReport, LayoutArg, Pending};
 use crate::values::ValuesIn;
 use crate::Error;
 
-/// The status of a call on the device, read when the caller checks the outcome.
+/// The status of a call on the device and its statistics, read when the caller checks.
 #[derive(Debug)]
 struct DeviceStatus {
-    status: SegmentedStatus,
+    status: SortStatus,
     stream: Arc<CudaStream>,
     request: SortRequest,
 }
 
-impl DeviceReport for DeviceStatus {
-    fn wait(self: Box<Self>) -> Result<(), Error> {
-        let report = self.status.decode(&self.stream)?;
+impl DeviceReport<MergeStatistics> for DeviceStatus {
+    fn wait(self: Box<Self>) -> Result<MergeStatistics, Error> {
+        let report = self.status.status.decode(&self.stream)?;
         let request = &self.request;
         segmented_error(report, &request.segments, |code| {
             (code == VIOLATION_OPTION_NOT_COMPILED).then(|| order_not_compiled(request))
-        })
+        })?;
+        let (passes, tiles) = self.status.statistics(&self.stream)?;
+        let passes = passes
+            .into_iter()
+            .map(|(merge_tiles, copy_tiles)| MergePass {
+                merge_tiles,
+                copy_tiles,
+            })
+            .collect();
+        Ok(MergeStatistics { tiles, passes })
     }
 }
 
@@ -78,7 +89,7 @@ fn run<K: RadixKey, V: DeviceValue>(
     values: ValuesIn<CudaView<'_, V>, V>,
     mut out_keys: CudaViewMut<'_, K>,
     out_values: Option<CudaViewMut<'_, V>>,
-) -> Result<Outcome, Error> {
+) -> Result<Pending<MergeStatistics>, Error> {
     let plan = plan(request, &args);
     let (runtime, stream) = (cuda.runtime(), cuda.stream());
     let status = match (values, out_values) {
@@ -103,7 +114,7 @@ fn run<K: RadixKey, V: DeviceValue>(
         stream: stream.clone(),
         request: *request,
     };
-    Ok(Outcome::device((), Box::new(report)))
+    Ok(Pending::computed(Box::new(report)))
 }
 
 impl SegmentedSortBackend for Cuda {
@@ -116,7 +127,7 @@ impl SegmentedSortBackend for Cuda {
         values: ValuesIn<CudaView<'_, V>, V>,
         out_keys: CudaViewMut<'_, K>,
         out_values: Option<CudaViewMut<'_, V>>,
-    ) -> Result<Outcome, Error> {
+    ) -> Result<Pending<MergeStatistics>, Error> {
         run(self, request, args, keys, values, out_keys, out_values)
     }
 }
@@ -133,7 +144,7 @@ impl SegmentedSortBackend for AnyBackend {
         values: ValuesIn<&[V], V>,
         out_keys: &mut [K],
         out_values: Option<&mut [V]>,
-    ) -> Result<Outcome, Error> {
+    ) -> Result<Pending<MergeStatistics>, Error> {
         let cuda = match self {
             AnyBackend::Cuda(cuda) if !keys.is_empty() => cuda,
             // No keys: nothing to sort (the device allocates no empty buffers); the host runs

@@ -4,13 +4,13 @@
 
 use rayon::prelude::*;
 
-use super::SegmentedSortBackend;
+use super::{MergeStatistics, SegmentedSortBackend};
 use crate::backend::{ChoiceValues, DeviceValue, Host};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
 use crate::radix::RadixKey;
 use crate::sealed::Token;
 use crate::segments::host::{resolve_num_segments, resolve_segment};
-use crate::segments::{total_items_error, LayoutArg, Outcome, Violation};
+use crate::segments::{total_items_error, LayoutArg, Outcome, Pending, Violation};
 use crate::values::ValuesIn;
 use crate::Error;
 use oxicub_params::SortOrder;
@@ -147,7 +147,9 @@ impl SegmentedSortBackend for Host {
         values: ValuesIn<&[V], V>,
         out_keys: &mut [K],
         out_values: Option<&mut [V]>,
-    ) -> Result<Outcome, Error> {
-        Ok(run(request, &args, keys, values, out_keys, out_values))
+    ) -> Result<Pending<MergeStatistics>, Error> {
+        // The host runs no merge pass: its statistics are empty.
+        let outcome = run(request, &args, keys, values, out_keys, out_values);
+        Ok(outcome.map(|()| MergeStatistics::default()))
     }
 }

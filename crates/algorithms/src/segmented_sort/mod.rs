@@ -44,7 +44,8 @@
 //! # Results and errors
 //!
 //! Output `j` of a segment's keys is written at the segment's place (`begin + j`); positions
-//! outside every segment are left untouched. The outputs need `keys.len()` elements
+//! outside every segment are left untouched. The checked result is the sort's
+//! [`MergeStatistics`] (the seed's merge-pass report; none on the host backend). The outputs need `keys.len()` elements
 //! ([`Error::BufferTooSmall`]), `values` exactly `keys.len()` ([`Error::LengthMismatch`]).
 //! Per-segment values are checked as in [`segments`]: a segment that fails (offsets past the
 //! keys, a size outside its bounds, an order byte outside the compiled set) writes nothing, the
@@ -83,6 +84,9 @@
 
 mod cuda;
 mod host;
+mod statistics;
+
+pub use statistics::{MergePass, MergeStatistics};
 
 use oxicub_env::Environment;
 
@@ -93,7 +97,7 @@ use crate::radix::RadixKey;
 use crate::sealed::{Sealed, Token};
 #[cfg(doc)]
 use crate::segments;
-use crate::segments::{Offsets, Outcome, Segments, Strided};
+use crate::segments::{Offsets, Pending, Segments, Strided};
 use crate::values::{check_sort_value_width, SourceIndex, ValuesIn};
 use crate::Error;
 
@@ -116,7 +120,7 @@ pub trait SegmentedSortBackend: Backend {
         values: ValuesIn<Self::Slice<'_, V>, V>,
         out_keys: Self::SliceMut<'_, K>,
         out_values: Option<Self::SliceMut<'_, V>>,
-    ) -> Result<Outcome, Error>;
+    ) -> Result<Pending<MergeStatistics>, Error>;
 }
 
 /// What a segmented sort sorts: the segments and the order of each.
@@ -214,7 +218,7 @@ pub fn sort_keys<B, K, P, E>(
     keys: B::Slice<'_, K>,
     out_keys: B::SliceMut<'_, K>,
     env: &E,
-) -> Result<Outcome, Error>
+) -> Result<Pending<MergeStatistics>, Error>
 where
     B: SegmentedSortBackend,
     K: RadixKey,
@@ -269,7 +273,7 @@ pub fn sort_pairs<B, K, V, P, E>(
     out_keys: B::SliceMut<'_, K>,
     out_values: B::SliceMut<'_, V>,
     env: &E,
-) -> Result<Outcome, Error>
+) -> Result<Pending<MergeStatistics>, Error>
 where
     B: SegmentedSortBackend,
     K: RadixKey,
@@ -324,7 +328,7 @@ pub fn sort_indices<B, K, I, P, E>(
     out_keys: B::SliceMut<'_, K>,
     out_indices: B::SliceMut<'_, I>,
     env: &E,
-) -> Result<Outcome, Error>
+) -> Result<Pending<MergeStatistics>, Error>
 where
     B: SegmentedSortBackend,
     K: RadixKey,

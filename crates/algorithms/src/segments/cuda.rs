@@ -5,7 +5,7 @@ use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 use oxicub_kernels::families::HostOrDevice;
 use oxicub_params::Bounds;
 
-use super::{LayoutArg, Outcome, SegmentArgs};
+use super::{LayoutArg, Pending, SegmentArgs};
 use crate::backend::{ChoiceValues, Cuda, DeviceValue, DeviceValues, ParamValues};
 use crate::radix::RadixKey;
 use crate::values::ValuesIn;
@@ -183,24 +183,26 @@ impl SegmentArgsCopy {
 /// An [`AnyBackend`](crate::AnyBackend) call on the GPU: `run` gets device copies of the keys,
 /// the values and the outputs (whose slots the call does not write must stay as they are); the
 /// outputs are copied back and the outcome checked (the host had the data, so it waits
-/// anyway). `keys` is not empty (the device allocates no empty buffers).
-pub(crate) fn on_device_copies<K, V, R>(
+/// anyway; a failed check keeps `T::default()` beside its error). `keys` is not empty (the
+/// device allocates no empty buffers).
+pub(crate) fn on_device_copies<K, V, T, R>(
     cuda: &Cuda,
     keys: &[K],
     values: ValuesIn<&[V], V>,
     out_keys: &mut [K],
     out_values: Option<&mut [V]>,
     run: R,
-) -> Result<Outcome, Error>
+) -> Result<Pending<T>, Error>
 where
     K: RadixKey,
     V: DeviceValue,
+    T: Default,
     R: FnOnce(
         CudaView<'_, K>,
         ValuesIn<CudaView<'_, V>, V>,
         CudaViewMut<'_, K>,
         Option<CudaViewMut<'_, V>>,
-    ) -> Result<Outcome, Error>,
+    ) -> Result<Pending<T>, Error>,
 {
     let device_keys = cuda.upload_keys(keys)?;
     let mut device_out_keys = cuda.upload_keys(out_keys)?;
@@ -229,5 +231,8 @@ where
     if let (Some(out), Some(device)) = (out_values, &device_out_values) {
         device.download_into(cuda, out)?;
     }
-    Ok(Outcome::ready((), result.err()))
+    Ok(match result {
+        Ok(value) => Pending::ready(value, None),
+        Err(error) => Pending::ready(T::default(), Some(error)),
+    })
 }

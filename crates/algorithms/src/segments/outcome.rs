@@ -145,18 +145,21 @@ pub(crate) fn segmented_error(
 }
 
 /// The device side of a [`Pending`] result: status words a call left on the device, read when
-/// the caller checks.
-pub(crate) trait DeviceReport: std::fmt::Debug + Send + Sync {
-    /// Waits for the stream and turns the status into the call's error, if any.
-    fn wait(self: Box<Self>) -> Result<(), Error>;
+/// the caller checks (and, for a result computed there, the result).
+pub(crate) trait DeviceReport<T = ()>: std::fmt::Debug + Send + Sync {
+    /// Waits for the stream and turns the status into the call's error, if any (else the
+    /// result).
+    fn wait(self: Box<Self>) -> Result<T, Error>;
 }
 
 #[derive(Debug)]
-enum Report {
+enum Report<T> {
     /// Known when the call returned (host backends, and device calls with nothing to report).
-    Ready(Option<Error>),
-    /// On the device.
-    Device(Box<dyn DeviceReport>),
+    Ready(T, Option<Error>),
+    /// The value known, its checks on the device.
+    Device(T, Box<dyn DeviceReport>),
+    /// The value and its checks on the device (read together).
+    Computed(Box<dyn DeviceReport<T>>),
 }
 
 /// The result `T` of a call whose checks of the values it reads while it runs (per-segment
@@ -183,8 +186,7 @@ enum Report {
 #[must_use = "per-segment values are checked while the call runs; `.check()` reports a violation"]
 #[derive(Debug)]
 pub struct Pending<T> {
-    value: T,
-    report: Report,
+    report: Report<T>,
 }
 
 /// The outcome of a segmented call that writes into caller buffers: nothing but the checks.
@@ -194,25 +196,32 @@ impl<T> Pending<T> {
     /// A result whose checks are already done (`error` is the first violation, if any).
     pub(crate) fn ready(value: T, error: Option<Error>) -> Pending<T> {
         Pending {
-            value,
-            report: Report::Ready(error),
+            report: Report::Ready(value, error),
         }
     }
 
     /// A result whose checks are on the device.
     pub(crate) fn device(value: T, report: Box<dyn DeviceReport>) -> Pending<T> {
         Pending {
-            value,
-            report: Report::Device(report),
+            report: Report::Device(value, report),
         }
     }
 
-    /// The same checks over `f(value)`.
-    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Pending<U> {
+    /// A result read from the device with its checks.
+    pub(crate) fn computed(report: Box<dyn DeviceReport<T>>) -> Pending<T> {
         Pending {
-            value: f(self.value),
-            report: self.report,
+            report: Report::Computed(report),
         }
+    }
+
+    /// The same checks over `f(value)`, for a result known when the call returned.
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Pending<U> {
+        let report = match self.report {
+            Report::Ready(value, error) => Report::Ready(f(value), error),
+            Report::Device(value, report) => Report::Device(f(value), report),
+            Report::Computed(_) => unreachable!("no caller maps a result read from the device"),
+        };
+        Pending { report }
     }
 
     /// The result when every value read was valid, else one error, the first that applies of:
@@ -222,9 +231,10 @@ impl<T> Pending<T> {
     /// the stream on [`Cuda`](crate::Cuda) when the call left a report there.
     pub fn check(self) -> Result<T, Error> {
         match self.report {
-            Report::Ready(None) => Ok(self.value),
-            Report::Ready(Some(error)) => Err(error),
-            Report::Device(report) => report.wait().map(|()| self.value),
+            Report::Ready(value, None) => Ok(value),
+            Report::Ready(_, Some(error)) => Err(error),
+            Report::Device(value, report) => report.wait().map(|()| value),
+            Report::Computed(report) => report.wait(),
         }
     }
 }

@@ -298,6 +298,13 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
                 range[2] = active;
                 range[3] = dirty[tile];  // read before thread 0 rewrites it below
                 range[4] = moves;
+                // The seed's merge-pass statistics: tiles merged, tiles copied.
+                u64* statistics = reinterpret_cast<u64*>(p.statistics) + 2 * (u64)p.pass;
+                if (moves != 0) {
+                    atomicAdd(&statistics[0], 1ull);
+                } else if (range[3] != 0) {
+                    atomicAdd(&statistics[1], 1ull);
+                }
             }
             __syncthreads();
             const u64 begin = range[0], end = range[1], active = range[2];

@@ -1,8 +1,12 @@
 //! What a segmented sort call gives the launcher besides its keys and values.
 
-use cudarc::driver::CudaView;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, CudaView};
 
 use crate::families::HostOrDevice;
+use crate::segments::SegmentedStatus;
+use crate::KernelError;
 
 /// Where the segments are.
 #[derive(Clone, Copy, Debug)]
@@ -42,4 +46,39 @@ pub struct SegmentedSortPlan<'a, 'b> {
     pub size_bounds: (u64, u64),
     /// The bounds of the sum of the valid segments' sizes (the TotalItems guarantee).
     pub total_bounds: (u64, u64),
+}
+
+/// What a call leaves on the device: the segmented status words and the merge passes'
+/// statistics.
+#[derive(Debug)]
+pub struct SortStatus {
+    /// The per-segment checks' words.
+    pub status: SegmentedStatus,
+    /// Two words per merge pass: its merge tiles and its copy tiles.
+    pub(super) statistics: CudaSlice<u64>,
+    /// The number of merge passes.
+    pub(super) passes: usize,
+    /// The number of tiles.
+    pub(super) tiles: u64,
+}
+
+impl SortStatus {
+    /// The merge passes' statistics, one `(merge tiles, copy tiles)` per pass, and the number
+    /// of tiles (waits for the stream; read after [`SegmentedStatus::decode`], which reports a
+    /// kernel fault).
+    pub fn statistics(
+        &self,
+        stream: &Arc<CudaStream>,
+    ) -> Result<(Vec<(u64, u64)>, u64), KernelError> {
+        let words = self
+            .status
+            .health()
+            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(&self.statistics))?;
+        let passes = words
+            .chunks_exact(2)
+            .take(self.passes)
+            .map(|pass| (pass[0], pass[1]))
+            .collect();
+        Ok((passes, self.tiles))
+    }
 }

@@ -40,14 +40,16 @@ kernel_params! {
         total_max: u64,
         /// The runs a merge pass merges, in entries.
         width: u64,
+        /// Two u64 per merge pass, zeroed: its merge tiles and its copy tiles.
+        statistics: u64,
         flags: u32,
         order_value: u32,
         order_mask: u32,
         stage: u32,
         /// The buffer a merge pass (or the write) reads: 0 or 1.
         src: u32,
-        /// Explicit padding, always zero.
-        reserved: u32,
+        /// The merge pass (its statistics' place).
+        pass: u32,
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
 
-use super::call::{SegmentedSortPlan, SortLayout};
+use super::call::{SegmentedSortPlan, SortLayout, SortStatus};
 use super::constants::{
     SS_ORDER_PER_SEGMENT, SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE,
     SS_STAGE_RESOLVE, SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD,
@@ -25,8 +25,8 @@ use crate::{KernelError, KernelRuntime, KernelSpec};
 
 /// Sorts the keys (and values, or each key's index within its segment) of every segment of
 /// `keys` into the same places of the outputs, as `plan` says; positions outside every valid
-/// segment are left untouched. Asynchronous on `stream`; returns the status words to decode
-/// when the caller chooses to synchronise. `V` is 1, 2, 4 or 8 bytes (indices: 4 or 8).
+/// segment are left untouched. Asynchronous on `stream`; returns the status words and the
+/// merge-pass statistics to decode when the caller chooses to synchronise. `V` is 1, 2, 4 or 8 bytes (indices: 4 or 8).
 pub fn segmented_sort<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
@@ -34,7 +34,7 @@ pub fn segmented_sort<K: RadixKey, V>(
     keys: &CudaView<'_, K>,
     out_keys: &mut CudaViewMut<'_, K>,
     mut values: SelectedValues<'_, '_, V>,
-) -> Result<SegmentedStatus, KernelError> {
+) -> Result<SortStatus, KernelError> {
     let invalid = |reason: String| KernelError::InvalidSpec {
         kernel: "segmented_sort".to_owned(),
         reason,
@@ -137,6 +137,13 @@ pub fn segmented_sort<K: RadixKey, V>(
     let mut ranks = unsafe { alloc_uninit::<u64>(runtime, stream, "ranks", 2 * words) }?;
     let mut positions = unsafe { alloc_uninit::<u64>(runtime, stream, "positions", 2 * words) }?;
     let tiles = n.div_ceil(u64::from(SS_TILE));
+    let widths = merge_widths(n);
+    let mut statistics = alloc_zeroed::<u64>(
+        runtime,
+        stream,
+        "statistics",
+        2 * (widths.len() as u64).max(1),
+    )?;
     // SAFETY: TILE writes every tile's flag before a merge pass reads it.
     let mut tile_dirty =
         unsafe { alloc_uninit::<u32>(runtime, stream, "tile_dirty", tiles.max(1)) }?;
@@ -182,6 +189,7 @@ pub fn segmented_sort<K: RadixKey, V>(
         ranks: keep(&mut guards, ranks.device_ptr_mut(stream)),
         positions: keep(&mut guards, positions.device_ptr_mut(stream)),
         tile_dirty: keep(&mut guards, tile_dirty.device_ptr_mut(stream)),
+        statistics: keep(&mut guards, statistics.device_ptr_mut(stream)),
         num_keys: n,
         stride,
         size_value,
@@ -198,7 +206,7 @@ pub fn segmented_sort<K: RadixKey, V>(
         order_mask: plan.order_mask,
         stage: SS_STAGE_INIT,
         src: 0,
-        reserved: 0,
+        pass: 0,
     };
     let stage = |stage: u32| SegmentedSortParams { stage, ..params };
     let over_keys = runtime.grid_blocks(&kernel, n, 1);
@@ -209,12 +217,12 @@ pub fn segmented_sort<K: RadixKey, V>(
     runtime.launch(stream, &kernel, over_keys, stage(SS_STAGE_FILL))?;
     let tile_blocks = runtime.grid_blocks(&kernel, tiles.saturating_mul(256), 1);
     runtime.launch(stream, &kernel, tile_blocks, stage(SS_STAGE_TILE))?;
-    let widths = merge_widths(n);
     for (pass, &width) in widths.iter().enumerate() {
         let merge = SegmentedSortParams {
             stage: SS_STAGE_MERGE,
             width,
             src: (pass % 2) as u32,
+            pass: pass as u32,
             ..params
         };
         runtime.launch(stream, &kernel, tile_blocks, merge)?;
@@ -226,9 +234,14 @@ pub fn segmented_sort<K: RadixKey, V>(
     };
     runtime.launch(stream, &kernel, over_keys, write)?;
     drop(guards);
-    Ok(SegmentedStatus::new(
-        runtime,
-        Some(status),
-        (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD),
-    ))
+    Ok(SortStatus {
+        status: SegmentedStatus::new(
+            runtime,
+            Some(status),
+            (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD),
+        ),
+        statistics,
+        passes: widths.len(),
+        tiles,
+    })
 }

@@ -16,7 +16,7 @@ mod kernels;
 mod launch;
 mod plan;
 
-pub use call::{SegmentedSortPlan, SortLayout};
+pub use call::{SegmentedSortPlan, SortLayout, SortStatus};
 pub use kernels::specs;
 pub(crate) use kernels::TABLE;
 pub use launch::segmented_sort;
