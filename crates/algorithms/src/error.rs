@@ -87,6 +87,16 @@ pub enum Error {
 }
 
 impl Error {
+    /// The number of keys as the `i64` count the parameters speak in, or [`Error::TooLarge`].
+    pub(crate) fn item_count(len: usize) -> Result<i64, Error> {
+        i64::try_from(len).map_err(|_| Error::TooLarge {
+            arg: "keys",
+            len: len as u64,
+            max: i64::MAX as u64,
+            reason: "item counts are 64-bit signed",
+        })
+    }
+
     /// A [`Error::LengthMismatch`] unless `actual == expected`.
     pub(crate) fn check_len(
         arg: &'static str,

@@ -110,12 +110,7 @@ where
     E: Environment,
 {
     let num_items = buffers.keys;
-    let n = i64::try_from(num_items).map_err(|_| Error::TooLarge {
-        arg: "keys",
-        len: num_items as u64,
-        max: i64::MAX as u64,
-        reason: "item counts are 64-bit signed",
-    })?;
+    let n = Error::item_count(num_items)?;
     let checked = topk(n, k, env)?;
     let not_above_n = |value: i64| {
         if value > n {

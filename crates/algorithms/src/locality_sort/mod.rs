@@ -42,12 +42,7 @@ type Whole<O> = Problem<
 >;
 
 fn whole<O>(n: usize, order: O) -> Result<Whole<O>, Error> {
-    let n = i64::try_from(n).map_err(|_| Error::TooLarge {
-        arg: "keys",
-        len: n as u64,
-        max: i64::MAX as u64,
-        reason: "item counts are 64-bit signed",
-    })?;
+    let n = Error::item_count(n)?;
     let size = segment_size::Uniform::new(n).map_err(Error::Param)?;
     let count = num_segments::uniform(1).map_err(|e: ParamError| Error::Param(e))?;
     Ok(Problem::strided(n as usize, size, order, count))
