@@ -26,10 +26,24 @@ fn bits<K: RefKey>(keys: &[K]) -> Vec<u64> {
 /// `sort_indices` over offsets `begin`/`end` with per-segment order bytes and a deferred count
 /// of `count` (bounded by `begin.len()`), on the host.
 fn on_host<K: RefKey>(keys: &[K], begin: &[i64], end: &[i64], orders: &[u8], count: i64) -> Sorted {
+    on_host_bounded(keys, begin, end, orders, count, i64::MAX)
+}
+
+/// [`on_host`] with the segment sizes bounded by `bound`.
+fn on_host_bounded<K: RefKey>(
+    keys: &[K],
+    begin: &[i64],
+    end: &[i64],
+    orders: &[u8],
+    count: i64,
+    bound: i64,
+) -> Sorted {
     let problem = Problem::offsets(
         begin,
         end,
-        segment_size::PerSegment::<()>::new(()),
+        segment_size::PerSegment::<()>::new(())
+            .with_bounds(0, bound)
+            .expect("bounds"),
         order::PerSegment::<_>::new(orders),
         num_segments::Deferred::<_>::new(&count)
             .with_bounds(0, begin.len() as i64)
@@ -60,6 +74,19 @@ fn on_gpu<K: RefKey>(
     orders: &[u8],
     count: i64,
 ) -> Sorted {
+    on_gpu_bounded(cuda, keys, begin, end, orders, count, i64::MAX)
+}
+
+/// [`on_gpu`] with the segment sizes bounded by `bound` (up to a tile: a block per segment).
+fn on_gpu_bounded<K: RefKey>(
+    cuda: &Cuda,
+    keys: &[K],
+    begin: &[i64],
+    end: &[i64],
+    orders: &[u8],
+    count: i64,
+    bound: i64,
+) -> Sorted {
     let one = |v: &[i64]| {
         cuda.upload(if v.is_empty() { &[0i64][..] } else { v })
             .expect("upload")
@@ -76,7 +103,9 @@ fn on_gpu<K: RefKey>(
     let problem = Problem::offsets(
         device_begin.slice(..begin.len()),
         device_end.slice(..end.len()),
-        segment_size::PerSegment::<()>::new(()),
+        segment_size::PerSegment::<()>::new(())
+            .with_bounds(0, bound)
+            .expect("bounds"),
         order::PerSegment::<_>::new(device_orders.slice(..orders.len())),
         num_segments::Deferred::<_>::new(device_count.as_view())
             .with_bounds(0, begin.len() as i64)
@@ -458,8 +487,9 @@ fn bad_per_segment_values_are_reported_like_the_host() {
 /// The merge-pass statistics (the seed's verbose report): 64 tiles of 1024 keys, 6 passes.
 /// Rows of one tile each never merge after the tile sort (the first pass copies every tile
 /// once, into the buffer it had not written); keys already in order merge nothing (every tile
-/// maps onto its destination); random keys in one segment merge every tile in every pass. The
-/// host runs no merge pass.
+/// maps onto its destination); random keys in one segment merge every tile in every pass.
+/// Rows whose size bound fits a tile take the one-block-per-segment path and run no merge pass,
+/// nor does the host.
 #[test]
 fn merge_statistics_count_the_tiles_each_pass_moves() {
     use oxicub_algorithms::segmented_sort::{MergePass, MergeStatistics};
@@ -469,9 +499,13 @@ fn merge_statistics_count_the_tiles_each_pass_moves() {
     let stats_of = |problem_rows: bool, keys: &[u32]| -> MergeStatistics {
         let mut out = vec![0u32; n];
         if problem_rows {
-            let rows = Problem::strided(
-                1024,
-                segment_size::Static::<1024>::new(),
+            // Rows of 1024 as offsets whose sizes are not bounded by a tile: the mergesort.
+            let begin: Vec<i64> = (0..64).map(|r| r * 1024).collect();
+            let end: Vec<i64> = (1..=64).map(|r| r * 1024).collect();
+            let rows = Problem::offsets(
+                &begin[..],
+                &end[..],
+                segment_size::PerSegment::<()>::new(()),
                 order::Ascending,
                 num_segments::uniform(64).expect("rows"),
             );
@@ -513,8 +547,19 @@ fn merge_statistics_count_the_tiles_each_pass_moves() {
         table.contains("total  :       384 (600.00%)           0 (  0.00%)"),
         "{table}"
     );
-    // The host backend runs no merge pass.
+    // Rows whose bound fits a tile: a block each, no merge pass.
     let mut out = vec![0u32; n];
+    let small = Problem::strided(
+        1024,
+        segment_size::Static::<1024>::new(),
+        order::Ascending,
+        num_segments::uniform(64).expect("rows"),
+    );
+    let direct = segmented_sort::sort_keys(&gpu, &small, &random[..], &mut out[..], &Env::new())
+        .and_then(Pending::check)
+        .expect("rows");
+    assert_eq!(direct, MergeStatistics::default());
+    // The host backend runs no merge pass.
     let host = locality_sort::sort_keys(
         &Host::new(),
         &order::Ascending,
@@ -525,4 +570,93 @@ fn merge_statistics_count_the_tiles_each_pass_moves() {
     .and_then(Pending::check)
     .expect("host");
     assert_eq!(host, MergeStatistics::default());
+}
+
+/// Segments whose size bound fits a tile (1024) are sorted a block each and written in place:
+/// random segments with gaps, every key type, pairs of every value width through AnyBackend,
+/// and the bad values (a size above the bound, overlapping offsets, an order byte) reported
+/// and written as the host does.
+#[test]
+fn segments_of_one_tile_take_a_block_each() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn each<K: RefKey>(cuda: &Cuda, seed: u64) {
+        let mut rng = SplitMix64::new(seed);
+        let (begin, end, orders, len) = random_segments(&mut rng, 3000, 1025);
+        let keys: Vec<K> = sample_keys(len, seed);
+        let n = begin.len() as i64;
+        let what = format!("{} seed {seed}", K::KEY_TYPE);
+        let host = on_host_bounded(&keys, &begin, &end, &orders, n, 1024);
+        let gpu = on_gpu_bounded(cuda, &keys, &begin, &end, &orders, n, 1024);
+        assert_eq!(gpu.0, host.0, "{what}: the outcome");
+        assert!(gpu.1 == host.1 && gpu.2 == host.2, "{what}: the outputs");
+    }
+    for seed in 20..22 {
+        each::<u8>(&cuda, seed);
+        each::<i16>(&cuda, seed);
+        each::<u32>(&cuda, seed);
+        each::<i64>(&cuda, seed);
+        each::<half::f16>(&cuda, seed);
+        each::<f32>(&cuda, seed);
+        each::<f64>(&cuda, seed);
+    }
+    // A segment above the bound (1025 keys) is reported and skipped; overlapping offsets
+    // write nothing; an order byte outside the set is reported.
+    let keys: Vec<u32> = sample_keys(5000, 23);
+    for (begin, end, orders) in [
+        (
+            &[0i64, 1100, 3000][..],
+            &[1000i64, 2125, 3500][..],
+            &[0u8, 1, 0][..],
+        ),
+        (&[0, 900, 3000], &[1000, 1500, 3500], &[0, 1, 0]),
+        (&[0, 1000, 3000], &[1000, 1500, 3500], &[0, 9, 0]),
+    ] {
+        let host = on_host_bounded(&keys, begin, end, orders, 3, 1024);
+        let gpu = on_gpu_bounded(&cuda, &keys, begin, end, orders, 3, 1024);
+        assert_eq!(gpu.0, host.0, "{begin:?}: the outcome");
+        assert!(host.0.is_err(), "{begin:?}: a violation");
+        assert!(gpu.1 == host.1 && gpu.2 == host.2, "{begin:?}: the outputs");
+    }
+    // Pairs of every value width, rows of 1000 with per-row sizes, through AnyBackend.
+    fn pairs<V: oxicub_algorithms::DeviceValue + Default + PartialEq + std::fmt::Debug>(
+        cuda: &Cuda,
+        value: impl Fn(usize) -> V,
+    ) {
+        let (rows, cols) = (300usize, 1000usize);
+        let keys: Vec<i32> = sample_keys(rows * cols, 24);
+        let values: Vec<V> = (0..rows * cols).map(value).collect();
+        let sizes: Vec<i64> = (0..rows as i64).map(|r| (r * 37) % 1001).collect();
+        let problem = Problem::strided(
+            cols,
+            segment_size::PerSegment::<_, 0, 1000>::new(&sizes[..]),
+            order::Descending,
+            num_segments::uniform(rows as i64).expect("rows"),
+        );
+        let run = |backend: &AnyBackend| {
+            let (mut out, mut out_values) =
+                (vec![0i32; rows * cols], vec![V::default(); rows * cols]);
+            segmented_sort::sort_pairs(
+                backend,
+                &problem,
+                &keys[..],
+                &values[..],
+                &mut out[..],
+                &mut out_values[..],
+                &Env::new(),
+            )
+            .and_then(Pending::check)
+            .expect("sort");
+            (out, out_values)
+        };
+        let gpu = run(&AnyBackend::Cuda(cuda.clone()));
+        assert!(
+            gpu == run(&AnyBackend::Host(Host::new())),
+            "pairs of {} bytes",
+            std::mem::size_of::<V>()
+        );
+    }
+    pairs::<u8>(&cuda, |i| i as u8);
+    pairs::<u16>(&cuda, |i| i as u16);
+    pairs::<f32>(&cuda, |i| i as f32);
+    pairs::<u64>(&cuda, |i| i as u64 * 3);
 }

@@ -62,23 +62,24 @@ __device__ __forceinline__ bool ss_before(u64 seg_a, u64 rank_a, u64 pos_a, u64 
     return pos_a < pos_b;
 }
 
-// Sorts a tile's SS_TILE entries (rank, tag = segment << 32 | slot) in shared memory by
-// (segment, rank, slot): a bitonic network, every thread comparing one pair per step. Every
-// thread of the block calls it; it ends in a block barrier.
+// Sorts each run of `span` (a power of two up to SS_TILE) of the SS_TILE entries (rank, tag =
+// segment << 32 | slot) in shared memory by (segment, rank, slot): a bitonic network whose
+// last stage runs every run forward, every thread comparing one pair per step. Every thread of
+// the block calls it; it ends in a block barrier.
 template <u32 BLOCK_THREADS>
-__device__ __forceinline__ void ss_tile_sort(u64* ranks, u64* tags) {
+__device__ __forceinline__ void ss_tile_sort(u64* ranks, u64* tags, u32 span) {
     auto before = [](u64 ra, u64 ta, u64 rb, u64 tb) {
         if ((ta >> 32) != (tb >> 32)) {
             return ta < tb;
         }
         return ra != rb ? ra < rb : ta < tb;
     };
-    for (u32 size = 2; size <= SS_TILE; size <<= 1) {
+    for (u32 size = 2; size <= span; size <<= 1) {
         for (u32 half = size >> 1; half > 0; half >>= 1) {
             for (u32 q = threadIdx.x; q < SS_TILE / 2; q += BLOCK_THREADS) {
                 const u32 i = ((q & ~(half - 1u)) << 1) | (q & (half - 1u));
                 const u32 partner = i + half;
-                const bool forward = (i & size) == 0;
+                const bool forward = size == span || (i & size) == 0;
                 const u64 ra = ranks[i], ta = tags[i];
                 const u64 rb = ranks[partner], tb = tags[partner];
                 // Entries are distinct: b before a exactly when a is not before b.
@@ -97,6 +98,9 @@ __device__ __forceinline__ void ss_tile_sort(u64* ranks, u64* tags) {
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES>
 __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
     typedef typename Key::Bits Bits;
+    // The entries a block sorts in shared memory (TILE and SMALL).
+    __shared__ u64 sort_ranks[SS_TILE];
+    __shared__ u64 sort_tags[SS_TILE];
     u64* status = reinterpret_cast<u64*>(p.status);
     u64* seg_start = reinterpret_cast<u64*>(p.seg_start);
     const u64 n = p.num_keys;
@@ -192,8 +196,8 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
     if (p.stage == SS_STAGE_TILE) {
         // One tile of SS_TILE positions sorted in shared memory (positions are the identity
         // here): by segment (the start, relative to the tile), rank, slot.
-        __shared__ u64 tile_ranks[SS_TILE];
-        __shared__ u64 tile_tags[SS_TILE];  // the segment start within the tile << 32 | slot
+        u64* tile_ranks = sort_ranks;
+        u64* tile_tags = sort_tags;  // the segment start within the tile << 32 | slot
         const u64 tiles = (n + SS_TILE - 1) / SS_TILE;
         for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             const u64 base = tile * SS_TILE;
@@ -211,7 +215,7 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
                 }
             }
             __syncthreads();
-            ss_tile_sort<BLOCK_THREADS>(tile_ranks, tile_tags);
+            ss_tile_sort<BLOCK_THREADS>(tile_ranks, tile_tags, SS_TILE);
             for (u32 j = threadIdx.x; j < SS_TILE; j += BLOCK_THREADS) {
                 const u64 i = base + j;
                 if (i < n) {
@@ -221,6 +225,71 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
             }
             if (threadIdx.x == 0) {
                 reinterpret_cast<u32*>(p.tile_dirty)[tile] = 1;  // the other buffer is empty
+            }
+            __syncthreads();
+        }
+        return;
+    }
+    if (p.stage == SS_STAGE_SMALL) {
+        // Every segment fits a tile (the host knows from the size bound): a block sorts whole
+        // segments in shared memory and writes them in place, with no scratch and no merge
+        // pass (docs/design/segmented_sort.md, "GPU: segments of one tile").
+        if (status[SS_STATUS_DISORDER] != 0) {
+            return;
+        }
+        // Runs of `span` entries (a power of two at least every segment's size, p.width): a
+        // block sorts SS_TILE / span segments at a time.
+        const u32 span = (u32)p.width;
+        const u64 per_block = SS_TILE / span;
+        const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+        Bits* out_keys = reinterpret_cast<Bits*>(p.out_keys);
+        // A run's segment, its begin and size (size 0 for none or an invalid one), its flip.
+        auto segment_of = [&](u64 seg, u64* begin, u64* size, Bits* flip) {
+            *begin = 0;
+            *size = 0;
+            *flip = 0;
+            if (seg < count) {
+                const u64* desc = segment_descriptor(p, seg);
+                if ((desc[SEGMENT_DESC_FLAGS] & SEGMENT_DESC_VALID) != 0 &&
+                    desc[SEGMENT_DESC_SIZE] <= span) {
+                    *begin = desc[SEGMENT_DESC_BEGIN];
+                    *size = desc[SEGMENT_DESC_SIZE];
+                    *flip = desc[SEGMENT_DESC_WORD] ? (Bits)~(Bits)0 : (Bits)0;
+                }
+            }
+        };
+        for (u64 first_seg = blockIdx.x * per_block; first_seg < count;
+             first_seg += (u64)gridDim.x * per_block) {
+            for (u32 j = threadIdx.x; j < SS_TILE; j += BLOCK_THREADS) {
+                const u32 local = j % span;
+                u64 begin, size;
+                Bits flip;
+                segment_of(first_seg + j / span, &begin, &size, &flip);
+                const bool inside = local < size;
+                sort_ranks[j] = inside ? (u64)(Bits)(Key::to_radix(keys[begin + local]) ^ flip)
+                                       : ~0ull;
+                sort_tags[j] = inside ? (u64)local : ((1ull << 32) | local);  // past the segment
+            }
+            __syncthreads();
+            ss_tile_sort<BLOCK_THREADS>(sort_ranks, sort_tags, span);
+            for (u32 j = threadIdx.x; j < SS_TILE; j += BLOCK_THREADS) {
+                const u32 local = j % span;
+                u64 begin, size;
+                Bits flip;
+                segment_of(first_seg + j / span, &begin, &size, &flip);
+                if (local >= size) {
+                    continue;
+                }
+                const u64 slot = sort_tags[j] & 0xffffffffull;
+                out_keys[begin + local] = keys[begin + slot];
+                if (VALUE_BYTES != 0) {
+                    typedef typename SsValueWord<VALUE_BYTES>::Type Word;
+                    Word* out_values = reinterpret_cast<Word*>(p.out_values);
+                    out_values[begin + local] =
+                        (p.flags & SS_VALUES_INDEX)
+                            ? (Word)slot
+                            : reinterpret_cast<const Word*>(p.values)[begin + slot];
+                }
             }
             __syncthreads();
         }

@@ -25,6 +25,8 @@ device_constants! {
     pub(crate) const SS_STAGE_MERGE: u32 = 5;
     /// Stage: the keys and values written in sorted order from buffer `params.src`.
     pub(crate) const SS_STAGE_WRITE: u32 = 6;
+    /// Stage: every segment (at most SS_TILE keys each) sorted by a block and written in place.
+    pub(crate) const SS_STAGE_SMALL: u32 = 7;
 
     /// Entries a tile sorts in shared memory (a power of two).
     pub(crate) const SS_TILE: u32 = 1024;

@@ -64,7 +64,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::BlockThreads,
         TemplateArg::Const("VALUE_BYTES"),
     ],
-    // The tile's ranks and tags: two u64 per entry; a merge pass's range and flags.
+    // The ranks and tags a block sorts (a tile, or a small segment): two u64 per entry; a merge
+    // pass's range and flags.
     static_shared_bytes: |_| 2 * 8 * u64::from(SS_TILE) + 5 * 8,
 };
 

@@ -9,8 +9,8 @@ use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
 use super::call::{SegmentedSortPlan, SortLayout, SortStatus};
 use super::constants::{
     SS_ORDER_PER_SEGMENT, SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE,
-    SS_STAGE_RESOLVE, SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD,
-    SS_STATUS_WORDS, SS_TILE, SS_VALUES_INDEX,
+    SS_STAGE_RESOLVE, SS_STAGE_SMALL, SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL,
+    SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS, SS_TILE, SS_VALUES_INDEX,
 };
 use super::kernels::SegmentedSortParams;
 use super::plan::merge_widths;
@@ -128,16 +128,30 @@ pub fn segmented_sort<K: RadixKey, V>(
     // SAFETY: RESOLVE describes every segment below the count before FILL reads one.
     let mut descriptors =
         unsafe { alloc_uninit::<u64>(runtime, stream, "descriptors", descriptor_words) }?;
-    // One word per position for the segment starts, two buffers of ranks and of positions.
-    let words = n.max(1);
+    // Segments that all fit a tile are sorted a block each, with no scratch and no merge
+    // pass; the others take the whole-array mergesort: a word per position for the segment
+    // starts, two buffers of ranks and of positions, a flag per tile.
+    let largest = match plan.layout {
+        SortLayout::Strided {
+            stride,
+            sizes: HostOrDevice::Host(size),
+        } => size.min(stride),
+        SortLayout::Strided { stride, .. } => plan.size_bounds.1.min(stride),
+        SortLayout::Offsets { .. } => plan.size_bounds.1,
+    };
+    let small = largest.min(n) <= u64::from(SS_TILE);
+    let words = if small { 1 } else { n.max(1) };
     // SAFETY: FILL writes every start, rank and position of buffer 0 before any other stage
     // reads them, and each merge pass writes every entry of the buffer it fills before the
     // next stage reads it (a pass moves a permutation of its entries).
     let mut seg_start = unsafe { alloc_uninit::<u64>(runtime, stream, "seg_start", words) }?;
     let mut ranks = unsafe { alloc_uninit::<u64>(runtime, stream, "ranks", 2 * words) }?;
     let mut positions = unsafe { alloc_uninit::<u64>(runtime, stream, "positions", 2 * words) }?;
-    let tiles = n.div_ceil(u64::from(SS_TILE));
-    let widths = merge_widths(n);
+    let (tiles, widths) = if small {
+        (0, Vec::new())
+    } else {
+        (n.div_ceil(u64::from(SS_TILE)), merge_widths(n))
+    };
     let mut statistics = alloc_zeroed::<u64>(
         runtime,
         stream,
@@ -214,6 +228,33 @@ pub fn segmented_sort<K: RadixKey, V>(
     let over_segments = runtime.grid_blocks(&kernel, max_segments, 1);
     runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_RESOLVE))?;
     runtime.launch(stream, &kernel, 1, stage(SS_STAGE_FINALIZE))?;
+    if small {
+        // Runs of the smallest power of two that holds the largest segment.
+        let span = largest.min(n).max(1).next_power_of_two();
+        let per_block = u64::from(SS_TILE) / span;
+        let blocks = runtime.grid_blocks(
+            &kernel,
+            max_segments.div_ceil(per_block).saturating_mul(256),
+            1,
+        );
+        let small_stage = SegmentedSortParams {
+            stage: SS_STAGE_SMALL,
+            width: span,
+            ..params
+        };
+        runtime.launch(stream, &kernel, blocks, small_stage)?;
+        drop(guards);
+        return Ok(SortStatus {
+            status: SegmentedStatus::new(
+                runtime,
+                Some(status),
+                (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD),
+            ),
+            statistics,
+            passes: 0,
+            tiles: 0,
+        });
+    }
     runtime.launch(stream, &kernel, over_keys, stage(SS_STAGE_FILL))?;
     let tile_blocks = runtime.grid_blocks(&kernel, tiles.saturating_mul(256), 1);
     runtime.launch(stream, &kernel, tile_blocks, stage(SS_STAGE_TILE))?;
