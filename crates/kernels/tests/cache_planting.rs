@@ -54,19 +54,23 @@ fn child_lookup() {
     );
 }
 
-/// Runs `child_lookup` in a fresh process on `dir`: (origin, CUBIN fingerprint, rejected entries).
-fn lookup_in_child(dir: &Path) -> (String, String, u64) {
-    let output = Command::new(std::env::current_exe().expect("test binary"))
+/// Runs the ignored test `test` of this binary in a fresh process with `CHILD_DIR` (and each
+/// variable of `env`) set to `dir`, and returns the fields of its line starting with `prefix`.
+fn report_from_child(test: &str, prefix: &str, dir: &Path, env: &[&str]) -> Vec<String> {
+    let mut command = Command::new(std::env::current_exe().expect("test binary"));
+    command
         .args([
-            "child_lookup",
+            test,
             "--exact",
             "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(CHILD_DIR, dir)
-        .output()
-        .expect("child");
+        .env(CHILD_DIR, dir);
+    for name in env {
+        command.env(name, dir);
+    }
+    let output = command.output().expect("child");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -75,11 +79,16 @@ fn lookup_in_child(dir: &Path) -> (String, String, u64) {
     );
     let line = stdout
         .lines()
-        .find_map(|line| line.strip_prefix("LOOKUP "))
-        .unwrap_or_else(|| panic!("no lookup line in {stdout}"));
-    let fields: Vec<&str> = line.split(' ').collect();
-    let [origin, cubin, rejected] = fields[..] else {
-        panic!("bad lookup line {line}");
+        .find_map(|line| line.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no {prefix}line in {stdout}"));
+    line.split(' ').map(str::to_owned).collect()
+}
+
+/// Runs `child_lookup` in a fresh process on `dir`: (origin, CUBIN fingerprint, rejected entries).
+fn lookup_in_child(dir: &Path) -> (String, String, u64) {
+    let fields = report_from_child("child_lookup", "LOOKUP ", dir, &[]);
+    let [origin, cubin, rejected] = &fields[..] else {
+        panic!("bad lookup line {fields:?}");
     };
     (
         origin.to_owned(),
@@ -354,31 +363,9 @@ fn child_run() {
 
 /// Runs `child_run` in a fresh process on `dir`.
 fn run_in_child(dir: &Path) -> GpuRun {
-    let output = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "child_run",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_DIR, dir)
-        .env(CacheConfig::ENV_VAR, dir)
-        .output()
-        .expect("child");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "child failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let line = stdout
-        .lines()
-        .find_map(|line| line.strip_prefix("RUN "))
-        .unwrap_or_else(|| panic!("no run line in {stdout}"));
-    let fields: Vec<&str> = line.split(' ').collect();
-    let [encode, decode, codes, decoded, rejected] = fields[..] else {
-        panic!("bad run line {line}");
+    let fields = report_from_child("child_run", "RUN ", dir, &[CacheConfig::ENV_VAR]);
+    let [encode, decode, codes, decoded, rejected] = &fields[..] else {
+        panic!("bad run line {fields:?}");
     };
     GpuRun {
         origins: (encode.to_owned(), decode.to_owned()),
