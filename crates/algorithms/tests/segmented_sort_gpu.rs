@@ -399,16 +399,32 @@ fn strided_rows_pairs_and_any_backend() {
         order::Descending,
         num_segments::uniform(rows as i64).expect("rows"),
     );
+    let what = "bf16 rows of 3000, u16 values";
+    same_pairs_on_any_backend(what, cuda, &problem, &keys, &values, 0xbeef);
+}
+
+/// `sort_pairs` of `problem` through `AnyBackend` on the GPU and on the host, the outputs
+/// poisoned (`value_poison` for the values), compared bit for bit.
+fn same_pairs_on_any_backend<K, V, P>(
+    what: &str,
+    cuda: Cuda,
+    problem: &P,
+    keys: &[K],
+    values: &[V],
+    value_poison: V,
+) where
+    K: RefKey,
+    V: oxicub_algorithms::DeviceValue + PartialEq + std::fmt::Debug,
+    P: segmented_sort::ProblemOn<AnyBackend>,
+{
     let run = |backend: &AnyBackend| {
-        let (mut out, mut out_values) = (
-            vec![half::bf16::from_bits(0xdead); rows * cols],
-            vec![0xbeefu16; rows * cols],
-        );
+        let mut out = vec![poison::<K>(); keys.len()];
+        let mut out_values = vec![value_poison; keys.len()];
         segmented_sort::sort_pairs(
             backend,
-            &problem,
-            &keys[..],
-            &values[..],
+            problem,
+            keys,
+            values,
             &mut out[..],
             &mut out_values[..],
             &Env::new(),
@@ -418,8 +434,10 @@ fn strided_rows_pairs_and_any_backend() {
         (bits(&out), out_values)
     };
     let gpu = run(&AnyBackend::Cuda(cuda));
-    let host = run(&AnyBackend::Host(Host::new()));
-    assert!(gpu == host, "AnyBackend on the GPU differs from the host");
+    assert!(
+        gpu == run(&AnyBackend::Host(Host::new())),
+        "{what}: AnyBackend on the GPU differs from the host"
+    );
 }
 
 /// Bad per-segment values are reported as the host reports them (and write what the host
@@ -632,28 +650,8 @@ fn segments_of_one_tile_take_a_block_each() {
             order::Descending,
             num_segments::uniform(rows as i64).expect("rows"),
         );
-        let run = |backend: &AnyBackend| {
-            let (mut out, mut out_values) =
-                (vec![0i32; rows * cols], vec![V::default(); rows * cols]);
-            segmented_sort::sort_pairs(
-                backend,
-                &problem,
-                &keys[..],
-                &values[..],
-                &mut out[..],
-                &mut out_values[..],
-                &Env::new(),
-            )
-            .and_then(Pending::check)
-            .expect("sort");
-            (out, out_values)
-        };
-        let gpu = run(&AnyBackend::Cuda(cuda.clone()));
-        assert!(
-            gpu == run(&AnyBackend::Host(Host::new())),
-            "pairs of {} bytes",
-            std::mem::size_of::<V>()
-        );
+        let what = format!("pairs of {} bytes", std::mem::size_of::<V>());
+        same_pairs_on_any_backend(&what, cuda.clone(), &problem, &keys, &values, V::default());
     }
     pairs::<u8>(&cuda, |i| i as u8);
     pairs::<u16>(&cuda, |i| i as u16);
