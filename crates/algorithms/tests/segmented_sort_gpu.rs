@@ -381,6 +381,55 @@ fn one_huge_segment_among_tiny_ones_and_adversarial_keys() {
     same("specials", &cuda, &odd, &begin, &end, &orders, n);
 }
 
+/// Long segments of every length around the register path's chunk (4096 keys) and its merge
+/// passes: a partial last chunk, segments that finish after one, two or five passes, among
+/// short ones of every class, in both orders; random, tied and NaN-heavy keys, narrow keys.
+#[test]
+fn long_segments_around_every_chunk_and_pass_boundary() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let mut rng = SplitMix64::new(41);
+    let lengths = [
+        4095i64, 4096, 4097, 8191, 8192, 8193, 12289, 16384, 20000, 65537, 131072, 2, 3, 33, 511,
+        1025, 2049,
+    ];
+    let (mut begin, mut end, mut orders) = (vec![], vec![], vec![]);
+    let mut at = 0i64;
+    for round in 0..3 {
+        for &length in &lengths {
+            let size = if round == 2 {
+                (rng.next_u64() % 70_000) as i64
+            } else {
+                length
+            };
+            at += (rng.next_u64() % 2) as i64;
+            begin.push(at);
+            end.push(at + size);
+            orders.push((rng.next_u64() % 2) as u8);
+            at += size;
+        }
+    }
+    let len = at as usize;
+    let n = begin.len() as i64;
+    let keys: Vec<f32> = sample_keys(len, 42);
+    same("long f32", &cuda, &keys, &begin, &end, &orders, n);
+    let ties: Vec<f32> = tied_keys(len, 43);
+    same("long f32 ties", &cuda, &ties, &begin, &end, &orders, n);
+    let nans: Vec<f32> = (0..len)
+        .map(|i| match i % 5 {
+            0 => f32::NAN,
+            1 => -f32::NAN,
+            2 => -0.0,
+            3 => 0.0,
+            _ => keys[i],
+        })
+        .collect();
+    same("long NaN", &cuda, &nans, &begin, &end, &orders, n);
+    let narrow: Vec<u8> = sample_keys(len, 44);
+    same("long u8", &cuda, &narrow, &begin, &end, &orders, n);
+    let halves: Vec<half::bf16> = tied_keys(len, 45);
+    same("long bf16 ties", &cuda, &halves, &begin, &end, &orders, n);
+}
+
 /// Rows of a matrix, descending (torch.sort(x, descending=True, stable=True) over the last
 /// dimension), with per-row sizes and pairs.
 #[test]
@@ -502,12 +551,11 @@ fn bad_per_segment_values_are_reported_like_the_host() {
     );
 }
 
-/// The merge-pass statistics (the seed's verbose report): 64 tiles of 1024 keys, 6 passes.
-/// Rows of one tile each never merge after the tile sort (the first pass copies every tile
-/// once, into the buffer it had not written); keys already in order merge nothing (every tile
-/// maps onto its destination); random keys in one segment merge every tile in every pass.
-/// Rows whose size bound fits a tile take the one-block-per-segment path and run no merge pass,
-/// nor does the host.
+/// The merge-pass statistics (the seed's verbose report): one segment of 2^16 keys is 16 chunks
+/// of 4096, joined by 4 passes. Keys already in order copy every chunk in every pass (each
+/// chunk's source interval maps onto its destination); random keys merge every chunk in every
+/// pass. Rows of 1024 are short segments, sorted whole in registers: no merge pass, whatever
+/// their size bound, nor on the host.
 #[test]
 fn merge_statistics_count_the_tiles_each_pass_moves() {
     use oxicub_algorithms::segmented_sort::{MergePass, MergeStatistics};
@@ -517,7 +565,7 @@ fn merge_statistics_count_the_tiles_each_pass_moves() {
     let stats_of = |problem_rows: bool, keys: &[u32]| -> MergeStatistics {
         let mut out = vec![0u32; n];
         if problem_rows {
-            // Rows of 1024 as offsets whose sizes are not bounded by a tile: the mergesort.
+            // Rows of 1024 as offsets whose sizes are not bounded by a tile.
             let begin: Vec<i64> = (0..64).map(|r| r * 1024).collect();
             let end: Vec<i64> = (1..=64).map(|r| r * 1024).collect();
             let rows = Problem::offsets(
@@ -538,31 +586,37 @@ fn merge_statistics_count_the_tiles_each_pass_moves() {
         merge_tiles,
         copy_tiles,
     };
-    let settled = |first_copies| {
-        let mut passes = vec![pass(0, first_copies)];
-        passes.extend(std::iter::repeat_n(pass(0, 0), 5));
-        MergeStatistics { tiles: 64, passes }
-    };
     let random: Vec<u32> = sample_keys(n, 14);
-    assert_eq!(stats_of(true, &random), settled(64), "rows of one tile");
+    assert_eq!(
+        stats_of(true, &random),
+        MergeStatistics::default(),
+        "rows of 1024"
+    );
     let sorted: Vec<u32> = (0..n as u32).collect();
-    assert_eq!(stats_of(false, &sorted), settled(64), "keys in order");
+    assert_eq!(
+        stats_of(false, &sorted),
+        MergeStatistics {
+            tiles: 16,
+            passes: vec![pass(0, 16); 4]
+        },
+        "keys in order"
+    );
     let merged = stats_of(false, &random);
     assert_eq!(
         merged,
         MergeStatistics {
-            tiles: 64,
-            passes: vec![pass(64, 0); 6]
+            tiles: 16,
+            passes: vec![pass(16, 0); 4]
         },
         "random keys"
     );
     let table = merged.to_string();
     assert!(
-        table.contains("pass  5:        64 (100.00%)           0 (  0.00%)"),
+        table.contains("pass  3:        16 (100.00%)           0 (  0.00%)"),
         "{table}"
     );
     assert!(
-        table.contains("total  :       384 (600.00%)           0 (  0.00%)"),
+        table.contains("total  :        64 (400.00%)           0 (  0.00%)"),
         "{table}"
     );
     // Rows whose bound fits a tile: a block each, no merge pass.

@@ -14,11 +14,6 @@ namespace oxicub {
 // starts without it (positions are below 2^63).
 constexpr u64 SS_VALID = 1ull << 63;
 
-// The word that carries a value of 1, 2, 4 or 8 bytes (moved as bits, never interpreted).
-template <int BYTES> struct SsValueWord { typedef u64 Type; };
-template <> struct SsValueWord<1> { typedef u8 Type; };
-template <> struct SsValueWord<2> { typedef u16 Type; };
-template <> struct SsValueWord<4> { typedef u32 Type; };
 
 // Resolves segment `seg` and checks it in the order the host backend does: the layout's checks,
 // then (offsets) that it does not begin before the previous segment ends, then the order.
@@ -98,9 +93,14 @@ __device__ __forceinline__ void ss_tile_sort(u64* ranks, u64* tags, u32 span) {
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES>
 __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
     typedef typename Key::Bits Bits;
-    // The entries a block sorts in shared memory (TILE and SMALL).
-    __shared__ u64 sort_ranks[SS_TILE];
-    __shared__ u64 sort_tags[SS_TILE];
+    static_assert(BLOCK_THREADS * SS_ITEMS == SS_BLOCK_TILE, "the register path's tile");
+    // The entries a block sorts in shared memory (TILE and SMALL: ranks, then tags), or the
+    // register path's exchanges.
+    constexpr u32 SHARED_WORDS =
+        2 * SS_TILE > SsSort::SHARED_WORDS ? 2 * SS_TILE : SsSort::SHARED_WORDS;
+    __shared__ u64 shared_words[SHARED_WORDS];
+    u64* sort_ranks = shared_words;
+    u64* sort_tags = shared_words + SS_TILE;
     u64* status = reinterpret_cast<u64*>(p.status);
     u64* seg_start = reinterpret_cast<u64*>(p.seg_start);
     const u64 n = p.num_keys;
@@ -117,21 +117,50 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
     u64* positions = reinterpret_cast<u64*>(p.positions);
     const u64 count = status[SEGMENT_STATUS_COUNT];
     if (p.stage == SS_STAGE_RESOLVE) {
-        // A thread per segment: resolved, checked, described.
-        for (u64 seg = first; seg < count; seg += stride) {
-            u64 begin = 0, size = 0;
-            u32 order = 0;
-            i64 value = 0;
-            const u32 code = ss_resolve(p, seg, &begin, &size, &order, &value);
-            segment_describe(p, seg, begin, size, (u64)order, 0, code == 0);
-            if (code != 0) {
-                atomicMin(&status[SEGMENT_STATUS_VIOLATION], (seg << 8) | (u64)code);
-                if (code == VIOLATION_OFFSETS_OUT_OF_ORDER || code == VIOLATION_OVERLAPS) {
-                    status[SS_STATUS_DISORDER] = 1;
+        // A thread per segment: resolved, checked, described. The valid sizes are summed a
+        // warp at a time (one atomic per warp, not per segment), so the loop runs in step.
+        const u64 warps_base = first - (threadIdx.x & 31u);
+        for (u64 base = warps_base; base < count; base += stride) {
+            const u64 seg = base + (threadIdx.x & 31u);
+            u64 size = 0;
+            if (seg < count) {
+                u64 begin = 0;
+                u32 order = 0;
+                i64 value = 0;
+                const u32 code = ss_resolve(p, seg, &begin, &size, &order, &value);
+                segment_describe(p, seg, begin, size, (u64)order, 0, code == 0);
+                if (code != 0) {
+                    size = 0;
+                    atomicMin(&status[SEGMENT_STATUS_VIOLATION], (seg << 8) | (u64)code);
+                    if (code == VIOLATION_OFFSETS_OUT_OF_ORDER || code == VIOLATION_OVERLAPS) {
+                        status[SS_STATUS_DISORDER] = 1;
+                    }
                 }
-            } else if (size != 0) {
-                atomicAdd(&status[SS_STATUS_TOTAL], size);
             }
+            const u64 total = warp_inclusive_sum(size);
+            if ((threadIdx.x & 31u) == 31u && total != 0) {
+                atomicAdd(&status[SS_STATUS_TOTAL], total);
+            }
+        }
+        return;
+    }
+    if (p.stage >= SS_STAGE_CLASSIFY) {
+        // The register path (register_path.cuh): keys of at most 32 bits.
+        if (sizeof(Bits) > 4 || status[SS_STATUS_DISORDER] != 0) {
+            return;
+        }
+        if (p.stage == SS_STAGE_CLASSIFY || p.stage == SS_STAGE_PLACE) {
+            ss_classify<Key, VALUE_BYTES>(p, count, p.stage == SS_STAGE_PLACE);
+        } else if (p.stage == SS_STAGE_PLAN) {
+            if (blockIdx.x == 0 && threadIdx.x == 0) {
+                ss_plan(p);
+            }
+        } else if (p.stage == SS_STAGE_BLOCK) {
+            ss_block<Key, VALUE_BYTES>(p, count, shared_words);
+        } else if (p.stage == SS_STAGE_PARTITION) {
+            ss_partition(p, count, first, stride);
+        } else if (p.stage == SS_STAGE_RUNS) {
+            ss_runs<Key, VALUE_BYTES>(p, count, shared_words);
         }
         return;
     }

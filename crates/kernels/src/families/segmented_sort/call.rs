@@ -56,10 +56,20 @@ pub struct SortStatus {
     pub status: SegmentedStatus,
     /// Two words per merge pass: its merge tiles and its copy tiles.
     pub(super) statistics: CudaSlice<u64>,
-    /// The number of merge passes.
+    /// The number of merge passes launched.
     pub(super) passes: usize,
     /// The number of tiles.
-    pub(super) tiles: u64,
+    pub(super) tiles: SortTiles,
+}
+
+/// Where a call's tile count is known.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum SortTiles {
+    /// On the host: every pass ran.
+    Host(u64),
+    /// On the device, after the passes' words (the register path's chunks), with the passes
+    /// the longest segment needed (those after it returned at once).
+    Device,
 }
 
 impl SortStatus {
@@ -74,11 +84,18 @@ impl SortStatus {
             .status
             .health()
             .during("cuMemcpyDtoHAsync", stream.clone_dtoh(&self.statistics))?;
+        let (tiles, ran) = match self.tiles {
+            SortTiles::Host(tiles) => (tiles, self.passes),
+            SortTiles::Device => {
+                let counts = &words[2 * self.passes..];
+                (counts[0], (counts[1] as usize).min(self.passes))
+            }
+        };
         let passes = words
             .chunks_exact(2)
-            .take(self.passes)
+            .take(ran)
             .map(|pass| (pass[0], pass[1]))
             .collect();
-        Ok((passes, self.tiles))
+        Ok((passes, tiles))
     }
 }

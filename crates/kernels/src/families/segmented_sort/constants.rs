@@ -27,9 +27,47 @@ device_constants! {
     pub(crate) const SS_STAGE_WRITE: u32 = 6;
     /// Stage: every segment (at most SS_TILE keys each) sorted by a block and written in place.
     pub(crate) const SS_STAGE_SMALL: u32 = 7;
+    /// Stage (register path): each segment's size class counted.
+    pub(crate) const SS_STAGE_CLASSIFY: u32 = 8;
+    /// Stage (register path): the classes' lists and batches laid out, by one thread.
+    pub(crate) const SS_STAGE_PLAN: u32 = 9;
+    /// Stage (register path): each segment placed in its class's list (a long one gets its
+    /// chunks).
+    pub(crate) const SS_STAGE_PLACE: u32 = 10;
+    /// Stage (register path): batches of short segments, and the chunks of long ones, sorted
+    /// in registers (`params.width`: one span for every segment, or 0 for the classes).
+    pub(crate) const SS_STAGE_BLOCK: u32 = 11;
+    /// Stage (register path): where each chunk of a merge pass starts in its two runs.
+    pub(crate) const SS_STAGE_PARTITION: u32 = 12;
+    /// Stage (register path): one merge pass over the long segments' chunks.
+    pub(crate) const SS_STAGE_RUNS: u32 = 13;
 
     /// Entries a tile sorts in shared memory (a power of two).
     pub(crate) const SS_TILE: u32 = 1024;
+    /// Entries a thread holds in the register path's sort.
+    pub(crate) const SS_ITEMS: u32 = 16;
+    /// Entries a block sorts in registers (BLOCK_THREADS * SS_ITEMS): the largest short
+    /// segment, and a long segment's chunk.
+    pub(crate) const SS_BLOCK_TILE: u32 = 4096;
+    /// The class of a long segment (short ones: 1 to 12, the log2 of their span).
+    pub(crate) const SS_LONG_CLASS: u32 = 13;
+
+    /// Plan word (register path): 16 counts, one per class.
+    pub(crate) const SS_PLAN_COUNT: u32 = 0;
+    /// Plan words: where each class's list starts in the segment list.
+    pub(crate) const SS_PLAN_LIST: u32 = 16;
+    /// Plan words: each class's first batch (the long class's: the number of short batches).
+    pub(crate) const SS_PLAN_BATCH: u32 = 32;
+    /// Plan words: each class's next free place in the segment list.
+    pub(crate) const SS_PLAN_CURSOR: u32 = 48;
+    /// Plan word: the long segments placed (high half) and their chunks (low half).
+    pub(crate) const SS_PLAN_LONG: u32 = 64;
+    /// Plan word: the size of the longest long segment.
+    pub(crate) const SS_PLAN_MAX_LONG: u32 = 65;
+    /// Plan word: the chunks of the long segments.
+    pub(crate) const SS_PLAN_CHUNKS: u32 = 66;
+    /// The number of plan words.
+    pub(crate) const SS_PLAN_WORDS: u32 = 68;
 
     /// Flag (`params.flags`, above the segmented problem's): one order per segment, a byte
     /// each at `params.orders` (0 ascending, 1 descending).

@@ -1,6 +1,6 @@
 //! The segmented sort family's table, parameter struct and specs.
 
-use super::constants::{BLOCK_THREADS, SS_CONSTANTS, SS_TILE};
+use super::constants::{BLOCK_THREADS, SS_CONSTANTS, SS_ITEMS, SS_TILE};
 use crate::codegen::{kernel_params, FamilyTable, KernelParams, TemplateArg};
 use crate::radix::KeyType;
 use crate::{KernelFamily, KernelSpec, Tier, ValueType};
@@ -28,6 +28,18 @@ kernel_params! {
         positions: u64,
         /// A u32 per tile: 1 when the tile's entries differ between the two buffers.
         tile_dirty: u64,
+        /// Register path: SS_PLAN_WORDS u64, zeroed (the classes' counts, lists and batches).
+        plan: u64,
+        /// Register path: a u64 per segment, the segments grouped by class.
+        segment_list: u64,
+        /// Register path: a u64 per long segment, its first chunk.
+        chunk_base: u64,
+        /// Register path: two u64 per chunk, where a merge pass's chunk starts in its first
+        /// run and the long segment it belongs to.
+        partition: u64,
+        /// Register path: two buffers of `num_keys` u64 entries (rank << 32 | index within the
+        /// segment) for the long segments, one after the other.
+        entries: u64,
         num_keys: u64,
         stride: u64,
         size_value: u64,
@@ -50,12 +62,18 @@ kernel_params! {
         src: u32,
         /// The merge pass (its statistics' place).
         pass: u32,
+        /// Register path: the merge passes launched (the statistics' tile and pass counts
+        /// follow their words).
+        passes: u32,
     }
 }
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "segmented_sort",
-    header: include_str!("../../../cuda/segmented_sort/segmented_sort.cuh"),
+    header: concat!(
+        include_str!("../../../cuda/segmented_sort/register_path.cuh"),
+        include_str!("../../../cuda/segmented_sort/segmented_sort.cuh"),
+    ),
     constants: &[&SS_CONSTANTS],
     params_name: SegmentedSortParams::CXX_NAME,
     params_declaration: SegmentedSortParams::cxx_declaration,
@@ -64,9 +82,22 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::BlockThreads,
         TemplateArg::Const("VALUE_BYTES"),
     ],
-    // The ranks and tags a block sorts (a tile, or a small segment): two u64 per entry; a merge
-    // pass's range and flags.
-    static_shared_bytes: |_| 2 * 8 * u64::from(SS_TILE) + 5 * 8,
+    static_shared_bytes: |_| 8 * SHARED_WORDS + 5 * 8 + 16 * 4 + 2 * 8,
+};
+
+/// The u64 words of the shared array: the ranks and tags a tile sort holds (two u64 per entry),
+/// or the register sort's entries with a spare word after every 16
+/// (`RegisterSort::SHARED_WORDS`); besides it, a merge pass's range and flags and the
+/// classification's block counters.
+const SHARED_WORDS: u64 = {
+    let tile = 2 * SS_TILE as u64;
+    let entries = (BLOCK_THREADS * SS_ITEMS) as u64;
+    let rows = entries + entries / 16;
+    if tile > rows {
+        tile
+    } else {
+        rows
+    }
 };
 
 /// The value widths the family moves (0: keys only).

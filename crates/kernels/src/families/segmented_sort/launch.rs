@@ -6,14 +6,16 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
 
-use super::call::{SegmentedSortPlan, SortLayout, SortStatus};
+use super::call::{SegmentedSortPlan, SortLayout, SortStatus, SortTiles};
 use super::constants::{
-    SS_ORDER_PER_SEGMENT, SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE,
-    SS_STAGE_RESOLVE, SS_STAGE_SMALL, SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL,
-    SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS, SS_TILE, SS_VALUES_INDEX,
+    SS_BLOCK_TILE, SS_ORDER_PER_SEGMENT, SS_PLAN_WORDS, SS_STAGE_BLOCK, SS_STAGE_CLASSIFY,
+    SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE, SS_STAGE_PARTITION,
+    SS_STAGE_PLACE, SS_STAGE_PLAN, SS_STAGE_RESOLVE, SS_STAGE_RUNS, SS_STAGE_SMALL,
+    SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS,
+    SS_TILE, SS_VALUES_INDEX,
 };
 use super::kernels::SegmentedSortParams;
-use super::plan::merge_widths;
+use super::plan::{merge_widths, sort_path, SortPath};
 use crate::families::scratch::{alloc_uninit, alloc_zeroed};
 use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
 use crate::radix::RadixKey;
@@ -128,39 +130,66 @@ pub fn segmented_sort<K: RadixKey, V>(
     // SAFETY: RESOLVE describes every segment below the count before FILL reads one.
     let mut descriptors =
         unsafe { alloc_uninit::<u64>(runtime, stream, "descriptors", descriptor_words) }?;
-    // Segments that all fit a tile are sorted a block each, with no scratch and no merge
-    // pass; the others take the whole-array mergesort: a word per position for the segment
-    // starts, two buffers of ranks and of positions, a flag per tile.
-    let largest = match plan.layout {
+    // The path the keys' width and the segments' sizes select (plan.rs, `sort_path`).
+    let (largest, uniform) = match plan.layout {
         SortLayout::Strided {
             stride,
             sizes: HostOrDevice::Host(size),
-        } => size.min(stride),
-        SortLayout::Strided { stride, .. } => plan.size_bounds.1.min(stride),
-        SortLayout::Offsets { .. } => plan.size_bounds.1,
+        } => (size.min(stride), true),
+        SortLayout::Strided { stride, .. } => (plan.size_bounds.1.min(stride), false),
+        SortLayout::Offsets { .. } => (plan.size_bounds.1, false),
     };
-    let small = largest.min(n) <= u64::from(SS_TILE);
-    let words = if small { 1 } else { n.max(1) };
+    let largest = largest.min(n);
+    let path = sort_path(K::KEY_TYPE.bits(), largest, uniform);
+    let classes = path == SortPath::RegisterClasses;
+    let mergesort = path == SortPath::Mergesort;
+    // The mergesort's scratch: a word per position for the segment starts, two buffers of
+    // ranks and of positions, a flag per tile.
+    let words = if mergesort { n.max(1) } else { 1 };
     // SAFETY: FILL writes every start, rank and position of buffer 0 before any other stage
     // reads them, and each merge pass writes every entry of the buffer it fills before the
     // next stage reads it (a pass moves a permutation of its entries).
     let mut seg_start = unsafe { alloc_uninit::<u64>(runtime, stream, "seg_start", words) }?;
     let mut ranks = unsafe { alloc_uninit::<u64>(runtime, stream, "ranks", 2 * words) }?;
     let mut positions = unsafe { alloc_uninit::<u64>(runtime, stream, "positions", 2 * words) }?;
-    let (tiles, widths) = if small {
-        (0, Vec::new())
-    } else {
-        (n.div_ceil(u64::from(SS_TILE)), merge_widths(n))
+    let (tiles, widths) = match path {
+        SortPath::Mergesort => (n.div_ceil(u64::from(SS_TILE)), merge_widths(SS_TILE, n)),
+        SortPath::RegisterClasses => (0, merge_widths(SS_BLOCK_TILE, largest)),
+        _ => (0, Vec::new()),
     };
+    // Two words per merge pass; the register path's tile and pass counts after them.
     let mut statistics = alloc_zeroed::<u64>(
         runtime,
         stream,
         "statistics",
-        2 * (widths.len() as u64).max(1),
+        2 * widths.len() as u64 + 2,
     )?;
     // SAFETY: TILE writes every tile's flag before a merge pass reads it.
     let mut tile_dirty =
         unsafe { alloc_uninit::<u32>(runtime, stream, "tile_dirty", tiles.max(1)) }?;
+    // The register path's classes: the plan words, a place per segment, a first chunk per
+    // long segment (above SS_BLOCK_TILE keys, so at most n / (SS_BLOCK_TILE + 1) of them), two
+    // words per chunk, and two buffers of entries for the long segments.
+    let block_tile = u64::from(SS_BLOCK_TILE);
+    let (list_words, longs, chunks, entry_words) = if classes {
+        let longs = (n / (block_tile + 1)).min(max_segments) + 1;
+        let entries = if largest > block_tile { 2 * n } else { 1 };
+        (max_segments.max(1), longs, n.div_ceil(block_tile) + longs, entries)
+    } else {
+        (1, 1, 1, 1)
+    };
+    let mut plan_words =
+        alloc_zeroed::<u64>(runtime, stream, "plan", SS_PLAN_WORDS.into())?;
+    // SAFETY: PLACE writes the place of every listed segment and the first chunk of every long
+    // one before BLOCK reads them; PARTITION writes both words of every chunk a merge pass
+    // reads; BLOCK writes every position of the long segments into entries buffer 0, and each
+    // merge pass every position of the segments it has not finished into the other buffer.
+    let mut segment_list =
+        unsafe { alloc_uninit::<u64>(runtime, stream, "segment_list", list_words) }?;
+    let mut chunk_base = unsafe { alloc_uninit::<u64>(runtime, stream, "chunk_base", longs) }?;
+    let mut partition =
+        unsafe { alloc_uninit::<u64>(runtime, stream, "partition", 2 * chunks) }?;
+    let mut entries = unsafe { alloc_uninit::<u64>(runtime, stream, "entries", entry_words) }?;
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
@@ -203,6 +232,11 @@ pub fn segmented_sort<K: RadixKey, V>(
         ranks: keep(&mut guards, ranks.device_ptr_mut(stream)),
         positions: keep(&mut guards, positions.device_ptr_mut(stream)),
         tile_dirty: keep(&mut guards, tile_dirty.device_ptr_mut(stream)),
+        plan: keep(&mut guards, plan_words.device_ptr_mut(stream)),
+        segment_list: keep(&mut guards, segment_list.device_ptr_mut(stream)),
+        chunk_base: keep(&mut guards, chunk_base.device_ptr_mut(stream)),
+        partition: keep(&mut guards, partition.device_ptr_mut(stream)),
+        entries: keep(&mut guards, entries.device_ptr_mut(stream)),
         statistics: keep(&mut guards, statistics.device_ptr_mut(stream)),
         num_keys: n,
         stride,
@@ -221,6 +255,7 @@ pub fn segmented_sort<K: RadixKey, V>(
         stage: SS_STAGE_INIT,
         src: 0,
         pass: 0,
+        passes: widths.len() as u32,
     };
     let stage = |stage: u32| SegmentedSortParams { stage, ..params };
     let over_keys = runtime.grid_blocks(&kernel, n, 1);
@@ -228,32 +263,59 @@ pub fn segmented_sort<K: RadixKey, V>(
     let over_segments = runtime.grid_blocks(&kernel, max_segments, 1);
     runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_RESOLVE))?;
     runtime.launch(stream, &kernel, 1, stage(SS_STAGE_FINALIZE))?;
-    if small {
-        // Runs of the smallest power of two that holds the largest segment.
-        let span = largest.min(n).max(1).next_power_of_two();
-        let per_block = u64::from(SS_TILE) / span;
-        let blocks = runtime.grid_blocks(
-            &kernel,
-            max_segments.div_ceil(per_block).saturating_mul(256),
-            1,
-        );
-        let small_stage = SegmentedSortParams {
-            stage: SS_STAGE_SMALL,
-            width: span,
-            ..params
-        };
-        runtime.launch(stream, &kernel, blocks, small_stage)?;
-        drop(guards);
-        return Ok(SortStatus {
-            status: SegmentedStatus::new(
-                runtime,
-                Some(status),
-                (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD),
-            ),
-            statistics,
-            passes: 0,
-            tiles: 0,
-        });
+    let with_width = |stage: u32, width: u64| SegmentedSortParams {
+        stage,
+        width,
+        ..params
+    };
+    let status_of = |status, statistics, passes, tiles| SortStatus {
+        status: SegmentedStatus::new(runtime, Some(status), (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD)),
+        statistics,
+        passes,
+        tiles,
+    };
+    // A persistent grid of blocks that each take one batch, chunk or tile at a time.
+    let block_items = |items: u64| runtime.grid_blocks(&kernel, items.saturating_mul(256), 1);
+    match path {
+        SortPath::RegisterUniform { span } => {
+            let batches = max_segments.div_ceil(block_tile / span);
+            runtime.launch(stream, &kernel, block_items(batches), with_width(SS_STAGE_BLOCK, span))?;
+            drop(guards);
+            return Ok(status_of(status, statistics, 0, SortTiles::Host(0)));
+        }
+        SortPath::RegisterClasses => {
+            runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_CLASSIFY))?;
+            runtime.launch(stream, &kernel, 1, stage(SS_STAGE_PLAN))?;
+            runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_PLACE))?;
+            let items = max_segments.saturating_add(chunks);
+            runtime.launch(stream, &kernel, block_items(items), stage(SS_STAGE_BLOCK))?;
+            let over_chunks = runtime.grid_blocks(&kernel, chunks, 1);
+            for (pass, &width) in widths.iter().enumerate() {
+                let src = (pass % 2) as u32;
+                let partition = SegmentedSortParams {
+                    src,
+                    ..with_width(SS_STAGE_PARTITION, width)
+                };
+                runtime.launch(stream, &kernel, over_chunks, partition)?;
+                let merge = SegmentedSortParams {
+                    src,
+                    pass: pass as u32,
+                    ..with_width(SS_STAGE_RUNS, width)
+                };
+                runtime.launch(stream, &kernel, block_items(chunks), merge)?;
+            }
+            drop(guards);
+            let passes = widths.len();
+            return Ok(status_of(status, statistics, passes, SortTiles::Device));
+        }
+        SortPath::SharedSmall { span } => {
+            let per_block = u64::from(SS_TILE) / span;
+            let blocks = block_items(max_segments.div_ceil(per_block));
+            runtime.launch(stream, &kernel, blocks, with_width(SS_STAGE_SMALL, span))?;
+            drop(guards);
+            return Ok(status_of(status, statistics, 0, SortTiles::Host(0)));
+        }
+        SortPath::Mergesort => {}
     }
     runtime.launch(stream, &kernel, over_keys, stage(SS_STAGE_FILL))?;
     let tile_blocks = runtime.grid_blocks(&kernel, tiles.saturating_mul(256), 1);
@@ -275,14 +337,5 @@ pub fn segmented_sort<K: RadixKey, V>(
     };
     runtime.launch(stream, &kernel, over_keys, write)?;
     drop(guards);
-    Ok(SortStatus {
-        status: SegmentedStatus::new(
-            runtime,
-            Some(status),
-            (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD),
-        ),
-        statistics,
-        passes: widths.len(),
-        tiles,
-    })
+    Ok(status_of(status, statistics, widths.len(), SortTiles::Host(tiles)))
 }

@@ -1,0 +1,481 @@
+// Family segmented_sort, the register path (docs/design/segmented_sort.md, "GPU: register
+// path"): keys of at most 32 bits in segments of fewer than 2^32 keys. An entry packs a key's
+// rank (the radix code, inverted for a descending segment) above its index within the segment,
+// so one u64 comparison orders by key and then by input position (stable). Segments are binned
+// by size class; a block sorts a batch of short segments of one class in registers, or one
+// chunk of SS_BLOCK_TILE keys of a long segment; merge passes of merge-path tiles then join a
+// long segment's chunks, a tile whose output comes from one run being a copy (the seed's early
+// exit and its statistics).
+namespace oxicub {
+
+// The word that carries a value of 1, 2, 4 or 8 bytes (moved as bits, never interpreted).
+template <int BYTES> struct SsValueWord { typedef u64 Type; };
+template <> struct SsValueWord<1> { typedef u8 Type; };
+template <> struct SsValueWord<2> { typedef u16 Type; };
+template <> struct SsValueWord<4> { typedef u32 Type; };
+
+typedef RegisterSort<256, SS_ITEMS> SsSort;
+
+// A segment as the register path sees it: where it begins, its size, its rank flip; size 0 for
+// none or an invalid one.
+template <class Bits>
+struct SsSegment {
+    u64 begin;
+    u64 size;
+    Bits flip;
+};
+
+template <class Bits, class P>
+__device__ __forceinline__ SsSegment<Bits> ss_segment(const P& p, u64 seg, u64 count) {
+    SsSegment<Bits> s = {0, 0, (Bits)0};
+    if (seg < count) {
+        // The descriptor's four words in two vector loads (32-byte aligned).
+        const ulonglong2* desc = reinterpret_cast<const ulonglong2*>(segment_descriptor(p, seg));
+        const ulonglong2 place = desc[0];  // begin, size
+        const ulonglong2 rest = desc[1];   // the order word, the flags
+        if ((rest.y & SEGMENT_DESC_VALID) != 0) {
+            s.begin = place.x;
+            s.size = place.y;
+            s.flip = rest.x ? (Bits)~(Bits)0 : (Bits)0;
+        }
+    }
+    return s;
+}
+
+// A segment's class: 0 for none (empty, one key, or invalid), 1 to 12 for a short one (the log2
+// of the smallest power of two holding it), SS_LONG_CLASS above SS_BLOCK_TILE keys.
+__device__ __forceinline__ u32 ss_class(u64 size) {
+    if (size <= 1) {
+        return 0;
+    }
+    if (size > SS_BLOCK_TILE) {
+        return SS_LONG_CLASS;
+    }
+    return 64u - (u32)__clzll((long long)(size - 1));
+}
+
+// The entry of key `raw` at index `index` of its segment.
+template <class Key>
+__device__ __forceinline__ u64 ss_entry(typename Key::Bits raw, typename Key::Bits flip, u64 index) {
+    return ((u64)(u32)(typename Key::Bits)(Key::to_radix(raw) ^ flip) << 32) | index;
+}
+
+// Writes the key (and value, or index) that `entry` names to position `at` of the outputs; the
+// segment begins at `begin`. A NaN's code names every NaN, so its bits are read back.
+template <class Key, int VALUE_BYTES, class P>
+__device__ __forceinline__ void ss_write(const P& p, u64 at, u64 begin, typename Key::Bits flip,
+                                         u64 entry) {
+    typedef typename Key::Bits Bits;
+    const u64 index = entry & 0xffffffffull;
+    const Bits code = (Bits)((Bits)(entry >> 32) ^ flip);
+    Bits key;
+    if (Key::KEY_KIND == KIND_FLOAT && code == Key::ALL_ONES) {
+        key = reinterpret_cast<const Bits*>(p.keys)[begin + index];
+    } else {
+        key = Key::from_radix(code);
+    }
+    reinterpret_cast<Bits*>(p.out_keys)[at] = key;
+    if (VALUE_BYTES != 0) {
+        typedef typename SsValueWord<VALUE_BYTES>::Type Word;
+        Word* out_values = reinterpret_cast<Word*>(p.out_values);
+        out_values[at] = (p.flags & SS_VALUES_INDEX)
+                             ? (Word)index
+                             : reinterpret_cast<const Word*>(p.values)[begin + index];
+    }
+}
+
+// CLASSIFY and PLACE: a thread per segment, the block in step (warp votes). CLASSIFY counts
+// each class (a block's counts added once), the long segments' chunks and the longest; a
+// segment of one key is written here. PLACE appends each short segment to its class's list and
+// gives each long one its place and chunks (one atomic on a packed word, so both grow in the
+// same order and the chunks' owners can be found by a binary search).
+template <class Key, int VALUE_BYTES, class P>
+__device__ __forceinline__ void ss_classify(const P& p, u64 count, bool place) {
+    typedef typename Key::Bits Bits;
+    __shared__ u32 block_counts[16];
+    __shared__ u64 block_long[2];  // chunks, the longest
+    u64* plan = reinterpret_cast<u64*>(p.plan);
+    u64* list = reinterpret_cast<u64*>(p.segment_list);
+    if (!place) {
+        if (threadIdx.x < 16) {
+            block_counts[threadIdx.x] = 0;
+        }
+        if (threadIdx.x < 2) {
+            block_long[threadIdx.x] = 0;
+        }
+        __syncthreads();
+    }
+    const u32 lane = threadIdx.x & 31u;
+    for (u64 base = (u64)blockIdx.x * 256; base < count; base += (u64)gridDim.x * 256) {
+        const u64 seg = base + threadIdx.x;
+        const SsSegment<Bits> s = ss_segment<Bits>(p, seg, count);
+        const u32 c = ss_class(s.size);
+        if (!place) {
+            if (s.size == 1) {
+                ss_write<Key, VALUE_BYTES>(p, s.begin, s.begin, s.flip,
+                                           ss_entry<Key>(reinterpret_cast<const Bits*>(p.keys)[s.begin],
+                                                         s.flip, 0));
+            }
+            for (u32 k = 1; k <= SS_LONG_CLASS; ++k) {
+                const u32 votes = __popc(__ballot_sync(0xffffffffu, c == k));
+                if (lane == 0 && votes != 0) {
+                    atomicAdd(&block_counts[k], votes);
+                }
+            }
+            if (c == SS_LONG_CLASS) {
+                atomicAdd(reinterpret_cast<unsigned long long*>(&block_long[0]),
+                          (unsigned long long)((s.size + SS_BLOCK_TILE - 1) / SS_BLOCK_TILE));
+                atomicMax(reinterpret_cast<unsigned long long*>(&block_long[1]),
+                          (unsigned long long)s.size);
+            }
+        } else {
+            for (u32 k = 1; k < SS_LONG_CLASS; ++k) {
+                u64* cursor = &plan[SS_PLAN_CURSOR + k];
+                const u64 at = warp_append(c == k, cursor);
+                if (c == k) {
+                    list[at] = seg;
+                }
+            }
+            if (c == SS_LONG_CLASS) {
+                const u64 chunks = (s.size + SS_BLOCK_TILE - 1) / SS_BLOCK_TILE;
+                const u64 packed = atomicAdd(&plan[SS_PLAN_LONG], (1ull << 32) | chunks);
+                const u64 j = packed >> 32;
+                list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j] = seg;
+                reinterpret_cast<u64*>(p.chunk_base)[j] = packed & 0xffffffffull;
+            }
+        }
+    }
+    if (!place) {
+        __syncthreads();
+        if (threadIdx.x < 16 && block_counts[threadIdx.x] != 0) {
+            atomicAdd(&plan[SS_PLAN_COUNT + threadIdx.x], (u64)block_counts[threadIdx.x]);
+        }
+        if (threadIdx.x == 0 && block_long[0] != 0) {
+            atomicAdd(&plan[SS_PLAN_CHUNKS], block_long[0]);
+            atomicMax(&plan[SS_PLAN_MAX_LONG], block_long[1]);
+        }
+    }
+}
+
+// PLAN, by one thread: each class's list and first batch (a batch of class c holds
+// SS_BLOCK_TILE >> c segments), the cursors, and the statistics' tile count (the chunks) and
+// pass count (the passes the longest segment needs), after the p.passes launched passes' words.
+template <class P>
+__device__ __forceinline__ void ss_plan(const P& p) {
+    u64* plan = reinterpret_cast<u64*>(p.plan);
+    u64 listed = 0, batches = 0;
+    for (u32 c = 1; c <= SS_LONG_CLASS; ++c) {
+        plan[SS_PLAN_LIST + c] = listed;
+        plan[SS_PLAN_CURSOR + c] = listed;
+        plan[SS_PLAN_BATCH + c] = batches;
+        const u64 n = plan[SS_PLAN_COUNT + c];
+        listed += n;
+        if (c < SS_LONG_CLASS) {
+            const u64 per = SS_BLOCK_TILE >> c;
+            batches += (n + per - 1) / per;
+        }
+    }
+    u64* statistics = reinterpret_cast<u64*>(p.statistics) + 2 * (u64)p.passes;
+    statistics[0] = plan[SS_PLAN_CHUNKS];
+    u64 passes = 0;
+    for (u64 width = SS_BLOCK_TILE; width < plan[SS_PLAN_MAX_LONG]; width <<= 1) {
+        ++passes;
+    }
+    statistics[1] = passes;
+}
+
+// The long segment (its place j in the long list) that chunk `chunk` belongs to: the last
+// whose first chunk is at most `chunk`.
+template <class P>
+__device__ __forceinline__ u64 ss_chunk_owner(const P& p, u64 chunk) {
+    const u64* plan = reinterpret_cast<const u64*>(p.plan);
+    const u64* base = reinterpret_cast<const u64*>(p.chunk_base);
+    u64 lo = 0, hi = plan[SS_PLAN_COUNT + SS_LONG_CLASS];
+    while (lo < hi) {
+        const u64 mid = (lo + hi) >> 1;
+        if (base[mid] <= chunk) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo - 1;
+}
+
+// BLOCK: a work item per block at a time. With one span for every segment (p.width), item b
+// is the segments [b * per, (b + 1) * per) in order; otherwise the items are the classes'
+// batches, then the long segments' chunks. Each run of `span` entries is one segment (padded
+// with entries above every key); a chunk's sorted entries go to entries buffer 0, a short
+// segment's keys to the outputs.
+template <class Key, int VALUE_BYTES, class P>
+__device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
+    typedef typename Key::Bits Bits;
+    const u64* plan = reinterpret_cast<const u64*>(p.plan);
+    const u64* list = reinterpret_cast<const u64*>(p.segment_list);
+    const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+    const u32 t = threadIdx.x;
+    const bool uniform = p.width != 0;
+    u64 batches, items;
+    if (uniform) {
+        const u64 per = SS_BLOCK_TILE / p.width;
+        batches = (count + per - 1) / per;
+        items = batches;
+    } else {
+        batches = plan[SS_PLAN_BATCH + SS_LONG_CLASS];
+        items = batches + plan[SS_PLAN_CHUNKS];
+    }
+    for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
+        // The item: its span, and the segment of each of its runs.
+        u32 span;
+        u64 first = 0, last = 0;  // list positions (or segments, uniform) of the runs
+        u64 chunk_start = 0;      // a chunk's first index within its segment
+        bool chunk = false;
+        SsSegment<Bits> long_segment = {0, 0, (Bits)0};
+        if (uniform) {
+            span = (u32)p.width;
+            first = item * (SS_BLOCK_TILE / span);
+            last = count;
+        } else if (item < batches) {
+            u32 c = 1;
+            while (c + 1 < SS_LONG_CLASS && plan[SS_PLAN_BATCH + c + 1] <= item) {
+                ++c;
+            }
+            span = 1u << c;
+            first = plan[SS_PLAN_LIST + c] + (item - plan[SS_PLAN_BATCH + c]) * (SS_BLOCK_TILE >> c);
+            last = plan[SS_PLAN_LIST + c] + plan[SS_PLAN_COUNT + c];
+        } else {
+            const u64 chunk_index = item - batches;
+            const u64 j = ss_chunk_owner(p, chunk_index);
+            const u64 seg = list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j];
+            long_segment = ss_segment<Bits>(p, seg, count);
+            chunk_start = (chunk_index - reinterpret_cast<const u64*>(p.chunk_base)[j]) *
+                          SS_BLOCK_TILE;
+            chunk = true;
+            span = SS_BLOCK_TILE;
+        }
+        // The segment of run r (a chunk: its part of the long segment).
+        auto run_segment = [&](u32 r) {
+            if (chunk) {
+                SsSegment<Bits> s = long_segment;
+                s.begin += chunk_start;
+                const u64 rest = s.size - chunk_start;
+                s.size = rest < SS_BLOCK_TILE ? rest : SS_BLOCK_TILE;
+                return s;
+            }
+            const u64 at = first + r;
+            if (at >= last) {
+                SsSegment<Bits> none = {0, 0, (Bits)0};
+                return none;
+            }
+            SsSegment<Bits> s = ss_segment<Bits>(p, uniform ? at : list[at], count);
+            if (s.size > span) {
+                s.size = 0;  // above the bound the span was chosen for (reported invalid)
+            }
+            return s;
+        };
+        // A thread's entries lie in one run when span >= SS_ITEMS, else in SS_ITEMS / span
+        // runs of consecutive items: each run's segment is read once.
+        u64 e[SS_ITEMS];
+        SsSegment<Bits> s = {0, 0, (Bits)0};
+        u32 current = ~0u;
+#pragma unroll
+        for (u32 k = 0; k < SS_ITEMS; ++k) {
+            u32 r;
+            const u32 local = SsSort::striped(t, k, span, &r);
+            if (r != current) {
+                s = run_segment(r);
+                current = r;
+            }
+            e[k] = local < s.size ? ss_entry<Key>(keys[s.begin + local], s.flip, chunk_start + local)
+                                  : ~0ull;
+        }
+        SsSort::sort(e, shared, span);
+        __syncthreads();
+#pragma unroll
+        for (u32 k = 0; k < SS_ITEMS; ++k) {
+            shared[SsSort::at(t, k)] = e[k];
+        }
+        __syncthreads();
+        u64* entries = reinterpret_cast<u64*>(p.entries);
+        current = span >= SS_ITEMS ? current : ~0u;  // one run: still in `s`
+#pragma unroll
+        for (u32 k = 0; k < SS_ITEMS; ++k) {
+            u32 r;
+            const u32 local = SsSort::striped(t, k, span, &r);
+            if (r != current) {
+                s = run_segment(r);
+                current = r;
+            }
+            if (local < s.size) {
+                const u64 entry = shared[SsSort::element(r * span + local)];
+                if (chunk) {
+                    entries[s.begin + local] = entry;
+                } else {
+                    ss_write<Key, VALUE_BYTES>(p, s.begin + local, s.begin, s.flip, entry);
+                }
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// The merge pass of runs of `width` over a long segment's chunk q (output [q * TILE, ...)): its
+// runs A = [a0, a0 + a_count) and B after it, and the chunk's start on the merge path.
+struct SsChunkRuns {
+    u64 a0, a_count, b_count, out0, out1;
+};
+
+__device__ __forceinline__ SsChunkRuns ss_chunk_runs(u64 size, u64 q, u64 width) {
+    SsChunkRuns r;
+    r.out0 = q * SS_BLOCK_TILE;
+    r.out1 = r.out0 + SS_BLOCK_TILE < size ? r.out0 + SS_BLOCK_TILE : size;
+    r.a0 = r.out0 / (2 * width) * (2 * width);
+    const u64 rest = size - r.a0;
+    r.a_count = rest < width ? rest : width;
+    r.b_count = rest - r.a_count < width ? rest - r.a_count : width;
+    return r;
+}
+
+// How many of the first `diag` outputs of merging a (a_count) and b (b_count) come from a: the
+// merge path (entries are distinct).
+__device__ __forceinline__ u64 ss_merge_path(const u64* a, u64 a_count, const u64* b,
+                                             u64 b_count, u64 diag) {
+    u64 lo = diag > b_count ? diag - b_count : 0;
+    u64 hi = diag < a_count ? diag : a_count;
+    while (lo < hi) {
+        const u64 mid = (lo + hi) >> 1;
+        if (a[mid] < b[diag - 1 - mid]) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+// PARTITION (a thread per chunk of the pass): the chunk's owner and its start on the merge path
+// of its two runs, for RUNS.
+template <class P>
+__device__ __forceinline__ void ss_partition(const P& p, u64 count, u64 first, u64 stride) {
+    typedef u64 Bits64;
+    const u64* plan = reinterpret_cast<const u64*>(p.plan);
+    const u64 width = p.width;
+    if (width >= plan[SS_PLAN_MAX_LONG]) {
+        return;  // every long segment is merged
+    }
+    const u64 chunks = plan[SS_PLAN_CHUNKS];
+    const u64* list = reinterpret_cast<const u64*>(p.segment_list);
+    const u64* src = reinterpret_cast<const u64*>(p.entries) + (u64)p.src * p.num_keys;
+    u64* partition = reinterpret_cast<u64*>(p.partition);
+    for (u64 chunk = first; chunk < chunks; chunk += stride) {
+        const u64 j = ss_chunk_owner(p, chunk);
+        const SsSegment<Bits64> s =
+            ss_segment<Bits64>(p, list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j], count);
+        const u64 q = chunk - reinterpret_cast<const u64*>(p.chunk_base)[j];
+        u64 split = 0;
+        if (width < s.size) {
+            const SsChunkRuns r = ss_chunk_runs(s.size, q, width);
+            const u64* a = src + s.begin + r.a0;
+            split = ss_merge_path(a, r.a_count, a + r.a_count, r.b_count, r.out0 - r.a0);
+        }
+        partition[2 * chunk] = split;
+        partition[2 * chunk + 1] = j;
+    }
+}
+
+// RUNS: merge pass p.pass (runs of p.width, from entries buffer p.src), a chunk per block at a
+// time. A chunk whose outputs all come from one run is copied; any other is merged in shared
+// memory. A segment whose runs this pass joins into one is written to the outputs.
+template <class Key, int VALUE_BYTES, class P>
+__device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
+    typedef typename Key::Bits Bits;
+    const u64* plan = reinterpret_cast<const u64*>(p.plan);
+    const u64 width = p.width;
+    if (width >= plan[SS_PLAN_MAX_LONG]) {
+        return;
+    }
+    const u64 chunks = plan[SS_PLAN_CHUNKS];
+    const u64* list = reinterpret_cast<const u64*>(p.segment_list);
+    const u64* partition = reinterpret_cast<const u64*>(p.partition);
+    const u64* src = reinterpret_cast<const u64*>(p.entries) + (u64)p.src * p.num_keys;
+    u64* dst = reinterpret_cast<u64*>(p.entries) + (u64)(p.src ^ 1u) * p.num_keys;
+    u64* statistics = reinterpret_cast<u64*>(p.statistics) + 2 * (u64)p.pass;
+    const u32 t = threadIdx.x;
+    for (u64 chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
+        const u64 j = partition[2 * chunk + 1];
+        const SsSegment<Bits> s = ss_segment<Bits>(p, list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j],
+                                                   count);
+        if (width >= s.size) {
+            continue;  // merged in an earlier pass
+        }
+        const u64 q = chunk - reinterpret_cast<const u64*>(p.chunk_base)[j];
+        const SsChunkRuns r = ss_chunk_runs(s.size, q, width);
+        const bool final_pass = 2 * width >= s.size;
+        // The chunk's part of A and of B: from its start on the merge path to the next chunk's
+        // (or the end of the two runs).
+        const u64 a_lo = partition[2 * chunk];
+        const u64 a_hi = r.out1 == r.a0 + r.a_count + r.b_count ? r.a_count
+                                                                  : partition[2 * chunk + 2];
+        const u64 b_lo = r.out0 - r.a0 - a_lo;
+        const u64 total = r.out1 - r.out0;
+        const u64 from_a = a_hi - a_lo;
+        const u64* a = src + s.begin + r.a0;
+        const u64* b = a + r.a_count;
+        auto put = [&](u64 out, u64 entry) {
+            if (final_pass) {
+                ss_write<Key, VALUE_BYTES>(p, s.begin + out, s.begin, s.flip, entry);
+            } else {
+                dst[s.begin + out] = entry;
+            }
+        };
+        if (from_a == 0 || from_a == total) {
+            // One run's interval maps onto the chunk: a copy (the seed's early exit).
+            const u64* from = from_a == 0 ? b + b_lo : a + a_lo;
+            for (u64 x = t; x < total; x += 256) {
+                put(r.out0 + x, from[x]);
+            }
+            if (t == 0) {
+                atomicAdd(&statistics[1], 1ull);
+            }
+            continue;
+        }
+        if (t == 0) {
+            atomicAdd(&statistics[0], 1ull);
+        }
+        // Both parts into shared memory, A's then B's, then ITEMS outputs a thread.
+        for (u64 x = t; x < total; x += 256) {
+            shared[x] = x < from_a ? a[a_lo + x] : b[b_lo + (x - from_a)];
+        }
+        __syncthreads();
+        const u64 b_part = total - from_a;
+        const u64 diag = (u64)t * SS_ITEMS < total ? (u64)t * SS_ITEMS : total;
+        u64 ai = ss_merge_path(shared, from_a, shared + from_a, b_part, diag);
+        u64 bi = diag - ai;
+        u64 e[SS_ITEMS];
+#pragma unroll
+        for (u32 k = 0; k < SS_ITEMS; ++k) {
+            const u64 va = ai < from_a ? shared[ai] : ~0ull;
+            const u64 vb = bi < b_part ? shared[from_a + bi] : ~0ull;
+            const bool take_a = bi >= b_part || (ai < from_a && va < vb);
+            e[k] = take_a ? va : vb;
+            ai += take_a ? 1 : 0;
+            bi += take_a ? 0 : 1;
+        }
+        __syncthreads();
+#pragma unroll
+        for (u32 k = 0; k < SS_ITEMS; ++k) {
+            shared[SsSort::at(t, k)] = e[k];
+        }
+        __syncthreads();
+#pragma unroll
+        for (u32 k = 0; k < SS_ITEMS; ++k) {
+            const u32 x = k * 256 + t;
+            if (x < total) {
+                put(r.out0 + x, shared[SsSort::element(x)]);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+}  // namespace oxicub
