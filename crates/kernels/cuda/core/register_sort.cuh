@@ -78,12 +78,23 @@ struct RegisterSort {
     // memory. Equal entries (only the padding) take A's first.
     __device__ __forceinline__ static void merge_round(u64 (&e)[ITEMS], u64* shared, u32 width) {
         const u32 t = threadIdx.x;
-        __syncthreads();  // the last reads of `shared` are done
+        // Runs that a warp holds whole (its 32 * ITEMS elements) merge within the warp: only
+        // its lanes read what it wrote.
+        const bool in_warp = 2 * width <= 32 * ITEMS;
+        if (in_warp) {
+            __syncwarp();
+        } else {
+            __syncthreads();  // the last reads of `shared` are done
+        }
 #pragma unroll
         for (u32 k = 0; k < ITEMS; ++k) {
             shared[at(t, k)] = e[k];
         }
-        __syncthreads();
+        if (in_warp) {
+            __syncwarp();
+        } else {
+            __syncthreads();
+        }
         const u32 first = t * ITEMS;
         const u32 a0 = first & ~(2 * width - 1u);
         const u32 b0 = a0 + width;
@@ -131,18 +142,20 @@ struct RegisterSort {
         }
     }
 
-    // The element of the run of `span` that entry k of thread t loads (and, after the sort, the
-    // rank in its run that element t * ITEMS + k is written to through `element`): a bijection
-    // within each run under which a warp's lanes touch consecutive positions of a run. `run` is
-    // the run of element t * ITEMS + k.
-    __device__ __forceinline__ static u32 striped(u32 t, u32 k, u32 span, u32* run) {
-        if (span >= ITEMS) {
-            const u32 threads = span / ITEMS;
-            *run = t / threads;
-            return k * threads + t % threads;
+    // The element of the run of 2^span_log that entry k of thread t loads (and, after the sort,
+    // the rank in its run that element t * ITEMS + k is written to through `element`): a
+    // bijection within each run under which a warp's lanes touch consecutive positions of a
+    // run. `run` is the run of element t * ITEMS + k. Shifts, not divisions: the span is a
+    // run-time power of two.
+    __device__ __forceinline__ static u32 striped(u32 t, u32 k, u32 span_log, u32* run) {
+        constexpr u32 ITEMS_LOG = ITEMS == 2 ? 1 : ITEMS == 4 ? 2 : ITEMS == 8 ? 3 : 4;
+        if (span_log >= ITEMS_LOG) {
+            const u32 threads_log = span_log - ITEMS_LOG;  // threads per run
+            *run = t >> threads_log;
+            return (k << threads_log) | (t & ((1u << threads_log) - 1u));
         }
-        *run = (t * ITEMS + k) / span;
-        return k % span;
+        *run = (t * ITEMS + k) >> span_log;
+        return k & ((1u << span_log) - 1u);
     }
 };
 

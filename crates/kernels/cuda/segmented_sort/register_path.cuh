@@ -275,13 +275,14 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
         };
         // A thread's entries lie in one run when span >= SS_ITEMS, else in SS_ITEMS / span
         // runs of consecutive items: each run's segment is read once.
+        const u32 span_log = (u32)__ffs((int)span) - 1u;
         u64 e[SS_ITEMS];
         SsSegment<Bits> s = {0, 0, (Bits)0};
         u32 current = ~0u;
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
             u32 r;
-            const u32 local = SsSort::striped(t, k, span, &r);
+            const u32 local = SsSort::striped(t, k, span_log, &r);
             if (r != current) {
                 s = run_segment(r);
                 current = r;
@@ -301,13 +302,13 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
             u32 r;
-            const u32 local = SsSort::striped(t, k, span, &r);
+            const u32 local = SsSort::striped(t, k, span_log, &r);
             if (r != current) {
                 s = run_segment(r);
                 current = r;
             }
             if (local < s.size) {
-                const u64 entry = shared[SsSort::element(r * span + local)];
+                const u64 entry = shared[SsSort::element((r << span_log) + local)];
                 if (chunk) {
                     entries[s.begin + local] = entry;
                 } else {

@@ -121,7 +121,7 @@ impl KernelSpec {
             direction: None,
             tier: Tier::GridStride,
             block_threads: BLOCK_THREADS,
-            consts: vec![("VALUE_BYTES", i64::from(value_bytes))],
+            consts: vec![("VALUE_BYTES", i64::from(value_bytes)), ("MIN_BLOCKS", 4)],
         }
     }
 }
