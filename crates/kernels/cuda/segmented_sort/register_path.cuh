@@ -84,80 +84,108 @@ __device__ __forceinline__ void ss_write(const P& p, u64 at, u64 begin, typename
     }
 }
 
-// CLASSIFY and PLACE: a thread per segment, the block in step (warp votes). CLASSIFY counts
-// each class (a block's counts added once), the long segments' chunks and the longest; a
-// segment of one key is written here. PLACE appends each short segment to its class's list and
-// gives each long one its place and chunks (one atomic on a packed word, so both grow in the
-// same order and the chunks' owners can be found by a binary search).
+// The classes counted by a block in RESOLVE (a thread per segment, the warps in step): one
+// vote per class and warp into shared counters, then one atomic per class and block.
+struct SsClassCounts {
+    u32 counts[16];
+    unsigned long long chunks;   // the long segments' chunks
+    unsigned long long longest;  // the longest long segment
+};
+
+__device__ __forceinline__ SsClassCounts& ss_class_counts() {
+    __shared__ SsClassCounts counts;
+    return counts;
+}
+
+__device__ __forceinline__ void ss_clear_classes(SsClassCounts& c) {
+    if (threadIdx.x < 16) {
+        c.counts[threadIdx.x] = 0;
+    }
+    if (threadIdx.x == 0) {
+        c.chunks = 0;
+        c.longest = 0;
+    }
+    __syncthreads();
+}
+
+// Counts a valid segment of `size` keys (0 for none): every lane of the warp calls it.
+__device__ __forceinline__ void ss_count_class(SsClassCounts& c, u64 size) {
+    const u32 mine = ss_class(size);
+    for (u32 k = 1; k <= SS_LONG_CLASS; ++k) {
+        const u32 votes = __popc(__ballot_sync(0xffffffffu, mine == k));
+        if ((threadIdx.x & 31u) == 0 && votes != 0) {
+            atomicAdd(&c.counts[k], votes);
+        }
+    }
+    // The long segments' chunks and the longest, reduced over the warp first (one shared
+    // atomic per warp, not per lane).
+    u64 chunks = mine == SS_LONG_CLASS ? (size + SS_BLOCK_TILE - 1) / SS_BLOCK_TILE : 0;
+    u64 longest = mine == SS_LONG_CLASS ? size : 0;
+#pragma unroll
+    for (u32 offset = 16; offset > 0; offset >>= 1) {
+        chunks += __shfl_xor_sync(0xffffffffu, chunks, offset);
+        const u64 other = __shfl_xor_sync(0xffffffffu, longest, offset);
+        longest = other > longest ? other : longest;
+    }
+    if ((threadIdx.x & 31u) == 0 && chunks != 0) {
+        atomicAdd(&c.chunks, (unsigned long long)chunks);
+        atomicMax(&c.longest, (unsigned long long)longest);
+    }
+}
+
+// The block's counts into the plan words (every thread of the block calls it).
+template <class P>
+__device__ __forceinline__ void ss_add_classes(const P& p, SsClassCounts& c) {
+    u64* plan = reinterpret_cast<u64*>(p.plan);
+    __syncthreads();
+    if (threadIdx.x < 16 && c.counts[threadIdx.x] != 0) {
+        atomicAdd(&plan[SS_PLAN_COUNT + threadIdx.x], (u64)c.counts[threadIdx.x]);
+    }
+    if (threadIdx.x == 0 && c.chunks != 0) {
+        atomicAdd(&plan[SS_PLAN_CHUNKS], (u64)c.chunks);
+        atomicMax(&plan[SS_PLAN_MAX_LONG], (u64)c.longest);
+    }
+}
+
+// PLACE: a thread per segment, the warps in step. A short segment is appended to its class's
+// list; a long one gets its place and its chunks (one atomic on a packed word, so both grow in
+// the same order and a chunk's owner is found by a binary search); a segment of one key is
+// written here.
 template <class Key, int VALUE_BYTES, class P>
-__device__ __forceinline__ void ss_classify(const P& p, u64 count, bool place) {
+__device__ __forceinline__ void ss_place(const P& p, u64 count) {
     typedef typename Key::Bits Bits;
-    __shared__ u32 block_counts[16];
-    __shared__ u64 block_long[2];  // chunks, the longest
     u64* plan = reinterpret_cast<u64*>(p.plan);
     u64* list = reinterpret_cast<u64*>(p.segment_list);
-    if (!place) {
-        if (threadIdx.x < 16) {
-            block_counts[threadIdx.x] = 0;
-        }
-        if (threadIdx.x < 2) {
-            block_long[threadIdx.x] = 0;
-        }
-        __syncthreads();
-    }
-    const u32 lane = threadIdx.x & 31u;
-    for (u64 base = (u64)blockIdx.x * 256; base < count; base += (u64)gridDim.x * 256) {
-        const u64 seg = base + threadIdx.x;
+    const u64 lane = threadIdx.x & 31u;
+    const u64 stride = grid_threads(256);
+    for (u64 base = global_thread_index(256) - lane; base < count; base += stride) {
+        const u64 seg = base + lane;
         const SsSegment<Bits> s = ss_segment<Bits>(p, seg, count);
         const u32 c = ss_class(s.size);
-        if (!place) {
-            if (s.size == 1) {
-                ss_write<Key, VALUE_BYTES>(p, s.begin, s.begin, s.flip,
-                                           ss_entry<Key>(reinterpret_cast<const Bits*>(p.keys)[s.begin],
-                                                         s.flip, 0));
+        if (s.size == 1) {
+            const Bits raw = reinterpret_cast<const Bits*>(p.keys)[s.begin];
+            ss_write<Key, VALUE_BYTES>(p, s.begin, s.begin, s.flip, ss_entry<Key>(raw, s.flip, 0));
+        }
+        for (u32 k = 1; k < SS_LONG_CLASS; ++k) {
+            if (__ballot_sync(0xffffffffu, c == k) == 0) {
+                continue;
             }
-            for (u32 k = 1; k <= SS_LONG_CLASS; ++k) {
-                const u32 votes = __popc(__ballot_sync(0xffffffffu, c == k));
-                if (lane == 0 && votes != 0) {
-                    atomicAdd(&block_counts[k], votes);
-                }
-            }
-            if (c == SS_LONG_CLASS) {
-                atomicAdd(reinterpret_cast<unsigned long long*>(&block_long[0]),
-                          (unsigned long long)((s.size + SS_BLOCK_TILE - 1) / SS_BLOCK_TILE));
-                atomicMax(reinterpret_cast<unsigned long long*>(&block_long[1]),
-                          (unsigned long long)s.size);
-            }
-        } else {
-            for (u32 k = 1; k < SS_LONG_CLASS; ++k) {
-                u64* cursor = &plan[SS_PLAN_CURSOR + k];
-                const u64 at = warp_append(c == k, cursor);
-                if (c == k) {
-                    list[at] = seg;
-                }
-            }
-            if (c == SS_LONG_CLASS) {
-                const u64 chunks = (s.size + SS_BLOCK_TILE - 1) / SS_BLOCK_TILE;
-                const u64 packed = atomicAdd(&plan[SS_PLAN_LONG], (1ull << 32) | chunks);
-                const u64 j = packed >> 32;
-                list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j] = seg;
-                reinterpret_cast<u64*>(p.chunk_base)[j] = packed & 0xffffffffull;
+            const u64 at = warp_append(c == k, &plan[SS_PLAN_CURSOR + k]);
+            if (c == k) {
+                list[at] = seg;
             }
         }
-    }
-    if (!place) {
-        __syncthreads();
-        if (threadIdx.x < 16 && block_counts[threadIdx.x] != 0) {
-            atomicAdd(&plan[SS_PLAN_COUNT + threadIdx.x], (u64)block_counts[threadIdx.x]);
-        }
-        if (threadIdx.x == 0 && block_long[0] != 0) {
-            atomicAdd(&plan[SS_PLAN_CHUNKS], block_long[0]);
-            atomicMax(&plan[SS_PLAN_MAX_LONG], block_long[1]);
+        if (c == SS_LONG_CLASS) {
+            const u64 chunks = (s.size + SS_BLOCK_TILE - 1) / SS_BLOCK_TILE;
+            const u64 packed = atomicAdd(&plan[SS_PLAN_LONG], (1ull << 32) | chunks);
+            const u64 j = packed >> 32;
+            list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j] = seg;
+            reinterpret_cast<u64*>(p.chunk_base)[j] = packed & 0xffffffffull;
         }
     }
 }
 
-// PLAN, by one thread: each class's list and first batch (a batch of class c holds
+// PLAN, by one thread (in FINALIZE): each class's list and first batch (a batch of class c holds
 // SS_BLOCK_TILE >> c segments), the cursors, and the statistics' tile count (the chunks) and
 // pass count (the passes the longest segment needs), after the p.passes launched passes' words.
 template <class P>
@@ -185,21 +213,27 @@ __device__ __forceinline__ void ss_plan(const P& p) {
 }
 
 // The long segment (its place j in the long list) that chunk `chunk` belongs to: the last
-// whose first chunk is at most `chunk`.
+// whose first chunk is at most `chunk`. Every lane of the warp calls it with the same chunk:
+// each round tests 32 places at once (a long list of 2^20 segments takes 4 rounds of loads).
 template <class P>
 __device__ __forceinline__ u64 ss_chunk_owner(const P& p, u64 chunk) {
     const u64* plan = reinterpret_cast<const u64*>(p.plan);
     const u64* base = reinterpret_cast<const u64*>(p.chunk_base);
+    const u32 lane = threadIdx.x & 31u;
+    // The number of long segments whose first chunk is at most `chunk`, in [lo, hi].
     u64 lo = 0, hi = plan[SS_PLAN_COUNT + SS_LONG_CLASS];
-    while (lo < hi) {
-        const u64 mid = (lo + hi) >> 1;
-        if (base[mid] <= chunk) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+    while (hi - lo > 32) {
+        const u64 span = hi - lo;
+        const u64 m = lo + span * (lane + 1) / 33;  // strictly increasing in the lane
+        const u32 at_most = (u32)__popc(__ballot_sync(0xffffffffu, base[m] <= chunk));
+        const u64 new_lo = at_most == 0 ? lo : lo + span * at_most / 33 + 1;
+        const u64 new_hi = at_most == 32 ? hi : lo + span * (at_most + 1) / 33;
+        lo = new_lo;
+        hi = new_hi;
     }
-    return lo - 1;
+    const u64 m = lo + lane;
+    const bool at_most = m < hi && base[m] <= chunk;
+    return lo + (u64)__popc(__ballot_sync(0xffffffffu, at_most)) - 1;
 }
 
 // BLOCK: a work item per block at a time. With one span for every segment (p.width), item b
@@ -354,10 +388,35 @@ __device__ __forceinline__ u64 ss_merge_path(const u64* a, u64 a_count, const u6
     return lo;
 }
 
-// PARTITION (a thread per chunk of the pass): the chunk's owner and its start on the merge path
-// of its two runs, for RUNS.
+// ss_merge_path over global memory by a whole warp (every lane calls it with the same
+// arguments and gets the answer): each round tests 32 points of the range at once, so a
+// search of 2^17 entries takes 4 rounds of loads instead of 17 dependent ones.
+__device__ __forceinline__ u64 ss_warp_merge_path(const u64* a, u64 a_count, const u64* b,
+                                                  u64 b_count, u64 diag) {
+    const u32 lane = threadIdx.x & 31u;
+    u64 lo = diag > b_count ? diag - b_count : 0;
+    u64 hi = diag < a_count ? diag : a_count;
+    // The answer is the first m in [lo, hi) with !(a[m] < b[diag - 1 - m]), else hi.
+    while (hi - lo > 32) {
+        const u64 span = hi - lo;
+        const u64 m = lo + span * (lane + 1) / 33;  // strictly increasing in the lane
+        const bool below = a[m] < b[diag - 1 - m];
+        const u32 ballot = __ballot_sync(0xffffffffu, below);
+        const u32 below_lanes = (u32)__popc(ballot);  // a prefix of the lanes
+        const u64 new_lo = below_lanes == 0 ? lo : lo + span * below_lanes / 33 + 1;
+        const u64 new_hi = below_lanes == 32 ? hi : lo + span * (below_lanes + 1) / 33;
+        lo = new_lo;
+        hi = new_hi;
+    }
+    const u64 m = lo + lane;
+    const bool below = m < hi && a[m] < b[diag - 1 - m];
+    return lo + (u64)__popc(__ballot_sync(0xffffffffu, below));
+}
+
+// PARTITION (a warp per chunk of the pass): the chunk's start on the merge path of its two
+// runs, and its segment and place in it, for RUNS (SS_PARTITION_WORDS words).
 template <class P>
-__device__ __forceinline__ void ss_partition(const P& p, u64 count, u64 first, u64 stride) {
+__device__ __forceinline__ void ss_partition(const P& p, u64 count) {
     typedef u64 Bits64;
     const u64* plan = reinterpret_cast<const u64*>(p.plan);
     const u64 width = p.width;
@@ -368,7 +427,8 @@ __device__ __forceinline__ void ss_partition(const P& p, u64 count, u64 first, u
     const u64* list = reinterpret_cast<const u64*>(p.segment_list);
     const u64* src = reinterpret_cast<const u64*>(p.entries) + (u64)p.src * p.num_keys;
     u64* partition = reinterpret_cast<u64*>(p.partition);
-    for (u64 chunk = first; chunk < chunks; chunk += stride) {
+    const u64 warps = grid_threads(256) / 32;
+    for (u64 chunk = global_thread_index(256) / 32; chunk < chunks; chunk += warps) {
         const u64 j = ss_chunk_owner(p, chunk);
         const SsSegment<Bits64> s =
             ss_segment<Bits64>(p, list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j], count);
@@ -377,10 +437,16 @@ __device__ __forceinline__ void ss_partition(const P& p, u64 count, u64 first, u
         if (width < s.size) {
             const SsChunkRuns r = ss_chunk_runs(s.size, q, width);
             const u64* a = src + s.begin + r.a0;
-            split = ss_merge_path(a, r.a_count, a + r.a_count, r.b_count, r.out0 - r.a0);
+            split = ss_warp_merge_path(a, r.a_count, a + r.a_count, r.b_count, r.out0 - r.a0);
         }
-        partition[2 * chunk] = split;
-        partition[2 * chunk + 1] = j;
+        if ((threadIdx.x & 31u) == 0) {
+            // What RUNS needs of the chunk, in one place: one round of loads, not three.
+            u64* words = partition + SS_PARTITION_WORDS * chunk;
+            words[0] = split;
+            words[1] = s.begin;
+            words[2] = s.size;
+            words[3] = (q << 1) | (s.flip != 0 ? 1ull : 0ull);
+        }
     }
 }
 
@@ -396,27 +462,28 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
         return;
     }
     const u64 chunks = plan[SS_PLAN_CHUNKS];
-    const u64* list = reinterpret_cast<const u64*>(p.segment_list);
     const u64* partition = reinterpret_cast<const u64*>(p.partition);
     const u64* src = reinterpret_cast<const u64*>(p.entries) + (u64)p.src * p.num_keys;
     u64* dst = reinterpret_cast<u64*>(p.entries) + (u64)(p.src ^ 1u) * p.num_keys;
     u64* statistics = reinterpret_cast<u64*>(p.statistics) + 2 * (u64)p.pass;
     const u32 t = threadIdx.x;
     for (u64 chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
-        const u64 j = partition[2 * chunk + 1];
-        const SsSegment<Bits> s = ss_segment<Bits>(p, list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j],
-                                                   count);
+        const u64* words = partition + SS_PARTITION_WORDS * chunk;
+        SsSegment<Bits> s;
+        s.begin = words[1];
+        s.size = words[2];
+        s.flip = (words[3] & 1) ? (Bits)~(Bits)0 : (Bits)0;
         if (width >= s.size) {
             continue;  // merged in an earlier pass
         }
-        const u64 q = chunk - reinterpret_cast<const u64*>(p.chunk_base)[j];
+        const u64 q = words[3] >> 1;
         const SsChunkRuns r = ss_chunk_runs(s.size, q, width);
         const bool final_pass = 2 * width >= s.size;
         // The chunk's part of A and of B: from its start on the merge path to the next chunk's
         // (or the end of the two runs).
-        const u64 a_lo = partition[2 * chunk];
+        const u64 a_lo = words[0];
         const u64 a_hi = r.out1 == r.a0 + r.a_count + r.b_count ? r.a_count
-                                                                  : partition[2 * chunk + 2];
+                                                                  : words[SS_PARTITION_WORDS];
         const u64 b_lo = r.out0 - r.a0 - a_lo;
         const u64 total = r.out1 - r.out0;
         const u64 from_a = a_hi - a_lo;

@@ -120,6 +120,11 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
         // A thread per segment: resolved, checked, described. The valid sizes are summed a
         // warp at a time (one atomic per warp, not per segment), so the loop runs in step.
         const u64 warps_base = first - (threadIdx.x & 31u);
+        // The register path's classes are counted here too (register_path.cuh).
+        SsClassCounts& classes = ss_class_counts();
+        if (p.flags & SS_CLASSES) {
+            ss_clear_classes(classes);
+        }
         for (u64 base = warps_base; base < count; base += stride) {
             const u64 seg = base + (threadIdx.x & 31u);
             u64 size = 0;
@@ -141,24 +146,26 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
             if ((threadIdx.x & 31u) == 31u && total != 0) {
                 atomicAdd(&status[SS_STATUS_TOTAL], total);
             }
+            if (p.flags & SS_CLASSES) {
+                ss_count_class(classes, size);
+            }
+        }
+        if (p.flags & SS_CLASSES) {
+            ss_add_classes(p, classes);
         }
         return;
     }
-    if (p.stage >= SS_STAGE_CLASSIFY) {
+    if (p.stage >= SS_STAGE_PLACE) {
         // The register path (register_path.cuh): keys of at most 32 bits.
         if (sizeof(Bits) > 4 || status[SS_STATUS_DISORDER] != 0) {
             return;
         }
-        if (p.stage == SS_STAGE_CLASSIFY || p.stage == SS_STAGE_PLACE) {
-            ss_classify<Key, VALUE_BYTES>(p, count, p.stage == SS_STAGE_PLACE);
-        } else if (p.stage == SS_STAGE_PLAN) {
-            if (blockIdx.x == 0 && threadIdx.x == 0) {
-                ss_plan(p);
-            }
+        if (p.stage == SS_STAGE_PLACE) {
+            ss_place<Key, VALUE_BYTES>(p, count);
         } else if (p.stage == SS_STAGE_BLOCK) {
             ss_block<Key, VALUE_BYTES>(p, count, shared_words);
         } else if (p.stage == SS_STAGE_PARTITION) {
-            ss_partition(p, count, first, stride);
+            ss_partition(p, count);
         } else if (p.stage == SS_STAGE_RUNS) {
             ss_runs<Key, VALUE_BYTES>(p, count, shared_words);
         }
@@ -218,6 +225,9 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
             const u64 total = status[SS_STATUS_TOTAL];
             if (total < p.total_min || total > p.total_max) {
                 status[SS_STATUS_TOTAL_BAD] = 1;
+            }
+            if ((p.flags & SS_CLASSES) && sizeof(Bits) <= 4) {
+                ss_plan(p);  // the classes' lists and batches
             }
         }
         return;

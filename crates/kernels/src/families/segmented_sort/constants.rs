@@ -27,12 +27,8 @@ device_constants! {
     pub(crate) const SS_STAGE_WRITE: u32 = 6;
     /// Stage: every segment (at most SS_TILE keys each) sorted by a block and written in place.
     pub(crate) const SS_STAGE_SMALL: u32 = 7;
-    /// Stage (register path): each segment's size class counted.
-    pub(crate) const SS_STAGE_CLASSIFY: u32 = 8;
-    /// Stage (register path): the classes' lists and batches laid out, by one thread.
-    pub(crate) const SS_STAGE_PLAN: u32 = 9;
     /// Stage (register path): each segment placed in its class's list (a long one gets its
-    /// chunks).
+    /// chunks; RESOLVE counted the classes, FINALIZE laid the lists out).
     pub(crate) const SS_STAGE_PLACE: u32 = 10;
     /// Stage (register path): batches of short segments, and the chunks of long ones, sorted
     /// in registers (`params.width`: one span for every segment, or 0 for the classes).
@@ -49,6 +45,9 @@ device_constants! {
     /// Entries a block sorts in registers (BLOCK_THREADS * SS_ITEMS): the largest short
     /// segment, and a long segment's chunk.
     pub(crate) const SS_BLOCK_TILE: u32 = 4096;
+    /// Words per chunk that PARTITION writes for RUNS: the chunk's start on the merge path,
+    /// its segment's begin and size, its place in the segment (above the order bit).
+    pub(crate) const SS_PARTITION_WORDS: u32 = 4;
     /// The class of a long segment (short ones: 1 to 12, the log2 of their span).
     pub(crate) const SS_LONG_CLASS: u32 = 13;
 
@@ -74,6 +73,8 @@ device_constants! {
     pub(crate) const SS_ORDER_PER_SEGMENT: u32 = 4096;
     /// Flag: the values written are each key's index within its segment.
     pub(crate) const SS_VALUES_INDEX: u32 = 8192;
+    /// Flag: the register path's classes (RESOLVE counts them, FINALIZE lays them out).
+    pub(crate) const SS_CLASSES: u32 = 16384;
 
     /// Status word (after the segmented problem's): the sum of the valid segments' sizes.
     pub(crate) const SS_STATUS_TOTAL: u32 = 5;

@@ -34,8 +34,8 @@ kernel_params! {
         segment_list: u64,
         /// Register path: a u64 per long segment, its first chunk.
         chunk_base: u64,
-        /// Register path: two u64 per chunk, where a merge pass's chunk starts in its first
-        /// run and the long segment it belongs to.
+        /// Register path: SS_PARTITION_WORDS u64 per chunk, where a merge pass's chunk starts
+        /// in its first run, and its segment and place.
         partition: u64,
         /// Register path: two buffers of `num_keys` u64 entries (rank << 32 | index within the
         /// segment) for the long segments, one after the other.

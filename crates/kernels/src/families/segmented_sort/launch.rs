@@ -8,11 +8,11 @@ use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
 
 use super::call::{SegmentedSortPlan, SortLayout, SortStatus, SortTiles};
 use super::constants::{
-    SS_BLOCK_TILE, SS_ORDER_PER_SEGMENT, SS_PLAN_WORDS, SS_STAGE_BLOCK, SS_STAGE_CLASSIFY,
-    SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE, SS_STAGE_PARTITION,
-    SS_STAGE_PLACE, SS_STAGE_PLAN, SS_STAGE_RESOLVE, SS_STAGE_RUNS, SS_STAGE_SMALL,
-    SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS,
-    SS_TILE, SS_VALUES_INDEX,
+    SS_BLOCK_TILE, SS_CLASSES, SS_ORDER_PER_SEGMENT, SS_PARTITION_WORDS, SS_PLAN_WORDS,
+    SS_STAGE_BLOCK, SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE,
+    SS_STAGE_PARTITION, SS_STAGE_PLACE, SS_STAGE_RESOLVE, SS_STAGE_RUNS, SS_STAGE_SMALL,
+    SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS, SS_TILE,
+    SS_VALUES_INDEX,
 };
 use super::kernels::SegmentedSortParams;
 use super::plan::{merge_widths, sort_path, SortPath};
@@ -142,6 +142,9 @@ pub fn segmented_sort<K: RadixKey, V>(
     let largest = largest.min(n);
     let path = sort_path(K::KEY_TYPE.bits(), largest, uniform);
     let classes = path == SortPath::RegisterClasses;
+    if classes {
+        flags |= SS_CLASSES;
+    }
     let mergesort = path == SortPath::Mergesort;
     // The mergesort's scratch: a word per position for the segment starts, two buffers of
     // ranks and of positions, a flag per tile.
@@ -158,12 +161,8 @@ pub fn segmented_sort<K: RadixKey, V>(
         _ => (0, Vec::new()),
     };
     // Two words per merge pass; the register path's tile and pass counts after them.
-    let mut statistics = alloc_zeroed::<u64>(
-        runtime,
-        stream,
-        "statistics",
-        2 * widths.len() as u64 + 2,
-    )?;
+    let mut statistics =
+        alloc_zeroed::<u64>(runtime, stream, "statistics", 2 * widths.len() as u64 + 2)?;
     // SAFETY: TILE writes every tile's flag before a merge pass reads it.
     let mut tile_dirty =
         unsafe { alloc_uninit::<u32>(runtime, stream, "tile_dirty", tiles.max(1)) }?;
@@ -174,21 +173,26 @@ pub fn segmented_sort<K: RadixKey, V>(
     let (list_words, longs, chunks, entry_words) = if classes {
         let longs = (n / (block_tile + 1)).min(max_segments) + 1;
         let entries = if largest > block_tile { 2 * n } else { 1 };
-        (max_segments.max(1), longs, n.div_ceil(block_tile) + longs, entries)
+        (
+            max_segments.max(1),
+            longs,
+            n.div_ceil(block_tile) + longs,
+            entries,
+        )
     } else {
         (1, 1, 1, 1)
     };
-    let mut plan_words =
-        alloc_zeroed::<u64>(runtime, stream, "plan", SS_PLAN_WORDS.into())?;
+    let mut plan_words = alloc_zeroed::<u64>(runtime, stream, "plan", SS_PLAN_WORDS.into())?;
     // SAFETY: PLACE writes the place of every listed segment and the first chunk of every long
-    // one before BLOCK reads them; PARTITION writes both words of every chunk a merge pass
+    // one before BLOCK reads them; PARTITION writes the words of every chunk a merge pass
     // reads; BLOCK writes every position of the long segments into entries buffer 0, and each
     // merge pass every position of the segments it has not finished into the other buffer.
     let mut segment_list =
         unsafe { alloc_uninit::<u64>(runtime, stream, "segment_list", list_words) }?;
     let mut chunk_base = unsafe { alloc_uninit::<u64>(runtime, stream, "chunk_base", longs) }?;
+    let words_per_chunk = u64::from(SS_PARTITION_WORDS);
     let mut partition =
-        unsafe { alloc_uninit::<u64>(runtime, stream, "partition", 2 * chunks) }?;
+        unsafe { alloc_uninit::<u64>(runtime, stream, "partition", words_per_chunk * chunks) }?;
     let mut entries = unsafe { alloc_uninit::<u64>(runtime, stream, "entries", entry_words) }?;
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
@@ -269,7 +273,11 @@ pub fn segmented_sort<K: RadixKey, V>(
         ..params
     };
     let status_of = |status, statistics, passes, tiles| SortStatus {
-        status: SegmentedStatus::new(runtime, Some(status), (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD)),
+        status: SegmentedStatus::new(
+            runtime,
+            Some(status),
+            (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD),
+        ),
         statistics,
         passes,
         tiles,
@@ -279,17 +287,21 @@ pub fn segmented_sort<K: RadixKey, V>(
     match path {
         SortPath::RegisterUniform { span } => {
             let batches = max_segments.div_ceil(block_tile / span);
-            runtime.launch(stream, &kernel, block_items(batches), with_width(SS_STAGE_BLOCK, span))?;
+            runtime.launch(
+                stream,
+                &kernel,
+                block_items(batches),
+                with_width(SS_STAGE_BLOCK, span),
+            )?;
             drop(guards);
             return Ok(status_of(status, statistics, 0, SortTiles::Host(0)));
         }
         SortPath::RegisterClasses => {
-            runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_CLASSIFY))?;
-            runtime.launch(stream, &kernel, 1, stage(SS_STAGE_PLAN))?;
             runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_PLACE))?;
             let items = max_segments.saturating_add(chunks);
             runtime.launch(stream, &kernel, block_items(items), stage(SS_STAGE_BLOCK))?;
-            let over_chunks = runtime.grid_blocks(&kernel, chunks, 1);
+            // PARTITION: a warp per chunk.
+            let over_chunks = runtime.grid_blocks(&kernel, chunks.saturating_mul(32), 1);
             for (pass, &width) in widths.iter().enumerate() {
                 let src = (pass % 2) as u32;
                 let partition = SegmentedSortParams {
@@ -337,5 +349,10 @@ pub fn segmented_sort<K: RadixKey, V>(
     };
     runtime.launch(stream, &kernel, over_keys, write)?;
     drop(guards);
-    Ok(status_of(status, statistics, widths.len(), SortTiles::Host(tiles)))
+    Ok(status_of(
+        status,
+        statistics,
+        widths.len(),
+        SortTiles::Host(tiles),
+    ))
 }

@@ -66,20 +66,32 @@ mod tests {
         assert!(merge_widths(SS_TILE, tile).is_empty());
         assert_eq!(merge_widths(SS_TILE, tile + 1), [tile]);
         assert_eq!(merge_widths(SS_TILE, 4 * tile), [tile, 2 * tile]);
-        assert_eq!(merge_widths(SS_TILE, 4 * tile + 1), [tile, 2 * tile, 4 * tile]);
+        assert_eq!(
+            merge_widths(SS_TILE, 4 * tile + 1),
+            [tile, 2 * tile, 4 * tile]
+        );
         assert_eq!(merge_widths(SS_TILE, u64::MAX).len(), 64 - 10);
     }
 
     #[test]
     fn narrow_keys_take_the_register_path() {
         let tile = u64::from(SS_BLOCK_TILE);
-        assert_eq!(sort_path(32, 64, true), SortPath::RegisterUniform { span: 64 });
-        assert_eq!(sort_path(16, 1000, true), SortPath::RegisterUniform { span: 1024 });
+        assert_eq!(
+            sort_path(32, 64, true),
+            SortPath::RegisterUniform { span: 64 }
+        );
+        assert_eq!(
+            sort_path(16, 1000, true),
+            SortPath::RegisterUniform { span: 1024 }
+        );
         assert_eq!(sort_path(8, 0, true), SortPath::RegisterUniform { span: 1 });
         assert_eq!(sort_path(32, tile + 1, true), SortPath::RegisterClasses);
         assert_eq!(sort_path(32, 64, false), SortPath::RegisterClasses);
         assert_eq!(sort_path(32, 1 << 32, false), SortPath::Mergesort);
-        assert_eq!(sort_path(64, 1000, false), SortPath::SharedSmall { span: 1024 });
+        assert_eq!(
+            sort_path(64, 1000, false),
+            SortPath::SharedSmall { span: 1024 }
+        );
         assert_eq!(sort_path(64, 1025, true), SortPath::Mergesort);
     }
 }
