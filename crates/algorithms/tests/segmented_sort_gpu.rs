@@ -552,8 +552,9 @@ fn bad_per_segment_values_are_reported_like_the_host() {
 }
 
 /// The merge-pass statistics (the seed's verbose report): one segment of 2^16 keys is 16 chunks
-/// of 4096, joined by 4 passes. Keys already in order copy every chunk in every pass (each
-/// chunk's source interval maps onto its destination); random keys merge every chunk in every
+/// of 4096, joined by 4 passes. Keys already in order never merge: each chunk's source interval
+/// is its own, so the first pass copies every chunk into the other buffer, the next two leave
+/// them alone, and the last copies them to the outputs; random keys merge every chunk in every
 /// pass. Rows of 1024 are short segments, sorted whole in registers: no merge pass, whatever
 /// their size bound, nor on the host.
 #[test]
@@ -597,7 +598,7 @@ fn merge_statistics_count_the_tiles_each_pass_moves() {
         stats_of(false, &sorted),
         MergeStatistics {
             tiles: 16,
-            passes: vec![pass(0, 16); 4]
+            passes: vec![pass(0, 16), pass(0, 0), pass(0, 0), pass(0, 16)]
         },
         "keys in order"
     );

@@ -332,6 +332,10 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
         }
         __syncthreads();
         u64* entries = reinterpret_cast<u64*>(p.entries);
+        if (chunk && t == 0) {
+            // Buffer 1 holds nothing of the chunk yet (merge passes, "dirty").
+            reinterpret_cast<u32*>(p.tile_dirty)[item - batches] = 1u;
+        }
         current = span >= SS_ITEMS ? current : ~0u;  // one run: still in `s`
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
@@ -451,8 +455,10 @@ __device__ __forceinline__ void ss_partition(const P& p, u64 count) {
 }
 
 // RUNS: merge pass p.pass (runs of p.width, from entries buffer p.src), a chunk per block at a
-// time. A chunk whose outputs all come from one run is copied; any other is merged in shared
-// memory. A segment whose runs this pass joins into one is written to the outputs.
+// time. A chunk whose outputs all come from one run is copied, or left alone when that run's
+// interval is the chunk's own and both buffers hold it (a flag per chunk says whether they
+// differ); any other is merged in shared memory. A segment whose runs this pass joins into one
+// is written to the outputs.
 template <class Key, int VALUE_BYTES, class P>
 __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
     typedef typename Key::Bits Bits;
@@ -466,6 +472,7 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
     const u64* src = reinterpret_cast<const u64*>(p.entries) + (u64)p.src * p.num_keys;
     u64* dst = reinterpret_cast<u64*>(p.entries) + (u64)(p.src ^ 1u) * p.num_keys;
     u64* statistics = reinterpret_cast<u64*>(p.statistics) + 2 * (u64)p.pass;
+    u32* dirty = reinterpret_cast<u32*>(p.tile_dirty);
     const u32 t = threadIdx.x;
     for (u64 chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
         const u64* words = partition + SS_PARTITION_WORDS * chunk;
@@ -496,19 +503,31 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
                 dst[s.begin + out] = entry;
             }
         };
+        // Whether the two buffers hold the same entries over the chunk, read by every thread
+        // before thread 0 rewrites it below.
+        const bool differs = dirty[chunk] != 0;
+        __syncthreads();
         if (from_a == 0 || from_a == total) {
-            // One run's interval maps onto the chunk: a copy (the seed's early exit).
+            // One run's interval feeds the chunk: a copy. A stationary one (the interval is the
+            // chunk's own: the seed's early exit) whose buffers agree is left alone, except in
+            // the segment's last pass, which writes the outputs.
             const u64* from = from_a == 0 ? b + b_lo : a + a_lo;
+            const bool stationary = (u64)(from - (src + s.begin)) == r.out0;
+            if (stationary && !differs && !final_pass) {
+                continue;
+            }
             for (u64 x = t; x < total; x += 256) {
                 put(r.out0 + x, from[x]);
             }
             if (t == 0) {
                 atomicAdd(&statistics[1], 1ull);
+                dirty[chunk] = stationary ? 0u : 1u;
             }
             continue;
         }
         if (t == 0) {
             atomicAdd(&statistics[0], 1ull);
+            dirty[chunk] = 1u;
         }
         // Both parts into shared memory, A's then B's, then ITEMS outputs a thread.
         for (u64 x = t; x < total; x += 256) {

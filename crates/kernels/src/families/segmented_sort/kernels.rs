@@ -26,7 +26,8 @@ kernel_params! {
         ranks: u64,
         /// Two buffers of `num_keys` u64 positions, one after the other.
         positions: u64,
-        /// A u32 per tile: 1 when the tile's entries differ between the two buffers.
+        /// A u32 per tile (the register path: per chunk): 1 when its entries differ between
+        /// the two buffers.
         tile_dirty: u64,
         /// Register path: SS_PLAN_WORDS u64, zeroed (the classes' counts, lists and batches).
         plan: u64,

@@ -163,9 +163,7 @@ pub fn segmented_sort<K: RadixKey, V>(
     // Two words per merge pass; the register path's tile and pass counts after them.
     let mut statistics =
         alloc_zeroed::<u64>(runtime, stream, "statistics", 2 * widths.len() as u64 + 2)?;
-    // SAFETY: TILE writes every tile's flag before a merge pass reads it.
-    let mut tile_dirty =
-        unsafe { alloc_uninit::<u32>(runtime, stream, "tile_dirty", tiles.max(1)) }?;
+
     // The register path's classes: the plan words, a place per segment, a first chunk per
     // long segment (above SS_BLOCK_TILE keys, so at most n / (SS_BLOCK_TILE + 1) of them), two
     // words per chunk, and two buffers of entries for the long segments.
@@ -194,6 +192,11 @@ pub fn segmented_sort<K: RadixKey, V>(
     let mut partition =
         unsafe { alloc_uninit::<u64>(runtime, stream, "partition", words_per_chunk * chunks) }?;
     let mut entries = unsafe { alloc_uninit::<u64>(runtime, stream, "entries", entry_words) }?;
+    // SAFETY: TILE (the mergesort) or BLOCK (a chunk of the register path) writes every tile's
+    // flag before a merge pass reads it.
+    let flags_words = if classes { chunks } else { tiles.max(1) };
+    let mut tile_dirty =
+        unsafe { alloc_uninit::<u32>(runtime, stream, "tile_dirty", flags_words) }?;
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
