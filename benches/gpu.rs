@@ -41,10 +41,12 @@ use report::{Cell, Report, Row, State, COLUMNS};
 use workloads::{Kind, RefCache, Rows, Workload};
 
 /// The generator check: the first GEN_CHECK_N values of streams GEN_CHECK_SEED (f32),
-/// GEN_CHECK_SEED + 1 (u32, full mask) and GEN_CHECK_SEED + 2 (power-law lengths).
+/// GEN_CHECK_SEED + 1 (u32, full mask), GEN_CHECK_SEED + 2 (power-law lengths) and
+/// GEN_CHECK_SEED + 3 (near-sorted int32 keys, i + rand(0, GEN_CHECK_NEAR_RANGE)).
 const GEN_CHECK_N: u64 = 1 << 20;
 const GEN_CHECK_SEED: u64 = 1;
 const GEN_CHECK_MAX_EXP: u32 = 16;
+const GEN_CHECK_NEAR_RANGE: u32 = 1000;
 
 const USAGE: &str = "\
 usage: bench-gpu --out DIR [--name NAME] [--peer CMD]... [--filter SUBSTR]... [--command TEXT]
@@ -330,7 +332,7 @@ fn finish(
     let plan_path =
         std::env::temp_dir().join(format!("oxicub-bench-plan-{}.txt", std::process::id()));
     let mut plan = vec![format!(
-        "generator generator {GEN_CHECK_SEED} {GEN_CHECK_N} {GEN_CHECK_MAX_EXP} 0 0 0 1"
+        "generator generator {GEN_CHECK_SEED} {GEN_CHECK_N} {GEN_CHECK_MAX_EXP} {GEN_CHECK_NEAR_RANGE} 0 0 1"
     )];
     plan.extend(prepared.iter().map(|(w, _, rot, _, _)| w.plan_line(*rot)));
     peers::write_plan(&plan_path, &plan)?;
@@ -351,10 +353,11 @@ fn finish(
                 generator.push((
                     l.imp.clone(),
                     format!(
-                        "f32 {} u32 {} powerlaw {}",
+                        "f32 {} u32 {} powerlaw {} near {}",
                         d("digest_f32"),
                         d("digest_u32"),
-                        d("digest_powerlaw")
+                        d("digest_powerlaw"),
+                        d("digest_near")
                     ),
                 ));
                 continue;
@@ -497,8 +500,14 @@ fn finish(
     })
 }
 
-fn gen_check_text(f: Digest, u: Digest, p: Digest) -> String {
-    format!("f32 {} u32 {} powerlaw {}", f.text(), u.text(), p.text())
+fn gen_check_text(f: Digest, u: Digest, p: Digest, near: Digest) -> String {
+    format!(
+        "f32 {} u32 {} powerlaw {} near {}",
+        f.text(),
+        u.text(),
+        p.text(),
+        near.text()
+    )
 }
 
 fn host_generator_digests() -> String {
@@ -511,10 +520,14 @@ fn host_generator_digests() -> String {
     let p: Vec<u32> = (0..GEN_CHECK_N)
         .map(|i| gen::powerlaw_len(GEN_CHECK_SEED + 2, i, GEN_CHECK_MAX_EXP))
         .collect();
+    let near: Vec<u32> = (0..GEN_CHECK_N)
+        .map(|i| gen::near_i32_at(GEN_CHECK_SEED + 3, i, GEN_CHECK_NEAR_RANGE) as u32)
+        .collect();
     gen_check_text(
         Digest::of_words(&f),
         Digest::of_words(&u),
         Digest::of_words(&p),
+        Digest::of_words(&near),
     )
 }
 
@@ -523,10 +536,16 @@ fn device_generator_digests(gpu: &Gpu) -> Result<String> {
     let u = gpu.to_host(&gpu.gen_u32(GEN_CHECK_N, GEN_CHECK_SEED + 1, u32::MAX)?)?;
     let p =
         gpu.to_host(&gpu.gen_powerlaw_len(GEN_CHECK_N, GEN_CHECK_SEED + 2, GEN_CHECK_MAX_EXP)?)?;
+    let near: Vec<u32> = gpu
+        .to_host(&gpu.gen_near_i32(GEN_CHECK_N, GEN_CHECK_SEED + 3, GEN_CHECK_NEAR_RANGE)?)?
+        .into_iter()
+        .map(|k| k as u32)
+        .collect();
     Ok(gen_check_text(
         Digest::of_f32(&f),
         Digest::of_words(&u),
         Digest::of_words(&p),
+        Digest::of_words(&near),
     ))
 }
 
@@ -563,13 +582,17 @@ fn selftest() -> Result<ExitCode> {
     };
     println!("generator check digests: {}", host_generator_digests());
     println!(
-        "first values: f32(1,0..4) = {:?}, u32(2,0..4) = {:?}, powerlaw(3,0..4) = {:?}",
+        "first values: f32(1,0..4) = {:?}, u32(2,0..4) = {:?}, powerlaw(3,0..4) = {:?}, \
+         near(4,0..4,1000) = {:?}",
         (0..4).map(|i| gen::f32_at(1, i)).collect::<Vec<_>>(),
         (0..4)
             .map(|i| gen::u32_at(2, i, u32::MAX))
             .collect::<Vec<_>>(),
         (0..4)
             .map(|i| gen::powerlaw_len(3, i, 16))
+            .collect::<Vec<_>>(),
+        (0..4)
+            .map(|i| gen::near_i32_at(4, i, 1000))
             .collect::<Vec<_>>()
     );
     check(
@@ -581,9 +604,31 @@ fn selftest() -> Result<ExitCode> {
         (0..100_000).all(|i| (1..(1 << 17)).contains(&gen::powerlaw_len(5, i, 16))),
     );
     check(
+        "near keys lie in [i, i + R], both bounds reached (R = 3)",
+        (0..100_000u64)
+            .all(|i| (0..=3).contains(&(i64::from(gen::near_i32_at(5, i, 3)) - i as i64)))
+            && (0..3).all(|r| {
+                (0..100_000u64).any(|i| i64::from(gen::near_i32_at(5, i, 3)) - i as i64 == r)
+            }),
+    );
+    check(
+        "near keys of 2^26 + 1000 stay non-negative int32",
+        gen::near_i32_at(5, (1 << 26) - 1, 1000) >= (1 << 26) - 1,
+    );
+    check(
+        "random i32 keys are the u32 stream's bits",
+        (0..1000).all(|i| gen::i32_at(6, i) as u32 == gen::u32_at(6, i, u32::MAX))
+            && (0..1000).any(|i| gen::i32_at(6, i) < 0),
+    );
+    check(
         "digest of parts adds up",
         Digest::of_words_at(0, &[1, 2]).add(Digest::of_words_at(2, &[3]))
             == Digest::of_words(&[1, 2, 3]),
+    );
+    check(
+        "int64 values digest as their little-endian words",
+        Digest::of_words(&[7]).add(Digest::of_i64_at(1, &[5, -2, 1 << 40]))
+            == Digest::of_words(&[7, 5, 0, u32::MAX - 1, u32::MAX, 0, 1 << 8]),
     );
 
     let mut cache = RefCache::default();
@@ -672,6 +717,62 @@ fn selftest() -> Result<ExitCode> {
             r.digest == seg_check(&off, 14) && r.out_len == off[40],
         );
     }
+    // segmented sorts with values: against a stable sort of each row's (key, position) pairs,
+    // on rows long enough to hold equal keys (2^13 keys from 2^24 values: about 2 ties a row)
+    for carry in [workloads::Carry::Values, workloads::Carry::Indices] {
+        let (segments, len, seed) = (40u64, 8192u64, 15u64);
+        let n = segments * len;
+        let (mut keys, mut values) = (Vec::new(), Vec::new());
+        let mut ties = 0;
+        for s in 0..segments {
+            let mut row: Vec<(f32, u64)> = (0..len)
+                .map(|j| (gen::f32_at(seed, s * len + j), j))
+                .collect();
+            row.sort_by(|a, b| a.0.total_cmp(&b.0)); // stable
+            ties += row.windows(2).filter(|w| w[0].0 == w[1].0).count();
+            keys.extend(row.iter().map(|p| p.0.to_bits()));
+            for &(_, j) in &row {
+                match carry {
+                    workloads::Carry::Values => values.push((s * len + j) as u32),
+                    workloads::Carry::Indices => values.extend([j as u32, 0]),
+                }
+            }
+        }
+        let r = workloads::cpu_reference(
+            &wl(
+                Kind::SegSortCarry {
+                    segments,
+                    len,
+                    carry,
+                },
+                seed,
+            ),
+            &mut cache,
+        );
+        keys.extend_from_slice(&values);
+        check(
+            &format!("segmented sort with {carry:?} ({ties} equal neighbours)"),
+            ties > 0 && r.digest == Digest::of_words(&keys) && r.out_len == n,
+        );
+    }
+    // locality sort: against a plain sort of the materialized keys (signed order)
+    for keys in [
+        workloads::LocalityKeys::Near { range: 25 },
+        workloads::LocalityKeys::Near { range: 1000 },
+        workloads::LocalityKeys::Random,
+    ] {
+        let n = 300_001u64;
+        let mut v: Vec<i32> = (0..n)
+            .map(|i| workloads::locality_key(16, i, keys))
+            .collect();
+        v.sort_unstable();
+        let words: Vec<u32> = v.iter().map(|&k| k as u32).collect();
+        let r = workloads::cpu_reference(&wl(Kind::Locality { n, keys }, 16), &mut cache);
+        check(
+            &format!("locality sort, {keys:?}"),
+            r.digest == Digest::of_words(&words) && r.out_len == n,
+        );
+    }
     // set operations: against per-key counts (min, max, a-b, |a-b| copies of each key)
     for mask in [0xFFu32, 0x7FFF_FFFF] {
         let n = 20_000u64;
@@ -724,6 +825,7 @@ fn selftest() -> Result<ExitCode> {
                 [
                     "oxb_gen_f32",
                     "oxb_gen_u32",
+                    "oxb_gen_near_i32",
                     "oxb_gen_powerlaw_len",
                     "oxb_copy16",
                 ]

@@ -77,6 +77,7 @@ pub struct Gpu {
     gen_f32: CudaFunction,
     gen_ramp: CudaFunction,
     gen_u32: CudaFunction,
+    gen_near: CudaFunction,
     gen_pl: CudaFunction,
     copy16: CudaFunction,
 }
@@ -136,6 +137,7 @@ impl Gpu {
             gen_f32: f("oxb_gen_f32")?,
             gen_ramp: f("oxb_gen_ramp_f32")?,
             gen_u32: f("oxb_gen_u32")?,
+            gen_near: f("oxb_gen_near_i32")?,
             gen_pl: f("oxb_gen_powerlaw_len")?,
             copy16: f("oxb_copy16")?,
             ctx,
@@ -180,7 +182,8 @@ impl Gpu {
         }
         // SAFETY: the callers pass the generator with exactly these parameters (out, n, seed
         // and, where it takes one, the unsigned `extra`); it writes out[0..n), and `out` holds
-        // n elements of its element type.
+        // n elements of its element type, or of a type of the same size that holds any bits
+        // (gen_i32: the u32 generator into an i32 buffer).
         unsafe { b.launch(cfg) }.ctx(format!("launching {name}"))?;
         Ok(out)
     }
@@ -198,6 +201,19 @@ impl Gpu {
     /// n u32 keys in [0, mask] of stream `seed`, generated on the device.
     pub fn gen_u32(&self, n: u64, seed: u64, mask: u32) -> Result<CudaSlice<u32>> {
         self.generate(&self.gen_u32, "oxb_gen_u32", n, seed, Some(mask))
+    }
+
+    /// n uniform random int32 keys of stream `seed`: the u32 stream with the full mask,
+    /// reinterpreted (the same bits as `gen_u32(n, seed, u32::MAX)`).
+    pub fn gen_i32(&self, n: u64, seed: u64) -> Result<CudaSlice<i32>> {
+        // oxb_gen_u32 writes 4-byte words; an i32 buffer holds them bit for bit.
+        self.generate(&self.gen_u32, "oxb_gen_u32", n, seed, Some(u32::MAX))
+    }
+
+    /// n near-sorted int32 keys of stream `seed`, key i = i + rand(0, range) (`oxb_near_i32`),
+    /// generated on the device.
+    pub fn gen_near_i32(&self, n: u64, seed: u64, range: u32) -> Result<CudaSlice<i32>> {
+        self.generate(&self.gen_near, "oxb_gen_near_i32", n, seed, Some(range))
     }
 
     /// The first n power-law segment lengths of stream `seed`, generated on the device.

@@ -48,6 +48,20 @@ pub fn u32_at(seed: u64, i: u64, mask: u32) -> u32 {
     ((mix(seed, i) >> 32) as u32) & mask
 }
 
+/// Near-sorted int32 key `i` (`oxb_near_i32`): i + (value i of the stream mod (range + 1)), the
+/// offset uniform in [0, range] (both bounds inclusive), in 32-bit unsigned arithmetic as gen.cuh.
+#[inline]
+pub fn near_i32_at(seed: u64, i: u64, range: u32) -> i32 {
+    let r = (mix(seed, i) % (u64::from(range) + 1)) as u32;
+    (i as u32).wrapping_add(r) as i32
+}
+
+/// Uniform random int32 key: the u32 stream with the full mask, reinterpreted (`oxb_u32`).
+#[inline]
+pub fn i32_at(seed: u64, i: u64) -> i32 {
+    u32_at(seed, i, u32::MAX) as i32
+}
+
 /// Power-law segment length (`oxb_powerlaw_len`): exponent e uniform in [0, max_exp], length
 /// uniform in [2^e, 2^(e+1)).
 #[inline]
@@ -78,6 +92,11 @@ pub fn digest_term(i: u64, w: u32) -> u64 {
 /// The result digest shared with the peers: over 32-bit words w[0..n),
 /// sum_i fmix64((i << 32) | w[i]) mod 2^64. Position-sensitive (order is checked too), and a sum,
 /// so disjoint ranges of the output can be digested in parallel and added.
+///
+/// A result with values (sort pairs, argsort) is digested as one sequence of words: the n keys,
+/// then the n values as their little-endian 32-bit words (a 4-byte value at word n + j, an 8-byte
+/// value as two words, low first, at n + 2j and n + 2j + 1). So a wrong permutation, or a wrong
+/// high word of an int64 index, changes the digest.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Digest {
     pub len: u64,
@@ -96,6 +115,20 @@ impl Digest {
         });
         Digest {
             len: words.len() as u64,
+            sum,
+        }
+    }
+
+    /// The partial digest of 64-bit `values` placed at word `start` of a longer output: value j
+    /// is the two words start + 2j (low) and start + 2j + 1 (high).
+    pub fn of_i64_at(start: u64, values: &[i64]) -> Self {
+        let sum = values.iter().enumerate().fold(0u64, |acc, (j, &v)| {
+            let (at, v) = (start + 2 * j as u64, v as u64);
+            acc.wrapping_add(digest_term(at, v as u32))
+                .wrapping_add(digest_term(at + 1, (v >> 32) as u32))
+        });
+        Digest {
+            len: 2 * values.len() as u64,
             sum,
         }
     }

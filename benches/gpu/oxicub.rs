@@ -27,6 +27,8 @@ use crate::workloads::{Kind, Workload};
 
 #[path = "oxicub_batched.rs"]
 mod batched;
+#[path = "oxicub_locality.rs"]
+mod locality;
 #[path = "oxicub_segsort.rs"]
 mod segsort;
 
@@ -113,7 +115,10 @@ pub fn runner(w: &Workload) -> Option<Runner> {
         Kind::TopK { .. } => Some(topk),
         // One arm per kind as they land.
         Kind::Batched { .. } => batched::runner(w),
-        Kind::SegSort { .. } | Kind::SegSortPowerLaw { .. } => segsort::runner(w),
+        Kind::SegSort { .. } | Kind::SegSortPowerLaw { .. } | Kind::SegSortCarry { .. } => {
+            segsort::runner(w)
+        }
+        Kind::Locality { .. } => locality::runner(w),
         Kind::Set { .. } => None,
     }
 }

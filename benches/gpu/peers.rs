@@ -7,8 +7,8 @@
 //! object per line:
 //!     {"workload", "impl", "status": "ok" | "unsupported" | "error", "median_ms", "min_ms",
 //!      "reps", "rotations", "digest", "note"}
-//! (the generator line has digest_f32 / digest_u32 / digest_powerlaw instead). Other stdout lines
-//! and all of stderr are passed through to our stderr as the peer's log.
+//! (the generator line has digest_f32 / digest_u32 / digest_powerlaw / digest_near instead). Other
+//! stdout lines and all of stderr are passed through to our stderr as the peer's log.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

@@ -48,6 +48,25 @@ pub enum Rows {
     Ascending,
 }
 
+/// What a segmented sort of uniform rows returns beside the sorted keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carry {
+    /// Sort pairs: u32 values, value i = i (the key's global position), so the values out are the
+    /// permutation.
+    Values,
+    /// Argsort: each sorted key's int64 index within its segment (`torch.sort`'s indices).
+    Indices,
+}
+
+/// The input of a locality sort.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalityKeys {
+    /// Key i = i + rand(0, range), both bounds inclusive (gen.cuh: `oxb_near_i32`).
+    Near { range: u32 },
+    /// Uniform random int32 keys (the u32 stream with the full mask, reinterpreted).
+    Random,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
     /// The k largest of n f32 keys.
@@ -63,6 +82,15 @@ pub enum Kind {
     SegSort { segments: u64, len: u64 },
     /// Ascending segmented sort, power-law segment lengths (gen.cuh: oxb_powerlaw_len).
     SegSortPowerLaw { segments: u64, max_exp: u32 },
+    /// Stable ascending sort of each row of a dense [segments x len] f32 matrix, with values
+    /// (`Carry::Values`) or with each key's index within its row (`Carry::Indices`).
+    SegSortCarry {
+        segments: u64,
+        len: u64,
+        carry: Carry,
+    },
+    /// Ascending sort of n int32 keys, one array.
+    Locality { n: u64, keys: LocalityKeys },
     /// A multiset operation on two sorted int32 arrays of n keys each, keys in [0, mask]:
     /// A is stream `seed`, B is stream `seed + 1`.
     Set { op: SetOp, n: u64, mask: u32 },
@@ -84,6 +112,7 @@ const SPARSE_MASK: u32 = 0x7FFF_FFFF; // keys in [0, 2^31): almost all distinct
 const DUP_MASK: u32 = 0xFFF; // keys in [0, 4096): each key about 4096 times per 2^24-key input
 const POWERLAW_SEGMENTS: u64 = 1536;
 const POWERLAW_MAX_EXP: u32 = 16; // lengths 1 .. 2^17 - 1; about 1.7e7 keys in all
+const LOCALITY_LOG2: u32 = 26;
 
 /// Every workload of the issue, in table order.
 pub fn all() -> Vec<Workload> {
@@ -164,6 +193,49 @@ pub fn all() -> Vec<Workload> {
         },
         304,
     );
+    let (segments, len) = (16384u64, 1024u64);
+    add(
+        format!("segsort_pairs_{segments}x{len}"),
+        format!("segmented sort pairs [{segments}x{len}]"),
+        Kind::SegSortCarry {
+            segments,
+            len,
+            carry: Carry::Values,
+        },
+        305,
+    );
+    add(
+        format!("segsort_argsort_{segments}x{len}"),
+        format!("segmented argsort [{segments}x{len}] (stable)"),
+        Kind::SegSortCarry {
+            segments,
+            len,
+            carry: Carry::Indices,
+        },
+        306,
+    );
+    for (keys, seed) in [
+        (LocalityKeys::Near { range: 25 }, 501u64),
+        (LocalityKeys::Near { range: 1000 }, 502),
+        (LocalityKeys::Random, 503),
+    ] {
+        let (id, what) = match keys {
+            LocalityKeys::Near { range } => (
+                format!("locality_rand{range}"),
+                format!("keys[i] = i + rand(0, {range})"),
+            ),
+            LocalityKeys::Random => ("locality_random".to_owned(), "random keys".to_owned()),
+        };
+        add(
+            id,
+            format!("locality sort 2^{LOCALITY_LOG2} i32, {what}"),
+            Kind::Locality {
+                n: 1 << LOCALITY_LOG2,
+                keys,
+            },
+            seed,
+        );
+    }
     for (dist, mask, seed) in [("sparse", SPARSE_MASK, 401u64), ("dups", DUP_MASK, 403)] {
         for op in [
             SetOp::Intersection,
@@ -196,6 +268,16 @@ pub fn input_bytes(kind: &Kind) -> u64 {
     match *kind {
         Kind::TopK { n, .. } => 4 * n,
         Kind::Batched { segments, len, .. } | Kind::SegSort { segments, len } => 4 * segments * len,
+        // keys, and for pairs the u32 values (argsort reads only the keys)
+        Kind::SegSortCarry {
+            segments,
+            len,
+            carry,
+        } => match carry {
+            Carry::Values => 8 * segments * len,
+            Carry::Indices => 4 * segments * len,
+        },
+        Kind::Locality { n, .. } => 4 * n,
         Kind::SegSortPowerLaw { segments, max_exp } => {
             // Lengths depend on the seed; this bound is only used to choose rotations, and
             // power-law inputs (~64 MiB) are far above L2 either way.
@@ -240,6 +322,18 @@ impl Workload {
             Kind::SegSort { segments, len } => 8 * segments * len,
             // every key read and written once + the int64 segment offsets read once
             Kind::SegSortPowerLaw { segments, .. } => 8 * out_len + 8 * (segments + 1),
+            // pairs: every key and u32 value read and written once; argsort: every key read,
+            // every key and its 8-byte index written
+            Kind::SegSortCarry {
+                segments,
+                len,
+                carry,
+            } => match carry {
+                Carry::Values => 16 * segments * len,
+                Carry::Indices => (4 + 4 + 8) * segments * len,
+            },
+            // every key read and written once
+            Kind::Locality { n, .. } => 8 * n,
             // both inputs read + the output written
             Kind::Set { n, .. } => 8 * n + 4 * out_len,
         }
@@ -262,6 +356,18 @@ impl Workload {
             Kind::SegSortPowerLaw { segments, max_exp } => {
                 ("segsort_pl", segments, u64::from(max_exp), 0)
             }
+            Kind::SegSortCarry {
+                segments,
+                len,
+                carry,
+            } => match carry {
+                Carry::Values => ("segsort_pairs", segments, len, 0),
+                Carry::Indices => ("segsort_argsort", segments, len, 0),
+            },
+            Kind::Locality { n, keys } => match keys {
+                LocalityKeys::Near { range } => ("locality_near", n, u64::from(range), 0),
+                LocalityKeys::Random => ("locality_random", n, 0, 0),
+            },
             Kind::Set { op, n, mask } => (op.plan_kind(), n, u64::from(mask), 0),
         };
         format!(
@@ -328,7 +434,7 @@ impl RefCache {
 }
 
 /// Merges sorted runs pairwise (in parallel per level) into one sorted vector.
-fn merge_sorted_runs(mut runs: Vec<Vec<u32>>) -> Vec<u32> {
+fn merge_sorted_runs<T: Ord + Copy + Send>(mut runs: Vec<Vec<T>>) -> Vec<T> {
     while runs.len() > 1 {
         let mut pairs = Vec::new();
         let mut it = runs.into_iter();
@@ -351,7 +457,7 @@ fn merge_sorted_runs(mut runs: Vec<Vec<u32>>) -> Vec<u32> {
     runs.pop().unwrap_or_default()
 }
 
-fn merge_two(a: &[u32], b: &[u32]) -> Vec<u32> {
+fn merge_two<T: Ord + Copy>(a: &[T], b: &[T]) -> Vec<T> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
@@ -389,6 +495,7 @@ fn top_bits(seed: u64, a: u64, b: u64, k: usize) -> Vec<u32> {
 /// Canonical outputs (see the digest in gen.rs):
 /// - top-k: the k selected keys sorted descending (per row, rows in order, for batched);
 /// - sorts: the whole sorted output;
+/// - sorts with values (pairs, argsort): the sorted keys, then their values (gen.rs: `Digest`);
 /// - set operations: the output keys, in order.
 pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
     let seed = w.seed;
@@ -439,6 +546,12 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
             let off = gen::powerlaw_offsets(seed, segments, max_exp);
             segsort_reference(seed, &off)
         }
+        Kind::SegSortCarry {
+            segments,
+            len,
+            carry,
+        } => segsort_carry_reference(seed, segments, len, carry),
+        Kind::Locality { n, keys } => locality_reference(seed, n, keys),
         Kind::Set { op, n, mask } => {
             let a = cache.sorted_keys(seed, n, mask);
             let b = cache.sorted_keys(seed + 1, n, mask);
@@ -469,6 +582,75 @@ fn segsort_reference(seed: u64, off: &[u64]) -> Reference {
     Reference {
         digest: parts.into_iter().fold(Digest::default(), Digest::add),
         out_len: *off.last().unwrap_or(&0),
+    }
+}
+
+/// Rows of `len` keys (key i is f32 value i of the stream), each sorted stably with its values:
+/// the keys at [0, n), then the values from word n (gen.rs: `Digest`). A stable sort of
+/// (key, position) pairs is a sort by (key, position), since the positions rise along a row.
+fn segsort_carry_reference(seed: u64, segments: u64, len: u64, carry: Carry) -> Reference {
+    let n = segments * len;
+    let parts = par_ranges(segments, |a, b| {
+        let mut d = Digest::default();
+        let mut row: Vec<(u32, u32)> = Vec::with_capacity(len as usize);
+        let mut keys = Vec::with_capacity(len as usize);
+        let mut positions = Vec::with_capacity(len as usize);
+        let mut indices = Vec::with_capacity(len as usize);
+        for s in a..b {
+            let lo = s * len;
+            row.clear();
+            row.extend((0..len).map(|j| (gen::f32_bits_at(seed, lo + j), j as u32)));
+            row.sort_unstable();
+            keys.clear();
+            keys.extend(row.iter().map(|&(k, _)| k));
+            d = d.add(Digest::of_words_at(lo, &keys));
+            match carry {
+                Carry::Values => {
+                    positions.clear();
+                    positions.extend(row.iter().map(|&(_, j)| (lo + u64::from(j)) as u32));
+                    d = d.add(Digest::of_words_at(n + lo, &positions));
+                }
+                Carry::Indices => {
+                    indices.clear();
+                    indices.extend(row.iter().map(|&(_, j)| i64::from(j)));
+                    d = d.add(Digest::of_i64_at(n + 2 * lo, &indices));
+                }
+            }
+        }
+        d
+    });
+    Reference {
+        digest: parts.into_iter().fold(Digest::default(), Digest::add),
+        out_len: n,
+    }
+}
+
+/// Key i of a locality sort input (gen.cuh: `oxb_near_i32`, or `oxb_u32` reinterpreted).
+pub fn locality_key(seed: u64, i: u64, keys: LocalityKeys) -> i32 {
+    match keys {
+        LocalityKeys::Near { range } => gen::near_i32_at(seed, i, range),
+        LocalityKeys::Random => gen::i32_at(seed, i),
+    }
+}
+
+/// The n int32 keys sorted ascending (signed), digested as their 32-bit words.
+fn locality_reference(seed: u64, n: u64, keys: LocalityKeys) -> Reference {
+    let parts = par_ranges(n, |a, b| {
+        let mut v: Vec<i32> = (a..b).map(|i| locality_key(seed, i, keys)).collect();
+        v.sort_unstable();
+        v
+    });
+    let sorted = merge_sorted_runs(parts);
+    let digests = par_ranges(n, |a, b| {
+        let words: Vec<u32> = sorted[a as usize..b as usize]
+            .iter()
+            .map(|&k| k as u32)
+            .collect();
+        Digest::of_words_at(a, &words)
+    });
+    Reference {
+        digest: digests.into_iter().fold(Digest::default(), Digest::add),
+        out_len: n,
     }
 }
 

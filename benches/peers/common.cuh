@@ -8,7 +8,9 @@
 //   from a warm L2; returns the median and the minimum in milliseconds.
 // - digest: the canonical result digest shared with bench-gpu (Rust) and torch_peers.py (numpy):
 //   over 32-bit words w[0..n): sum_i fmix64((i << 32) | w[i]) mod 2^64, printed as "n:%016x".
-//   Position-sensitive, so it checks order as well as content.
+//   Position-sensitive, so it checks order as well as content. A result with values (sort pairs,
+//   argsort) is one sequence of words: the keys, then the values' little-endian 32-bit words
+//   (an 8-byte value is two words, low first): digest_pairs.
 #pragma once
 
 #include "gen.cuh"
@@ -81,6 +83,7 @@ class DeviceBuffer {
 void gen_f32(float* out, unsigned long long n, unsigned long long seed, cudaStream_t s);
 void gen_ramp_f32(float* out, unsigned long long n, unsigned long long seed, unsigned len, cudaStream_t s);
 void gen_u32(unsigned* out, unsigned long long n, unsigned long long seed, unsigned mask, cudaStream_t s);
+void gen_near_i32(int* out, unsigned long long n, unsigned long long seed, unsigned range, cudaStream_t s);
 
 // The digest described at the top of this file.
 inline std::string digest_words(const uint32_t* w, size_t n) {
@@ -101,6 +104,22 @@ inline std::string digest_f32(const std::vector<float>& v) {
 inline std::string digest_i32(const std::vector<int>& v) {
   std::vector<uint32_t> w(v.size());
   if (!v.empty()) std::memcpy(w.data(), v.data(), v.size() * 4);
+  return digest_words(w.data(), w.size());
+}
+
+// Keys and their values as one digest: the key words at [0, n), then the value words from n (a
+// 4-byte value at word n + j, an 8-byte value at n + 2j (low) and n + 2j + 1 (high); this host is
+// little-endian, like every CUDA host).
+template <class K, class V>
+inline std::string digest_pairs(const std::vector<K>& keys, const std::vector<V>& values) {
+  static_assert(sizeof(K) == 4 && sizeof(V) % 4 == 0, "keys of 4 bytes, values of 4 or 8");
+  if (keys.size() != values.size()) throw std::runtime_error("digest_pairs: keys and values differ in length");
+  const size_t n = keys.size(), vw = sizeof(V) / 4;
+  std::vector<uint32_t> w(n + n * vw);
+  if (n > 0) {
+    std::memcpy(w.data(), keys.data(), n * sizeof(K));
+    std::memcpy(w.data() + n, values.data(), n * sizeof(V));
+  }
   return digest_words(w.data(), w.size());
 }
 
@@ -187,6 +206,7 @@ inline void emit_status(const std::string& workload, const char* impl, const cha
 bool run_cub_topk(const PlanItem& it, cudaStream_t s);
 bool run_cub_batched_topk(const PlanItem& it, cudaStream_t s);
 bool run_cub_segsort(const PlanItem& it, cudaStream_t s);
+bool run_cub_radix_sort(const PlanItem& it, cudaStream_t s);
 bool run_thrust_setops(const PlanItem& it, cudaStream_t s);
 
 }  // namespace oxb

@@ -4,7 +4,7 @@
 // Progress and diagnostics go to stderr.
 //
 // This unit also holds the generator kernels (gen.cuh, under OXB_GEN_KERNELS), so it is the only
-// one that launches them; the others call gen_f32 / gen_u32 below.
+// one that launches them; the others call gen_f32 / gen_u32 / gen_near_i32 below.
 #define OXB_GEN_KERNELS
 #include "common.cuh"
 
@@ -33,24 +33,32 @@ void gen_u32(unsigned* out, unsigned long long n, unsigned long long seed, unsig
   CUDA_CHECK(cudaGetLastError());
 }
 
+void gen_near_i32(int* out, unsigned long long n, unsigned long long seed, unsigned range, cudaStream_t s) {
+  oxb_gen_near_i32<<<grid_for(n), 256, 0, s>>>(out, n, seed, range);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 // The generator check (kind "generator"): digests of the first p1 values of the f32 stream `seed`,
-// the u32 stream `seed + 1` (full mask) and the power-law lengths of stream `seed + 2` (max_exp p2),
-// all generated on the device. bench-gpu compares them with its host (Rust) generator.
+// the u32 stream `seed + 1` (full mask), the power-law lengths of stream `seed + 2` (max_exp p2)
+// and the near-sorted int32 keys of stream `seed + 3` (i + rand(0, p3)), all generated on the
+// device. bench-gpu compares them with its host (Rust) generator.
 static void run_generator(const PlanItem& it, cudaStream_t s) {
   const unsigned long long n = (unsigned long long)it.p1;
   DeviceBuffer<float> f((size_t)n);
   DeviceBuffer<unsigned> u((size_t)n), pl((size_t)n);
+  DeviceBuffer<int> near_keys((size_t)n);
   gen_f32(f.get(), n, it.seed, s);
   gen_u32(u.get(), n, it.seed + 1, 0xFFFFFFFFu, s);
   oxb_gen_powerlaw_len<<<grid_for(n), 256, 0, s>>>(pl.get(), n, it.seed + 2, (unsigned)it.p2);
   CUDA_CHECK(cudaGetLastError());
+  gen_near_i32(near_keys.get(), n, it.seed + 3, (unsigned)it.p3, s);
   CUDA_CHECK(cudaStreamSynchronize(s));
   std::vector<unsigned> hu = u.to_host(), hpl = pl.to_host();
   std::printf(
       "{\"workload\":\"%s\",\"impl\":\"cub\",\"status\":\"ok\",\"digest_f32\":\"%s\",\"digest_u32\":\"%s\","
-      "\"digest_powerlaw\":\"%s\"}\n",
+      "\"digest_powerlaw\":\"%s\",\"digest_near\":\"%s\"}\n",
       json_escape(it.name).c_str(), digest_f32(f.to_host()).c_str(), digest_words(hu.data(), hu.size()).c_str(),
-      digest_words(hpl.data(), hpl.size()).c_str());
+      digest_words(hpl.data(), hpl.size()).c_str(), digest_i32(near_keys.to_host()).c_str());
   std::fflush(stdout);
 }
 
@@ -99,7 +107,7 @@ int main(int argc, char** argv) {
         handled = true;
       }
       handled = handled || run_cub_topk(it, s) || run_cub_batched_topk(it, s) || run_cub_segsort(it, s) ||
-                run_thrust_setops(it, s);
+                run_cub_radix_sort(it, s) || run_thrust_setops(it, s);
       if (!handled) emit_status(it.name, "cub", "unsupported", "no CUB/thrust peer for kind " + it.kind);
     } catch (const std::exception& e) {
       ++failures;

@@ -14,6 +14,9 @@
 //   f32 key : the top 24 bits / 2^24, uniform in [0, 1) and exact in f32 (so about N / 2^24 copies
 //             of each value: large inputs have ties, which the digests below are insensitive to).
 //   u32 key : the top 32 bits AND mask (mask = 2^b - 1): uniform in [0, 2^b), non-negative as int32.
+//             With the full mask, reinterpreted as int32, it is a uniform random int32 key.
+//   near key: i + (value i mod (R + 1)): key i plus a uniform offset in [0, R], both bounds
+//             inclusive ("keys near their sorted places", the locality sort's input).
 
 #ifndef OXB_GEN_CUH
 #define OXB_GEN_CUH
@@ -55,6 +58,14 @@ OXB_HD inline unsigned int oxb_u32(unsigned long long seed, unsigned long long i
   return (unsigned int)(oxb_mix(seed, i) >> 32) & mask;
 }
 
+// Near-sorted int32 key i ("i + rand(0, R)"): i + (oxb_mix(seed, i) mod (range + 1)), the offset
+// uniform in [0, range] with both bounds inclusive (up to a bias of (range + 1) / 2^64). In 32-bit
+// unsigned arithmetic: the key is exact for i + range < 2^31 (then a non-negative int32).
+OXB_HD inline int oxb_near_i32(unsigned long long seed, unsigned long long i, unsigned int range) {
+  unsigned int r = (unsigned int)(oxb_mix(seed, i) % ((unsigned long long)range + 1ull));
+  return (int)((unsigned int)i + r);
+}
+
 // Power-law ("log-uniform") segment length for segment i: an exponent e uniform in [0, max_exp],
 // then a length uniform in [2^e, 2^(e+1)). Equal numbers of segments per octave means a density
 // proportional to 1/length: many tiny segments, and a few huge ones that hold most of the items.
@@ -90,6 +101,14 @@ extern "C" __global__ void oxb_gen_u32(unsigned int* out, unsigned long long n, 
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
        i += (unsigned long long)gridDim.x * blockDim.x) {
     out[i] = oxb_u32(seed, i, mask);
+  }
+}
+
+extern "C" __global__ void oxb_gen_near_i32(int* out, unsigned long long n, unsigned long long seed,
+                                            unsigned int range) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    out[i] = oxb_near_i32(seed, i, range);
   }
 }
 

@@ -20,11 +20,18 @@ torch's caching allocator serves the outputs without cudaMalloc in the timed run
   segsort_pl  torch has no segmented sort: a stable sort of the keys, then a stable sort of the
               segment ids gathered in that order, then a gather of the keys: the usual two-pass
               lexicographic sort by (segment, key). The segment-id array is built before timing.
+  segsort_pairs    s, idx = torch.sort(x.view(S, L), dim=1, stable=True), then the values
+              v.view(S, L).gather(1, idx); v = arange(S * L) as int32 (value i = i, the key's
+              global position; the same bits as the u32 values of the other peers)
+  segsort_argsort  torch.sort(x.view(S, L), dim=1, stable=True): keys and int64 indices
+  locality_near    torch.sort(x, stable=True) of int32 keys i + rand(0, R) (gen.cuh: oxb_near_i32)
+  locality_random  torch.sort(x, stable=True) of random int32 keys (oxb_u32, full mask, as int32)
   set_*       not available in torch (no multiset operations): reported as unsupported.
 
 Result digest (same as common.cuh and benches/gpu/gen.rs): over 32-bit words w[0..n),
 sum_i fmix64((i << 32) | w[i]) mod 2^64, printed as "n:%016x"; top-k results are put in
-canonical form first (each row's k keys sorted descending).
+canonical form first (each row's k keys sorted descending). Sorts with values are digested as
+one sequence: the keys, then the values' little-endian 32-bit words (int64: low word first).
 """
 import json
 import os
@@ -56,6 +63,16 @@ def digest_words(w):
 
 def digest_f32(a):
     return digest_words(np.ascontiguousarray(a, dtype=np.float32).view(np.uint32))
+
+
+def digest_pairs(keys, values):
+    """Keys (4-byte) then values (4- or 8-byte, as little-endian 32-bit words) as one digest."""
+    k = np.ascontiguousarray(keys).reshape(-1)
+    v = np.ascontiguousarray(values).reshape(-1)
+    if k.itemsize != 4 or v.itemsize not in (4, 8) or k.size != v.size:
+        raise ValueError("digest_pairs: keys %s x %d, values %s x %d" % (k.dtype, k.size, v.dtype, v.size))
+    # CUDA hosts are little-endian: an int64's uint32 view is (low, high), as in the other peers.
+    return digest_words(np.concatenate([k.view(np.uint32), v.view(np.uint32)]))
 
 
 def canonical_topk(values, rows, k):
@@ -95,6 +112,7 @@ class Gen:
         self.k_u32 = self.mod.get_function("oxb_gen_u32")
         self.k_pl = self.mod.get_function("oxb_gen_powerlaw_len")
         self.k_ramp = self.mod.get_function("oxb_gen_ramp_f32")
+        self.k_near = self.mod.get_function("oxb_gen_near_i32")
 
     @staticmethod
     def grid(n):
@@ -114,6 +132,16 @@ class Gen:
         out = self.cp.empty(n, dtype=self.cp.uint32)
         self.k_u32(self.grid(n), (256,), (out, U64(n), U64(seed), np.uint32(mask)))
         return out
+
+    def near_i32(self, n, seed, rng):
+        """n int32 keys i + rand(0, rng) (oxb_near_i32), as a cupy array."""
+        out = self.cp.empty(n, dtype=self.cp.int32)
+        self.k_near(self.grid(n), (256,), (out, U64(n), U64(seed), np.uint32(rng)))
+        return out
+
+    def i32(self, n, seed):
+        """n random int32 keys: the u32 stream with the full mask, reinterpreted (a cupy array)."""
+        return self.u32(n, seed, 0xFFFFFFFF).view(self.cp.int32)
 
     def powerlaw_lens(self, n, seed, max_exp):
         out = self.cp.empty(n, dtype=self.cp.uint32)
@@ -158,8 +186,10 @@ def run_item(torch, gen, it):
         f = gen.f32(n, it.seed).cpu().numpy()
         u = gen.cp.asnumpy(gen.u32(n, it.seed + 1, 0xFFFFFFFF))
         pl = gen.powerlaw_lens(n, it.seed + 2, it.p2)
+        near = gen.cp.asnumpy(gen.near_i32(n, it.seed + 3, it.p3))
         emit({"workload": it.name, "impl": "torch", "status": "ok", "digest_f32": digest_f32(f),
-              "digest_u32": digest_words(u), "digest_powerlaw": digest_words(pl)})
+              "digest_u32": digest_words(u), "digest_powerlaw": digest_words(pl),
+              "digest_near": digest_words(near.view(np.uint32))})
     elif it.kind == "topk":
         n, k = it.p1, it.p2
         xs = [gen.f32(n, it.seed) for _ in range(rot)]
@@ -194,6 +224,36 @@ def run_item(torch, gen, it):
         med, mn, res = time_runs(torch, it, op)
         result(it, med, mn, digest_f32(res.cpu().numpy()),
                "two stable torch.sort passes (key, then segment id) + gathers, %d keys" % n)
+    elif it.kind == "segsort_pairs":
+        s, length = it.p1, it.p2
+        n = s * length
+        xs = [gen.f32(n, it.seed).view(s, length) for _ in range(rot)]
+        vs = [torch.arange(n, device="cuda", dtype=torch.int32).view(s, length) for _ in range(rot)]
+
+        def op(r):
+            keys, idx = torch.sort(xs[r], dim=1, stable=True)
+            return keys, vs[r].gather(1, idx)
+
+        med, mn, (keys, values) = time_runs(torch, it, op)
+        result(it, med, mn, digest_pairs(keys.reshape(-1).cpu().numpy(), values.reshape(-1).cpu().numpy()),
+               "torch.sort(x.view(S, L), dim=1, stable=True) + v.view(S, L).gather(1, idx), int32 values")
+    elif it.kind == "segsort_argsort":
+        s, length = it.p1, it.p2
+        xs = [gen.f32(s * length, it.seed).view(s, length) for _ in range(rot)]
+        med, mn, (keys, idx) = time_runs(torch, it, lambda r: torch.sort(xs[r], dim=1, stable=True))
+        if idx.dtype != torch.int64:
+            raise TypeError("torch.sort returned %s indices" % idx.dtype)
+        result(it, med, mn, digest_pairs(keys.reshape(-1).cpu().numpy(), idx.reshape(-1).cpu().numpy()),
+               "torch.sort(x.view(S, L), dim=1, stable=True), int64 indices")
+    elif it.kind in ("locality_near", "locality_random"):
+        n = it.p1
+        if it.kind == "locality_near":
+            xs = [gen._to_torch(gen.near_i32(n, it.seed, it.p2)) for _ in range(rot)]
+        else:
+            xs = [gen._to_torch(gen.i32(n, it.seed)) for _ in range(rot)]
+        med, mn, res = time_runs(torch, it, lambda r: torch.sort(xs[r], stable=True).values)
+        result(it, med, mn, digest_words(res.cpu().numpy().view(np.uint32)),
+               "torch.sort(x, stable=True), int32 keys")
     elif it.kind.startswith("set_"):
         emit({"workload": it.name, "impl": "torch", "status": "unsupported",
               "note": "torch has no multiset intersection/union/difference"})
