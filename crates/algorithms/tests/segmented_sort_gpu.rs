@@ -551,8 +551,8 @@ fn bad_per_segment_values_are_reported_like_the_host() {
     );
 }
 
-/// The merge-pass statistics (the seed's verbose report): one segment of 2^16 keys is 16 chunks
-/// of 4096, joined by 4 passes. Keys already in order never merge: each chunk's source interval
+/// The merge-pass statistics (the seed's verbose report): one segment of 2^18 keys is 16 chunks
+/// of 16384 (the wide kernel's tile), joined by 4 passes. Keys already in order never merge: each chunk's source interval
 /// is its own, so the first pass copies every chunk into the other buffer, the next two leave
 /// them alone, and the last copies them to the outputs; random keys merge every chunk in every
 /// pass. Rows of 1024 are short segments, sorted whole in registers: no merge pass, whatever
@@ -561,20 +561,20 @@ fn bad_per_segment_values_are_reported_like_the_host() {
 fn merge_statistics_count_the_tiles_each_pass_moves() {
     use oxicub_algorithms::segmented_sort::{MergePass, MergeStatistics};
     let Some(cuda) = gpu_or_skip() else { return };
-    let n = 1usize << 16;
+    let n = 1usize << 18;
     let gpu = AnyBackend::Cuda(cuda);
     let stats_of = |problem_rows: bool, keys: &[u32]| -> MergeStatistics {
         let mut out = vec![0u32; n];
         if problem_rows {
             // Rows of 1024 as offsets whose sizes are not bounded by a tile.
-            let begin: Vec<i64> = (0..64).map(|r| r * 1024).collect();
-            let end: Vec<i64> = (1..=64).map(|r| r * 1024).collect();
+            let begin: Vec<i64> = (0..256).map(|r| r * 1024).collect();
+            let end: Vec<i64> = (1..=256).map(|r| r * 1024).collect();
             let rows = Problem::offsets(
                 &begin[..],
                 &end[..],
                 segment_size::PerSegment::<()>::new(()),
                 order::Ascending,
-                num_segments::uniform(64).expect("rows"),
+                num_segments::uniform(256).expect("rows"),
             );
             segmented_sort::sort_keys(&gpu, &rows, keys, &mut out[..], &Env::new())
         } else {

@@ -230,6 +230,7 @@ fn scratch_segmented_sort() {
             s.to_string().contains("KeyF32, 256, 4>")
                 || s.to_string().contains("KeyU64, 256, 0>")
                 || s.to_string().contains("KeyU8, 256, 0>")
+                || s.to_string().contains("KeyF32, 1024, 0>")
         })
         .collect();
     for spec in &specs {

@@ -3,7 +3,7 @@
 // rank (the radix code, inverted for a descending segment) above its index within the segment,
 // so one u64 comparison orders by key and then by input position (stable). Segments are binned
 // by size class; a block sorts a batch of short segments of one class in registers, or one
-// chunk of SS_BLOCK_TILE keys of a long segment; merge passes of merge-path tiles then join a
+// chunk of THREADS * SS_ITEMS keys (the tile) of a long segment; merge passes of merge-path tiles then join a
 // long segment's chunks, a tile whose output comes from one run being a copy (the seed's early
 // exit and its statistics).
 namespace oxicub {
@@ -14,7 +14,9 @@ template <> struct SsValueWord<1> { typedef u8 Type; };
 template <> struct SsValueWord<2> { typedef u16 Type; };
 template <> struct SsValueWord<4> { typedef u32 Type; };
 
-typedef RegisterSort<256, SS_ITEMS> SsSort;
+// The register path's sort and its tile for blocks of THREADS threads.
+template <u32 THREADS>
+using SsSort = RegisterSort<THREADS, SS_ITEMS>;
 
 // A segment as the register path sees it: where it begins, its size, its rank flip; size 0 for
 // none or an invalid one.
@@ -42,13 +44,15 @@ __device__ __forceinline__ SsSegment<Bits> ss_segment(const P& p, u64 seg, u64 c
     return s;
 }
 
-// A segment's class: 0 for none (empty, one key, or invalid), 1 to 12 for a short one (the log2
-// of the smallest power of two holding it), SS_LONG_CLASS above SS_BLOCK_TILE keys.
+// A segment's class: 0 for none (empty, one key, or invalid), 1 to 14 for a short one (the log2
+// of the smallest power of two holding it), SS_LONG_CLASS above TILE keys.
+template <u32 TILE>
 __device__ __forceinline__ u32 ss_class(u64 size) {
+    static_assert(TILE <= (1u << (SS_LONG_CLASS - 1)), "every short class below the long one");
     if (size <= 1) {
         return 0;
     }
-    if (size > SS_BLOCK_TILE) {
+    if (size > TILE) {
         return SS_LONG_CLASS;
     }
     return 64u - (u32)__clzll((long long)(size - 1));
@@ -109,8 +113,9 @@ __device__ __forceinline__ void ss_clear_classes(SsClassCounts& c) {
 }
 
 // Counts a valid segment of `size` keys (0 for none): every lane of the warp calls it.
+template <u32 TILE>
 __device__ __forceinline__ void ss_count_class(SsClassCounts& c, u64 size) {
-    const u32 mine = ss_class(size);
+    const u32 mine = ss_class<TILE>(size);
     for (u32 k = 1; k <= SS_LONG_CLASS; ++k) {
         const u32 votes = __popc(__ballot_sync(0xffffffffu, mine == k));
         if ((threadIdx.x & 31u) == 0 && votes != 0) {
@@ -119,7 +124,7 @@ __device__ __forceinline__ void ss_count_class(SsClassCounts& c, u64 size) {
     }
     // The long segments' chunks and the longest, reduced over the warp first (one shared
     // atomic per warp, not per lane).
-    u64 chunks = mine == SS_LONG_CLASS ? (size + SS_BLOCK_TILE - 1) / SS_BLOCK_TILE : 0;
+    u64 chunks = mine == SS_LONG_CLASS ? (size + TILE - 1) / TILE : 0;
     u64 longest = mine == SS_LONG_CLASS ? size : 0;
 #pragma unroll
     for (u32 offset = 16; offset > 0; offset >>= 1) {
@@ -151,17 +156,18 @@ __device__ __forceinline__ void ss_add_classes(const P& p, SsClassCounts& c) {
 // list; a long one gets its place and its chunks (one atomic on a packed word, so both grow in
 // the same order and a chunk's owner is found by a binary search); a segment of one key is
 // written here.
-template <class Key, int VALUE_BYTES, class P>
+template <class Key, int VALUE_BYTES, u32 THREADS, class P>
 __device__ __forceinline__ void ss_place(const P& p, u64 count) {
+    constexpr u32 TILE = THREADS * SS_ITEMS;
     typedef typename Key::Bits Bits;
     u64* plan = reinterpret_cast<u64*>(p.plan);
     u64* list = reinterpret_cast<u64*>(p.segment_list);
     const u64 lane = threadIdx.x & 31u;
-    const u64 stride = grid_threads(256);
-    for (u64 base = global_thread_index(256) - lane; base < count; base += stride) {
+    const u64 stride = grid_threads(THREADS);
+    for (u64 base = global_thread_index(THREADS) - lane; base < count; base += stride) {
         const u64 seg = base + lane;
         const SsSegment<Bits> s = ss_segment<Bits>(p, seg, count);
-        const u32 c = ss_class(s.size);
+        const u32 c = ss_class<TILE>(s.size);
         if (s.size == 1) {
             const Bits raw = reinterpret_cast<const Bits*>(p.keys)[s.begin];
             ss_write<Key, VALUE_BYTES>(p, s.begin, s.begin, s.flip, ss_entry<Key>(raw, s.flip, 0));
@@ -176,7 +182,7 @@ __device__ __forceinline__ void ss_place(const P& p, u64 count) {
             }
         }
         if (c == SS_LONG_CLASS) {
-            const u64 chunks = (s.size + SS_BLOCK_TILE - 1) / SS_BLOCK_TILE;
+            const u64 chunks = (s.size + TILE - 1) / TILE;
             const u64 packed = atomicAdd(&plan[SS_PLAN_LONG], (1ull << 32) | chunks);
             const u64 j = packed >> 32;
             list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j] = seg;
@@ -186,9 +192,9 @@ __device__ __forceinline__ void ss_place(const P& p, u64 count) {
 }
 
 // PLAN, by one thread (in FINALIZE): each class's list and first batch (a batch of class c holds
-// SS_BLOCK_TILE >> c segments), the cursors, and the statistics' tile count (the chunks) and
+// TILE >> c segments), the cursors, and the statistics' tile count (the chunks) and
 // pass count (the passes the longest segment needs), after the p.passes launched passes' words.
-template <class P>
+template <u32 TILE, class P>
 __device__ __forceinline__ void ss_plan(const P& p) {
     u64* plan = reinterpret_cast<u64*>(p.plan);
     u64 listed = 0, batches = 0;
@@ -198,15 +204,15 @@ __device__ __forceinline__ void ss_plan(const P& p) {
         plan[SS_PLAN_BATCH + c] = batches;
         const u64 n = plan[SS_PLAN_COUNT + c];
         listed += n;
-        if (c < SS_LONG_CLASS) {
-            const u64 per = SS_BLOCK_TILE >> c;
+        if (c < SS_LONG_CLASS && n != 0) {
+            const u64 per = TILE >> c;  // at least 1: a class holds at most TILE keys
             batches += (n + per - 1) / per;
         }
     }
     u64* statistics = reinterpret_cast<u64*>(p.statistics) + 2 * (u64)p.passes;
     statistics[0] = plan[SS_PLAN_CHUNKS];
     u64 passes = 0;
-    for (u64 width = SS_BLOCK_TILE; width < plan[SS_PLAN_MAX_LONG]; width <<= 1) {
+    for (u64 width = TILE; width < plan[SS_PLAN_MAX_LONG]; width <<= 1) {
         ++passes;
     }
     statistics[1] = passes;
@@ -241,8 +247,9 @@ __device__ __forceinline__ u64 ss_chunk_owner(const P& p, u64 chunk) {
 // batches, then the long segments' chunks. Each run of `span` entries is one segment (padded
 // with entries above every key); a chunk's sorted entries go to entries buffer 0, a short
 // segment's keys to the outputs.
-template <class Key, int VALUE_BYTES, class P>
+template <class Key, int VALUE_BYTES, u32 THREADS, class P>
 __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
+    constexpr u32 TILE = THREADS * SS_ITEMS;
     typedef typename Key::Bits Bits;
     const u64* plan = reinterpret_cast<const u64*>(p.plan);
     const u64* list = reinterpret_cast<const u64*>(p.segment_list);
@@ -251,7 +258,7 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
     const bool uniform = p.width != 0;
     u64 batches, items;
     if (uniform) {
-        const u64 per = SS_BLOCK_TILE / p.width;
+        const u64 per = TILE / p.width;
         batches = (count + per - 1) / per;
         items = batches;
     } else {
@@ -267,7 +274,7 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
         SsSegment<Bits> long_segment = {0, 0, (Bits)0};
         if (uniform) {
             span = (u32)p.width;
-            first = item * (SS_BLOCK_TILE / span);
+            first = item * (TILE / span);
             last = count;
         } else if (item < batches) {
             u32 c = 1;
@@ -275,7 +282,7 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
                 ++c;
             }
             span = 1u << c;
-            first = plan[SS_PLAN_LIST + c] + (item - plan[SS_PLAN_BATCH + c]) * (SS_BLOCK_TILE >> c);
+            first = plan[SS_PLAN_LIST + c] + (item - plan[SS_PLAN_BATCH + c]) * (TILE >> c);
             last = plan[SS_PLAN_LIST + c] + plan[SS_PLAN_COUNT + c];
         } else {
             const u64 chunk_index = item - batches;
@@ -283,9 +290,9 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
             const u64 seg = list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j];
             long_segment = ss_segment<Bits>(p, seg, count);
             chunk_start = (chunk_index - reinterpret_cast<const u64*>(p.chunk_base)[j]) *
-                          SS_BLOCK_TILE;
+                          TILE;
             chunk = true;
-            span = SS_BLOCK_TILE;
+            span = TILE;
         }
         // The segment of run r (a chunk: its part of the long segment).
         auto run_segment = [&](u32 r) {
@@ -293,7 +300,7 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
                 SsSegment<Bits> s = long_segment;
                 s.begin += chunk_start;
                 const u64 rest = s.size - chunk_start;
-                s.size = rest < SS_BLOCK_TILE ? rest : SS_BLOCK_TILE;
+                s.size = rest < TILE ? rest : TILE;
                 return s;
             }
             const u64 at = first + r;
@@ -316,7 +323,7 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
             u32 r;
-            const u32 local = SsSort::striped(t, k, span_log, &r);
+            const u32 local = SsSort<THREADS>::striped(t, k, span_log, &r);
             if (r != current) {
                 s = run_segment(r);
                 current = r;
@@ -324,11 +331,11 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
             e[k] = local < s.size ? ss_entry<Key>(keys[s.begin + local], s.flip, chunk_start + local)
                                   : ~0ull;
         }
-        SsSort::sort(e, shared, span);
+        SsSort<THREADS>::sort(e, shared, span);
         __syncthreads();
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
-            shared[SsSort::at(t, k)] = e[k];
+            shared[SsSort<THREADS>::at(t, k)] = e[k];
         }
         __syncthreads();
         u64* entries = reinterpret_cast<u64*>(p.entries);
@@ -340,13 +347,13 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
             u32 r;
-            const u32 local = SsSort::striped(t, k, span_log, &r);
+            const u32 local = SsSort<THREADS>::striped(t, k, span_log, &r);
             if (r != current) {
                 s = run_segment(r);
                 current = r;
             }
             if (local < s.size) {
-                const u64 entry = shared[SsSort::element((r << span_log) + local)];
+                const u64 entry = shared[SsSort<THREADS>::element((r << span_log) + local)];
                 if (chunk) {
                     entries[s.begin + local] = entry;
                 } else {
@@ -364,10 +371,11 @@ struct SsChunkRuns {
     u64 a0, a_count, b_count, out0, out1;
 };
 
+template <u32 TILE>
 __device__ __forceinline__ SsChunkRuns ss_chunk_runs(u64 size, u64 q, u64 width) {
     SsChunkRuns r;
-    r.out0 = q * SS_BLOCK_TILE;
-    r.out1 = r.out0 + SS_BLOCK_TILE < size ? r.out0 + SS_BLOCK_TILE : size;
+    r.out0 = q * TILE;
+    r.out1 = r.out0 + TILE < size ? r.out0 + TILE : size;
     r.a0 = r.out0 / (2 * width) * (2 * width);
     const u64 rest = size - r.a0;
     r.a_count = rest < width ? rest : width;
@@ -419,8 +427,9 @@ __device__ __forceinline__ u64 ss_warp_merge_path(const u64* a, u64 a_count, con
 
 // PARTITION (a warp per chunk of the pass): the chunk's start on the merge path of its two
 // runs, and its segment and place in it, for RUNS (SS_PARTITION_WORDS words).
-template <class P>
+template <u32 THREADS, class P>
 __device__ __forceinline__ void ss_partition(const P& p, u64 count) {
+    constexpr u32 TILE = THREADS * SS_ITEMS;
     typedef u64 Bits64;
     const u64* plan = reinterpret_cast<const u64*>(p.plan);
     const u64 width = p.width;
@@ -431,15 +440,15 @@ __device__ __forceinline__ void ss_partition(const P& p, u64 count) {
     const u64* list = reinterpret_cast<const u64*>(p.segment_list);
     const u64* src = reinterpret_cast<const u64*>(p.entries) + (u64)p.src * p.num_keys;
     u64* partition = reinterpret_cast<u64*>(p.partition);
-    const u64 warps = grid_threads(256) / 32;
-    for (u64 chunk = global_thread_index(256) / 32; chunk < chunks; chunk += warps) {
+    const u64 warps = grid_threads(THREADS) / 32;
+    for (u64 chunk = global_thread_index(THREADS) / 32; chunk < chunks; chunk += warps) {
         const u64 j = ss_chunk_owner(p, chunk);
         const SsSegment<Bits64> s =
             ss_segment<Bits64>(p, list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j], count);
         const u64 q = chunk - reinterpret_cast<const u64*>(p.chunk_base)[j];
         u64 split = 0;
         if (width < s.size) {
-            const SsChunkRuns r = ss_chunk_runs(s.size, q, width);
+            const SsChunkRuns r = ss_chunk_runs<TILE>(s.size, q, width);
             const u64* a = src + s.begin + r.a0;
             split = ss_warp_merge_path(a, r.a_count, a + r.a_count, r.b_count, r.out0 - r.a0);
         }
@@ -459,8 +468,9 @@ __device__ __forceinline__ void ss_partition(const P& p, u64 count) {
 // interval is the chunk's own and both buffers hold it (a flag per chunk says whether they
 // differ); any other is merged in shared memory. A segment whose runs this pass joins into one
 // is written to the outputs.
-template <class Key, int VALUE_BYTES, class P>
+template <class Key, int VALUE_BYTES, u32 THREADS, class P>
 __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
+    constexpr u32 TILE = THREADS * SS_ITEMS;
     typedef typename Key::Bits Bits;
     const u64* plan = reinterpret_cast<const u64*>(p.plan);
     const u64 width = p.width;
@@ -484,7 +494,7 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
             continue;  // merged in an earlier pass
         }
         const u64 q = words[3] >> 1;
-        const SsChunkRuns r = ss_chunk_runs(s.size, q, width);
+        const SsChunkRuns r = ss_chunk_runs<TILE>(s.size, q, width);
         const bool final_pass = 2 * width >= s.size;
         // The chunk's part of A and of B: from its start on the merge path to the next chunk's
         // (or the end of the two runs).
@@ -516,7 +526,7 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
             if (stationary && !differs && !final_pass) {
                 continue;
             }
-            for (u64 x = t; x < total; x += 256) {
+            for (u64 x = t; x < total; x += THREADS) {
                 put(r.out0 + x, from[x]);
             }
             if (t == 0) {
@@ -530,7 +540,7 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
             dirty[chunk] = 1u;
         }
         // Both parts into shared memory, A's then B's, then ITEMS outputs a thread.
-        for (u64 x = t; x < total; x += 256) {
+        for (u64 x = t; x < total; x += THREADS) {
             shared[x] = x < from_a ? a[a_lo + x] : b[b_lo + (x - from_a)];
         }
         __syncthreads();
@@ -551,14 +561,14 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
         __syncthreads();
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
-            shared[SsSort::at(t, k)] = e[k];
+            shared[SsSort<THREADS>::at(t, k)] = e[k];
         }
         __syncthreads();
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
-            const u32 x = k * 256 + t;
+            const u32 x = k * THREADS + t;
             if (x < total) {
-                put(r.out0 + x, shared[SsSort::element(x)]);
+                put(r.out0 + x, shared[SsSort<THREADS>::element(x)]);
             }
         }
         __syncthreads();

@@ -93,12 +93,12 @@ __device__ __forceinline__ void ss_tile_sort(u64* ranks, u64* tags, u32 span) {
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES>
 __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
     typedef typename Key::Bits Bits;
-    static_assert(BLOCK_THREADS * SS_ITEMS == SS_BLOCK_TILE, "the register path's tile");
-    // The entries a block sorts in shared memory (TILE and SMALL: ranks, then tags), or the
-    // register path's exchanges.
-    constexpr u32 SHARED_WORDS =
-        2 * SS_TILE > SsSort::SHARED_WORDS ? 2 * SS_TILE : SsSort::SHARED_WORDS;
-    __shared__ u64 shared_words[SHARED_WORDS];
+    // The entries a tile sort holds in shared memory (TILE and SMALL: ranks, then tags); the
+    // register path's stages use dynamic shared memory (RegisterSort<BLOCK_THREADS,
+    // SS_ITEMS>::SHARED_WORDS words, sized at launch).
+    __shared__ u64 shared_words[2 * SS_TILE];
+    extern __shared__ __align__(16) unsigned char ss_dynamic[];
+    constexpr u32 REGISTER_TILE = BLOCK_THREADS * SS_ITEMS;
     u64* sort_ranks = shared_words;
     u64* sort_tags = shared_words + SS_TILE;
     u64* status = reinterpret_cast<u64*>(p.status);
@@ -147,7 +147,7 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
                 atomicAdd(&status[SS_STATUS_TOTAL], total);
             }
             if (p.flags & SS_CLASSES) {
-                ss_count_class(classes, size);
+                ss_count_class<REGISTER_TILE>(classes, size);
             }
         }
         if (p.flags & SS_CLASSES) {
@@ -161,13 +161,13 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
             return;
         }
         if (p.stage == SS_STAGE_PLACE) {
-            ss_place<Key, VALUE_BYTES>(p, count);
+            ss_place<Key, VALUE_BYTES, BLOCK_THREADS>(p, count);
         } else if (p.stage == SS_STAGE_BLOCK) {
-            ss_block<Key, VALUE_BYTES>(p, count, shared_words);
+            ss_block<Key, VALUE_BYTES, BLOCK_THREADS>(p, count, reinterpret_cast<u64*>(ss_dynamic));
         } else if (p.stage == SS_STAGE_PARTITION) {
-            ss_partition(p, count);
+            ss_partition<BLOCK_THREADS>(p, count);
         } else if (p.stage == SS_STAGE_RUNS) {
-            ss_runs<Key, VALUE_BYTES>(p, count, shared_words);
+            ss_runs<Key, VALUE_BYTES, BLOCK_THREADS>(p, count, reinterpret_cast<u64*>(ss_dynamic));
         }
         return;
     }
@@ -227,7 +227,7 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
                 status[SS_STATUS_TOTAL_BAD] = 1;
             }
             if ((p.flags & SS_CLASSES) && sizeof(Bits) <= 4) {
-                ss_plan(p);  // the classes' lists and batches
+                ss_plan<REGISTER_TILE>(p);  // the classes' lists and batches
             }
         }
         return;

@@ -6,6 +6,10 @@ use crate::codegen::device_constants;
 /// Threads per block.
 pub(crate) const BLOCK_THREADS: u32 = 256;
 
+/// Threads per block of the register path's wide kernel (a 16384-key tile), for segments longer
+/// than the narrow kernel's 4096-key tile.
+pub(crate) const WIDE_BLOCK_THREADS: u32 = 1024;
+
 device_constants! {
     /// The constants the segmented sort launcher and its kernel share.
     pub(crate) static SS_CONSTANTS;
@@ -42,14 +46,12 @@ device_constants! {
     pub(crate) const SS_TILE: u32 = 1024;
     /// Entries a thread holds in the register path's sort.
     pub(crate) const SS_ITEMS: u32 = 16;
-    /// Entries a block sorts in registers (BLOCK_THREADS * SS_ITEMS): the largest short
-    /// segment, and a long segment's chunk.
-    pub(crate) const SS_BLOCK_TILE: u32 = 4096;
     /// Words per chunk that PARTITION writes for RUNS: the chunk's start on the merge path,
     /// its segment's begin and size, its place in the segment (above the order bit).
     pub(crate) const SS_PARTITION_WORDS: u32 = 4;
-    /// The class of a long segment (short ones: 1 to 12, the log2 of their span).
-    pub(crate) const SS_LONG_CLASS: u32 = 13;
+    /// The class of a long segment (short ones: 1 to 14, the log2 of their span, up to the
+    /// wide kernel's 16384-key tile).
+    pub(crate) const SS_LONG_CLASS: u32 = 15;
 
     /// Plan word (register path): 16 counts, one per class.
     pub(crate) const SS_PLAN_COUNT: u32 = 0;

@@ -1,6 +1,6 @@
 //! The segmented sort family's table, parameter struct and specs.
 
-use super::constants::{BLOCK_THREADS, SS_CONSTANTS, SS_ITEMS, SS_TILE};
+use super::constants::{BLOCK_THREADS, SS_CONSTANTS, SS_ITEMS, SS_TILE, WIDE_BLOCK_THREADS};
 use crate::codegen::{kernel_params, FamilyTable, KernelParams, TemplateArg};
 use crate::radix::KeyType;
 use crate::{KernelFamily, KernelSpec, Tier, ValueType};
@@ -83,23 +83,19 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::BlockThreads,
         TemplateArg::Const("VALUE_BYTES"),
     ],
-    static_shared_bytes: |_| 8 * SHARED_WORDS + 5 * 8 + 16 * 4 + 2 * 8,
+    // The tile sort's ranks and tags (two u64 per entry), a merge pass's range and flags, the
+    // classification's block counters; the register path's entries are dynamic shared memory
+    // (`register_shared_bytes`).
+    static_shared_bytes: |_| 2 * 8 * u64::from(SS_TILE) + 5 * 8 + 16 * 4 + 2 * 8,
 };
 
-/// The u64 words of the shared array: the ranks and tags a tile sort holds (two u64 per entry),
-/// or the register sort's entries with a spare word after every 16
-/// (`RegisterSort::SHARED_WORDS`); besides it, a merge pass's range and flags and the
-/// classification's block counters.
-const SHARED_WORDS: u64 = {
-    let tile = 2 * SS_TILE as u64;
-    let entries = (BLOCK_THREADS * SS_ITEMS) as u64;
-    let rows = entries + entries / 16;
-    if tile > rows {
-        tile
-    } else {
-        rows
-    }
-};
+/// The dynamic shared memory of the register path's stages (BLOCK and RUNS) in a block of
+/// `threads`: its tile of u64 entries with a spare word after every 16
+/// (`RegisterSort::SHARED_WORDS`).
+pub(crate) fn register_shared_bytes(threads: u32) -> u32 {
+    let entries = threads * SS_ITEMS;
+    8 * (entries + entries / 16)
+}
 
 /// The value widths the family moves (0: keys only).
 pub(crate) const VALUE_WIDTHS: [u8; 5] = [0, 1, 2, 4, 8];
@@ -115,28 +111,55 @@ impl KernelSpec {
     /// assert_eq!(spec.to_string(), "oxicub::segmented_sort<oxicub::KeyI32, 256, 4>");
     /// ```
     pub fn segmented_sort(key: KeyType, value_bytes: u8) -> KernelSpec {
-        KernelSpec {
-            family: KernelFamily::SegmentedSort,
-            key,
-            value: (value_bytes != 0).then_some(ValueType::Opaque { bytes: value_bytes }),
-            direction: None,
-            tier: Tier::GridStride,
-            block_threads: BLOCK_THREADS,
-            consts: vec![("VALUE_BYTES", i64::from(value_bytes)), ("MIN_BLOCKS", 4)],
-        }
+        segmented_sort_spec(key, value_bytes, BLOCK_THREADS)
+    }
+
+    /// The `segmented_sort` kernel with blocks of 1024 threads, whose register path sorts tiles
+    /// of 16384 keys (139 KiB of dynamic shared memory, one block an SM): keys of at most 32
+    /// bits in segments longer than the 256-thread kernel's 4096-key tile.
+    ///
+    /// ```
+    /// use oxicub_kernels::{KernelSpec, KeyType};
+    ///
+    /// let spec = KernelSpec::segmented_sort_wide(KeyType::F32, 0);
+    /// assert_eq!(spec.to_string(), "oxicub::segmented_sort<oxicub::KeyF32, 1024, 0>");
+    /// ```
+    pub fn segmented_sort_wide(key: KeyType, value_bytes: u8) -> KernelSpec {
+        segmented_sort_spec(key, value_bytes, WIDE_BLOCK_THREADS)
     }
 }
 
-/// Every `segmented_sort` spec: each key type, each value width.
+/// A `segmented_sort` spec with blocks of `threads`: 64 registers a thread (four resident
+/// blocks of 256, or one of 1024), which the register sort's 16 entries a thread fit.
+fn segmented_sort_spec(key: KeyType, value_bytes: u8, threads: u32) -> KernelSpec {
+    KernelSpec {
+        family: KernelFamily::SegmentedSort,
+        key,
+        value: (value_bytes != 0).then_some(ValueType::Opaque { bytes: value_bytes }),
+        direction: None,
+        tier: Tier::GridStride,
+        block_threads: threads,
+        consts: vec![
+            ("VALUE_BYTES", i64::from(value_bytes)),
+            ("MIN_BLOCKS", i64::from(2048 / threads / 2)),
+        ],
+    }
+}
+
+/// Every `segmented_sort` spec: each key type, each value width; the wide kernel for keys of
+/// at most 32 bits (the register path's).
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::segmented_sort::specs().len(), 12 * 5);
+/// assert_eq!(oxicub_kernels::families::segmented_sort::specs().len(), 12 * 5 + 9 * 5);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = Vec::new();
     for key in KeyType::ALL {
         for bytes in VALUE_WIDTHS {
             specs.push(KernelSpec::segmented_sort(key, bytes));
+            if key.bits() <= 32 {
+                specs.push(KernelSpec::segmented_sort_wide(key, bytes));
+            }
         }
     }
     specs

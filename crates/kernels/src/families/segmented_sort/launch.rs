@@ -7,18 +7,19 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
 
 use super::call::{SegmentedSortPlan, SortLayout, SortStatus, SortTiles};
+use super::constants::{BLOCK_THREADS, WIDE_BLOCK_THREADS};
 use super::constants::{
-    SS_BLOCK_TILE, SS_CLASSES, SS_ORDER_PER_SEGMENT, SS_PARTITION_WORDS, SS_PLAN_WORDS,
-    SS_STAGE_BLOCK, SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE,
-    SS_STAGE_PARTITION, SS_STAGE_PLACE, SS_STAGE_RESOLVE, SS_STAGE_RUNS, SS_STAGE_SMALL,
-    SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS, SS_TILE,
-    SS_VALUES_INDEX,
+    SS_CLASSES, SS_ORDER_PER_SEGMENT, SS_PARTITION_WORDS, SS_PLAN_WORDS, SS_STAGE_BLOCK,
+    SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE, SS_STAGE_PARTITION,
+    SS_STAGE_PLACE, SS_STAGE_RESOLVE, SS_STAGE_RUNS, SS_STAGE_SMALL, SS_STAGE_TILE, SS_STAGE_WRITE,
+    SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS, SS_TILE, SS_VALUES_INDEX,
 };
-use super::kernels::SegmentedSortParams;
-use super::plan::{merge_widths, sort_path, SortPath};
+use super::kernels::{register_shared_bytes, SegmentedSortParams};
+use super::plan::{merge_widths, register_tile, sort_path, SortPath};
 use crate::families::scratch::{alloc_uninit, alloc_zeroed};
 use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
 use crate::radix::RadixKey;
+use crate::runtime::LaunchOrder;
 use crate::segments::{
     SegmentedStatus, SEGMENT_COUNT_DEFERRED, SEGMENT_DESC_WORDS, SEGMENT_OFFSETS,
     SEGMENT_SIZES_PER_SEGMENT,
@@ -120,8 +121,6 @@ pub fn segmented_sort<K: RadixKey, V>(
         flags |= SS_VALUES_INDEX;
     }
 
-    let spec = KernelSpec::segmented_sort(K::KEY_TYPE, value_bytes);
-    let kernel = runtime.kernel(&spec)?;
     let mut status = alloc_zeroed::<u64>(runtime, stream, "status", SS_STATUS_WORDS.into())?;
     // Sized by the count's bound (a size the device cannot hold is refused by the allocation).
     let descriptor_words = max_segments
@@ -141,10 +140,25 @@ pub fn segmented_sort<K: RadixKey, V>(
     };
     let largest = largest.min(n);
     let path = sort_path(K::KEY_TYPE.bits(), largest, uniform);
-    let classes = path == SortPath::RegisterClasses;
+    // The register path's block: its threads, its tile of keys, its dynamic shared memory.
+    let threads = match path {
+        SortPath::RegisterUniform { threads, .. } | SortPath::RegisterClasses { threads } => {
+            threads
+        }
+        _ => BLOCK_THREADS,
+    };
+    let block_tile = register_tile(threads);
+    let register_shared = register_shared_bytes(threads);
+    let classes = matches!(path, SortPath::RegisterClasses { .. });
     if classes {
         flags |= SS_CLASSES;
     }
+    let spec = if threads == WIDE_BLOCK_THREADS {
+        KernelSpec::segmented_sort_wide(K::KEY_TYPE, value_bytes)
+    } else {
+        KernelSpec::segmented_sort(K::KEY_TYPE, value_bytes)
+    };
+    let kernel = runtime.kernel(&spec)?;
     let mergesort = path == SortPath::Mergesort;
     // The mergesort's scratch: a word per position for the segment starts, two buffers of
     // ranks and of positions, a flag per tile.
@@ -156,8 +170,11 @@ pub fn segmented_sort<K: RadixKey, V>(
     let mut ranks = unsafe { alloc_uninit::<u64>(runtime, stream, "ranks", 2 * words) }?;
     let mut positions = unsafe { alloc_uninit::<u64>(runtime, stream, "positions", 2 * words) }?;
     let (tiles, widths) = match path {
-        SortPath::Mergesort => (n.div_ceil(u64::from(SS_TILE)), merge_widths(SS_TILE, n)),
-        SortPath::RegisterClasses => (0, merge_widths(SS_BLOCK_TILE, largest)),
+        SortPath::Mergesort => (
+            n.div_ceil(u64::from(SS_TILE)),
+            merge_widths(u64::from(SS_TILE), n),
+        ),
+        SortPath::RegisterClasses { .. } => (0, merge_widths(block_tile, largest)),
         _ => (0, Vec::new()),
     };
     // Two words per merge pass; the register path's tile and pass counts after them.
@@ -165,9 +182,8 @@ pub fn segmented_sort<K: RadixKey, V>(
         alloc_zeroed::<u64>(runtime, stream, "statistics", 2 * widths.len() as u64 + 2)?;
 
     // The register path's classes: the plan words, a place per segment, a first chunk per
-    // long segment (above SS_BLOCK_TILE keys, so at most n / (SS_BLOCK_TILE + 1) of them), two
-    // words per chunk, and two buffers of entries for the long segments.
-    let block_tile = u64::from(SS_BLOCK_TILE);
+    // long segment (above a tile, so at most n / (tile + 1) of them), SS_PARTITION_WORDS words
+    // per chunk, and two buffers of entries for the long segments.
     let (list_words, longs, chunks, entry_words) = if classes {
         let longs = (n / (block_tile + 1)).min(max_segments) + 1;
         let entries = if largest > block_tile { 2 * n } else { 1 };
@@ -286,23 +302,30 @@ pub fn segmented_sort<K: RadixKey, V>(
         tiles,
     };
     // A persistent grid of blocks that each take one batch, chunk or tile at a time.
-    let block_items = |items: u64| runtime.grid_blocks(&kernel, items.saturating_mul(256), 1);
+    let block_items =
+        |items: u64| runtime.grid_blocks(&kernel, items.saturating_mul(u64::from(threads)), 1);
+    // BLOCK and RUNS hold a tile of entries in dynamic shared memory.
+    let launch_tiles = |grid: u32, params: SegmentedSortParams| {
+        runtime.launch_with_shared(
+            stream,
+            &kernel,
+            grid,
+            register_shared,
+            params,
+            LaunchOrder::AfterCompletion,
+        )
+    };
     match path {
-        SortPath::RegisterUniform { span } => {
+        SortPath::RegisterUniform { span, .. } => {
             let batches = max_segments.div_ceil(block_tile / span);
-            runtime.launch(
-                stream,
-                &kernel,
-                block_items(batches),
-                with_width(SS_STAGE_BLOCK, span),
-            )?;
+            launch_tiles(block_items(batches), with_width(SS_STAGE_BLOCK, span))?;
             drop(guards);
             return Ok(status_of(status, statistics, 0, SortTiles::Host(0)));
         }
-        SortPath::RegisterClasses => {
+        SortPath::RegisterClasses { .. } => {
             runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_PLACE))?;
             let items = max_segments.saturating_add(chunks);
-            runtime.launch(stream, &kernel, block_items(items), stage(SS_STAGE_BLOCK))?;
+            launch_tiles(block_items(items), stage(SS_STAGE_BLOCK))?;
             // PARTITION: a warp per chunk.
             let over_chunks = runtime.grid_blocks(&kernel, chunks.saturating_mul(32), 1);
             for (pass, &width) in widths.iter().enumerate() {
@@ -317,7 +340,7 @@ pub fn segmented_sort<K: RadixKey, V>(
                     pass: pass as u32,
                     ..with_width(SS_STAGE_RUNS, width)
                 };
-                runtime.launch(stream, &kernel, block_items(chunks), merge)?;
+                launch_tiles(block_items(chunks), merge)?;
             }
             drop(guards);
             let passes = widths.len();
