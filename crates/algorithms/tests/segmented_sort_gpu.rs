@@ -430,6 +430,96 @@ fn long_segments_around_every_chunk_and_pass_boundary() {
     same("long bf16 ties", &cuda, &halves, &begin, &end, &orders, n);
 }
 
+/// The in-place forms on device buffers equal the host's: a long segment (merge passes) among
+/// short ones, keys and pairs, and the locality sort.
+#[test]
+fn in_place_sorts_on_the_device_equal_the_host() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let mut rng = SplitMix64::new(90);
+    let (mut begin, mut end) = (vec![], vec![]);
+    let mut at = 0i64;
+    for i in 0..400 {
+        at += (rng.next_u64() % 2) as i64;
+        let size = if i == 200 {
+            50_000
+        } else {
+            (rng.next_u64() % 700) as i64
+        };
+        begin.push(at);
+        end.push(at + size);
+        at += size;
+    }
+    let keys: Vec<f32> = tied_keys(at as usize + 3, 91);
+    let values: Vec<u64> = (0..keys.len() as u64).map(|v| v * 3).collect();
+    let problem = Problem::offsets(
+        &begin[..],
+        &end[..],
+        segment_size::PerSegment::<()>::new(()),
+        order::Ascending,
+        num_segments::uniform(begin.len() as i64).expect("count"),
+    );
+    let (mut host_keys, mut host_values) = (keys.clone(), values.clone());
+    segmented_sort::sort_pairs_in_place(
+        &Host::new(),
+        &problem,
+        &mut host_keys[..],
+        &mut host_values[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("host");
+    let (device_begin, device_end) = (
+        cuda.upload(&begin).expect("upload"),
+        cuda.upload(&end).expect("upload"),
+    );
+    let device_problem = Problem::offsets(
+        device_begin.as_view(),
+        device_end.as_view(),
+        segment_size::PerSegment::<()>::new(()),
+        order::Ascending,
+        num_segments::uniform(begin.len() as i64).expect("count"),
+    );
+    let mut device_keys = cuda.upload_keys(&keys).expect("upload");
+    let mut device_values = cuda.upload(&values).expect("upload");
+    segmented_sort::sort_pairs_in_place(
+        &cuda,
+        &device_problem,
+        device_keys.as_view_mut(),
+        device_values.as_view_mut(),
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("device");
+    assert_eq!(
+        bits(&cuda.download_keys(&device_keys).expect("download")),
+        bits(&host_keys),
+        "keys"
+    );
+    assert_eq!(
+        cuda.download(&device_values.as_view()).expect("download"),
+        host_values,
+        "values"
+    );
+    let mut whole = cuda.upload_keys(&keys).expect("upload");
+    locality_sort::sort_keys_in_place(&cuda, &order::Descending, whole.as_view_mut(), &Env::new())
+        .and_then(Pending::check)
+        .expect("locality");
+    let mut expected = keys.clone();
+    locality_sort::sort_keys_in_place(
+        &Host::new(),
+        &order::Descending,
+        &mut expected[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("host locality");
+    assert_eq!(
+        bits(&cuda.download_keys(&whole).expect("download")),
+        bits(&expected),
+        "locality"
+    );
+}
+
 /// Rows of a matrix, descending (torch.sort(x, descending=True, stable=True) over the last
 /// dimension), with per-row sizes and pairs.
 #[test]

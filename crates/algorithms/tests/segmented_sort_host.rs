@@ -410,3 +410,66 @@ fn bad_inputs_are_typed_errors() {
         "{err}"
     );
 }
+
+/// The in-place forms equal the sorts into second buffers: segments with gaps (untouched
+/// positions keep their keys), pairs, and the locality sort.
+#[test]
+fn in_place_sorts_equal_the_sorts_into_second_buffers() {
+    let mut rng = SplitMix64::new(77);
+    let (mut begin, mut end) = (vec![], vec![]);
+    let mut at = 0i64;
+    for _ in 0..200 {
+        at += (rng.next_u64() % 3) as i64;
+        let size = (rng.next_u64() % 300) as i64;
+        begin.push(at);
+        end.push(at + size);
+        at += size;
+    }
+    let keys: Vec<i32> = sample_keys(at as usize + 2, 78);
+    let values: Vec<u32> = (0..keys.len() as u32).collect();
+    let problem = Problem::offsets(
+        &begin[..],
+        &end[..],
+        segment_size::PerSegment::<()>::new(()),
+        order::Descending,
+        num_segments::uniform(begin.len() as i64).expect("count"),
+    );
+    let host = Host::new();
+    // Into second buffers that start as copies of the input (positions outside every segment
+    // keep their keys, as in place).
+    let (mut out, mut out_values) = (keys.clone(), values.clone());
+    segmented_sort::sort_pairs(
+        &host,
+        &problem,
+        &keys[..],
+        &values[..],
+        &mut out[..],
+        &mut out_values[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("sort");
+    let (mut in_place, mut in_place_values) = (keys.clone(), values.clone());
+    segmented_sort::sort_pairs_in_place(
+        &host,
+        &problem,
+        &mut in_place[..],
+        &mut in_place_values[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("in place");
+    assert_eq!((&in_place, &in_place_values), (&out, &out_values));
+    let mut keys_only = keys.clone();
+    segmented_sort::sort_keys_in_place(&host, &problem, &mut keys_only[..], &Env::new())
+        .and_then(Pending::check)
+        .expect("keys in place");
+    assert_eq!(keys_only, out);
+    let mut whole = keys.clone();
+    locality_sort::sort_keys_in_place(&host, &order::Ascending, &mut whole[..], &Env::new())
+        .and_then(Pending::check)
+        .expect("locality in place");
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(whole, sorted);
+}

@@ -106,3 +106,56 @@ where
     let problem = whole(keys.len(), *order)?;
     segmented_sort::sort_pairs(backend, &problem, keys, values, out_keys, out_values, env)
 }
+
+/// [`sort_keys`] in place (the backend sorts from a copy of the keys:
+/// [`segmented_sort::sort_keys_in_place`]).
+///
+/// ```
+/// use oxicub_algorithms::{locality_sort, Host};
+/// use oxicub_params::order;
+///
+/// let mut keys = [1u32, 0, 2, 4, 3];
+/// locality_sort::sort_keys_in_place(&Host::new(), &order::Ascending, &mut keys[..], &oxicub_env::Env::new())?
+///     .check()?;
+/// assert_eq!(keys, [0, 1, 2, 3, 4]);
+/// # Ok::<(), oxicub_algorithms::Error>(())
+/// ```
+pub fn sort_keys_in_place<B, K, O, E>(
+    backend: &B,
+    order: &O,
+    keys: B::SliceMut<'_, K>,
+    env: &E,
+) -> Result<Pending<MergeStatistics>, Error>
+where
+    B: SegmentedSortBackend,
+    K: RadixKey,
+    O: DiscreteParamFor<SortOrder> + DiscreteParam<Option = SortOrder> + ChoicesOn<B> + Copy,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
+    let problem = whole(keys.len(), *order)?;
+    segmented_sort::sort_keys_in_place(backend, &problem, keys, env)
+}
+
+/// [`sort_pairs`] in place (the backend sorts from a copy of the keys and values:
+/// [`segmented_sort::sort_pairs_in_place`]).
+pub fn sort_pairs_in_place<B, K, V, O, E>(
+    backend: &B,
+    order: &O,
+    keys: B::SliceMut<'_, K>,
+    values: B::SliceMut<'_, V>,
+    env: &E,
+) -> Result<Pending<MergeStatistics>, Error>
+where
+    B: SegmentedSortBackend,
+    K: RadixKey,
+    V: DeviceValue,
+    O: DiscreteParamFor<SortOrder> + DiscreteParam<Option = SortOrder> + ChoicesOn<B> + Copy,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
+    let problem = whole(keys.len(), *order)?;
+    segmented_sort::sort_pairs_in_place(backend, &problem, keys, values, env)
+}

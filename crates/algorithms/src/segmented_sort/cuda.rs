@@ -11,10 +11,11 @@ use oxicub_kernels::families::{HostOrDevice, SelectedValues};
 use oxicub_kernels::segments::VIOLATION_OPTION_NOT_COMPILED;
 use oxicub_params::SortOrder;
 
-use super::host::order_not_compiled;
+use super::host::{in_place_on_host, order_not_compiled};
 use super::{MergePass, MergeStatistics, SegmentedSortBackend};
 use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceValue};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
+use crate::error::driver_error;
 use crate::radix::RadixKey;
 use crate::sealed::Token;
 use crate::segments::cuda::{
@@ -130,6 +131,43 @@ impl SegmentedSortBackend for Cuda {
     ) -> Result<Pending<MergeStatistics>, Error> {
         run(self, request, args, keys, values, out_keys, out_values)
     }
+
+    fn segmented_sort_in_place_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        keys: CudaViewMut<'_, K>,
+        values: Option<CudaViewMut<'_, V>>,
+    ) -> Result<Pending<MergeStatistics>, Error> {
+        // The copies (at least one element each: the device allocates no empty buffers) live
+        // until the launches are queued; they are freed in stream order.
+        let stream = self.stream();
+        let mut input = self.alloc_keys::<K>(keys.len().max(1))?;
+        let mut input_all = input.as_view_mut();
+        let mut input_view = input_all.slice_mut(..keys.len());
+        stream
+            .memcpy_dtod(&keys.as_view(), &mut input_view)
+            .map_err(driver_error("cuMemcpyDtoDAsync"))?;
+        let input_values = match &values {
+            Some(values) => {
+                let mut copy = self.alloc_values::<V>(values.len().max(1))?;
+                let mut all = copy.as_view_mut();
+                let mut view = all.slice_mut(..values.len());
+                stream
+                    .memcpy_dtod(&values.as_view(), &mut view)
+                    .map_err(driver_error("cuMemcpyDtoDAsync"))?;
+                Some(copy)
+            }
+            None => None,
+        };
+        let values_in = match &input_values {
+            Some(copy) => ValuesIn::Copy(copy.as_view().slice(..keys.len())),
+            None => ValuesIn::None,
+        };
+        let input_keys = input.as_view().slice(..keys.len());
+        self.segmented_sort_checked(token, request, args, input_keys, values_in, keys, values)
+    }
 }
 
 /// On CUDA, [`AnyBackend`] runs on device copies of the inputs and outputs
@@ -171,5 +209,18 @@ impl SegmentedSortBackend for AnyBackend {
             out_values,
             |keys, values, out, out_v| run(cuda, request, device_args, keys, values, out, out_v),
         )
+    }
+
+    fn segmented_sort_in_place_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        keys: &mut [K],
+        values: Option<&mut [V]>,
+    ) -> Result<Pending<MergeStatistics>, Error> {
+        in_place_on_host(keys, values, |input, input_values, keys, values| {
+            self.segmented_sort_checked(token, request, args, input, input_values, keys, values)
+        })
     }
 }

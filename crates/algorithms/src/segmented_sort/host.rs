@@ -152,4 +152,33 @@ impl SegmentedSortBackend for Host {
         let outcome = run(request, &args, keys, values, out_keys, out_values);
         Ok(outcome.map(|()| MergeStatistics::default()))
     }
+
+    fn segmented_sort_in_place_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        keys: &mut [K],
+        values: Option<&mut [V]>,
+    ) -> Result<Pending<MergeStatistics>, Error> {
+        in_place_on_host(keys, values, |input, input_values, keys, values| {
+            self.segmented_sort_checked(token, request, args, input, input_values, keys, values)
+        })
+    }
+}
+
+/// Runs `sort` from copies of `keys` and `values` into them (the in-place forms on host slices:
+/// [`Host`] and [`AnyBackend`](crate::AnyBackend)).
+pub(super) fn in_place_on_host<K: Copy, V: Copy, R>(
+    keys: &mut [K],
+    values: Option<&mut [V]>,
+    sort: impl FnOnce(&[K], ValuesIn<&[V], V>, &mut [K], Option<&mut [V]>) -> R,
+) -> R {
+    let input = keys.to_vec();
+    let input_values = values.as_deref().map(<[V]>::to_vec);
+    let values_in = match &input_values {
+        Some(copy) => ValuesIn::Copy(&copy[..]),
+        None => ValuesIn::None,
+    };
+    sort(&input, values_in, keys, values)
 }

@@ -121,6 +121,18 @@ pub trait SegmentedSortBackend: Backend {
         out_keys: Self::SliceMut<'_, K>,
         out_values: Option<Self::SliceMut<'_, V>>,
     ) -> Result<Pending<MergeStatistics>, Error>;
+
+    /// Segmented sort in place after the front check: the keys (and values) are copied first,
+    /// then sorted from the copy into the caller's buffers.
+    #[doc(hidden)]
+    fn segmented_sort_in_place_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        keys: Self::SliceMut<'_, K>,
+        values: Option<Self::SliceMut<'_, V>>,
+    ) -> Result<Pending<MergeStatistics>, Error>;
 }
 
 /// What a segmented sort sorts: the segments and the order of each.
@@ -358,4 +370,87 @@ where
         out_keys,
         Some(out_indices),
     )
+}
+
+/// [`sort_keys`] in place: each segment of `keys` sorted where it lies. The backend copies the
+/// keys first (on the device: one device-to-device copy on the stream, into memory it frees in
+/// stream order) and sorts from the copy, so the call costs one more read and write of the
+/// keys than [`sort_keys`] into a second buffer.
+///
+/// ```
+/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
+/// use oxicub_env::Env;
+/// use oxicub_params::{num_segments, order, segment_size};
+///
+/// let mut keys = [3i32, 1, 2, /**/ 9, -4, 0];
+/// let rows = Problem::strided(3, segment_size::Static::<3>::new(), order::Ascending, num_segments::uniform(2)?);
+/// segmented_sort::sort_keys_in_place(&Host::new(), &rows, &mut keys[..], &Env::new())?.check()?;
+/// assert_eq!(keys, [1, 2, 3, /**/ -4, 0, 9]);
+/// # Ok::<(), oxicub_algorithms::Error>(())
+/// ```
+pub fn sort_keys_in_place<B, K, P, E>(
+    backend: &B,
+    problem: &P,
+    keys: B::SliceMut<'_, K>,
+    env: &E,
+) -> Result<Pending<MergeStatistics>, Error>
+where
+    B: SegmentedSortBackend,
+    K: RadixKey,
+    P: ProblemOn<B>,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
+    let outputs = [("keys", keys.len())];
+    let buffers = SortBuffers {
+        keys: keys.len(),
+        values: None,
+        index_limit: None,
+        outputs: &outputs,
+    };
+    let (request, args) = problem.checked(Token::new(), buffers, env)?;
+    backend.segmented_sort_in_place_checked::<K, u32>(Token::new(), &request, args, keys, None)
+}
+
+/// [`sort_pairs`] in place: each segment of `keys` sorted where it lies, `values` moved with
+/// them. As [`sort_keys_in_place`], the backend sorts from a copy of both.
+///
+/// ```
+/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
+/// use oxicub_env::Env;
+/// use oxicub_params::{num_segments, order, segment_size};
+///
+/// let (mut keys, mut tokens) = ([0.5f32, 0.9, 0.9, 0.1], [10u16, 11, 12, 13]);
+/// let rows = Problem::strided(4, segment_size::Static::<4>::new(), order::Descending, num_segments::uniform(1)?);
+/// segmented_sort::sort_pairs_in_place(&Host::new(), &rows, &mut keys[..], &mut tokens[..], &Env::new())?.check()?;
+/// assert_eq!((keys, tokens), ([0.9, 0.9, 0.5, 0.1], [11, 12, 10, 13]));
+/// # Ok::<(), oxicub_algorithms::Error>(())
+/// ```
+pub fn sort_pairs_in_place<B, K, V, P, E>(
+    backend: &B,
+    problem: &P,
+    keys: B::SliceMut<'_, K>,
+    values: B::SliceMut<'_, V>,
+    env: &E,
+) -> Result<Pending<MergeStatistics>, Error>
+where
+    B: SegmentedSortBackend,
+    K: RadixKey,
+    V: DeviceValue,
+    P: ProblemOn<B>,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
+    check_sort_value_width::<V>();
+    let outputs = [("keys", keys.len()), ("values", values.len())];
+    let buffers = SortBuffers {
+        keys: keys.len(),
+        values: Some(values.len()),
+        index_limit: None,
+        outputs: &outputs,
+    };
+    let (request, args) = problem.checked(Token::new(), buffers, env)?;
+    backend.segmented_sort_in_place_checked(Token::new(), &request, args, keys, Some(values))
 }
