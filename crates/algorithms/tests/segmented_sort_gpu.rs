@@ -520,6 +520,164 @@ fn in_place_sorts_on_the_device_equal_the_host() {
     );
 }
 
+/// `sort_keys` (keys only: the register path sorts bare ranks unless a NaN is in the tile) on
+/// the host and on the GPU over the same offsets and per-segment orders, compared bit for bit,
+/// and over strided rows of one size (the classes skipped).
+fn same_keys<K: RefKey>(
+    what: &str,
+    cuda: &Cuda,
+    keys: &[K],
+    begin: &[i64],
+    end: &[i64],
+    orders: &[u8],
+) {
+    let count = || num_segments::uniform(begin.len() as i64).expect("count");
+    let sizes = || segment_size::PerSegment::<()>::new(());
+    let mut host = vec![poison::<K>(); keys.len()];
+    segmented_sort::sort_keys(
+        &Host::new(),
+        &Problem::offsets(
+            begin,
+            end,
+            sizes(),
+            order::PerSegment::<_>::new(orders),
+            count(),
+        ),
+        keys,
+        &mut host[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("host");
+    let (device_begin, device_end) = (
+        cuda.upload(begin).expect("up"),
+        cuda.upload(end).expect("up"),
+    );
+    let device_orders = cuda.upload(orders).expect("up");
+    let device_keys = cuda.upload_keys(keys).expect("upload");
+    let mut out = cuda
+        .upload_keys(&vec![poison::<K>(); keys.len()])
+        .expect("poison");
+    segmented_sort::sort_keys(
+        cuda,
+        &Problem::offsets(
+            device_begin.as_view(),
+            device_end.as_view(),
+            sizes(),
+            order::PerSegment::<_>::new(device_orders.as_view()),
+            count(),
+        ),
+        device_keys.as_view(),
+        out.as_view_mut(),
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("gpu");
+    let gpu = bits(&cuda.download_keys(&out).expect("download"));
+    let host = bits(&host);
+    if let Some(j) = (0..keys.len()).find(|&j| gpu[j] != host[j]) {
+        panic!(
+            "{what}: position {j}: gpu {:#x} host {:#x}",
+            gpu[j], host[j]
+        );
+    }
+}
+
+/// Keys-only sorts of every key type: random segments of every short class and a few long
+/// ones, both orders, random keys, tied keys, and NaN in some tiles only (the tiles with a NaN
+/// take the entries with indices, the others bare ranks); strided rows of one size.
+#[test]
+fn keys_only_sorts_every_key_type() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn each<K: RefKey>(cuda: &Cuda, seed: u64) {
+        let mut rng = SplitMix64::new(seed);
+        let (begin, end, orders, len) = random_segments(&mut rng, 600, 9000);
+        let what = format!("{} seed {seed}", K::KEY_TYPE);
+        same_keys(
+            &what,
+            cuda,
+            &sample_keys::<K>(len, seed),
+            &begin,
+            &end,
+            &orders,
+        );
+        same_keys(
+            &format!("{what} ties"),
+            cuda,
+            &tied_keys::<K>(len, seed + 1),
+            &begin,
+            &end,
+            &orders,
+        );
+    }
+    for seed in 0..2 {
+        each::<u8>(&cuda, seed);
+        each::<i16>(&cuda, seed);
+        each::<u32>(&cuda, seed);
+        each::<i32>(&cuda, seed);
+        each::<half::f16>(&cuda, seed);
+        each::<half::bf16>(&cuda, seed);
+        each::<f32>(&cuda, seed);
+        each::<u64>(&cuda, seed);
+    }
+    // NaN (either sign, any payload) in a few segments only.
+    let mut rng = SplitMix64::new(5);
+    let (begin, end, orders, len) = random_segments(&mut rng, 600, 3000);
+    let mut keys: Vec<f32> = sample_keys(len, 6);
+    for (i, key) in keys.iter_mut().enumerate().take(len / 2) {
+        if i % 97 == 0 {
+            *key = f32::from_bits(0x7fc0_0000 | (i as u32 & 0xff));
+        } else if i % 89 == 0 {
+            *key = f32::from_bits(0xffc0_0001 + i as u32 % 7);
+        }
+    }
+    same_keys("f32 some NaN", &cuda, &keys, &begin, &end, &orders);
+    // Strided rows of one size: every span, ascending.
+    for (rows, cols) in [
+        (3000usize, 1usize),
+        (999, 7),
+        (300, 64),
+        (64, 1000),
+        (8, 4096),
+        (5, 5000),
+        (3, 16384),
+    ] {
+        let keys: Vec<f32> = sample_keys(rows * cols, cols as u64);
+        let problem = Problem::strided(
+            cols,
+            segment_size::uniform(cols as i64).expect("cols"),
+            order::Ascending,
+            num_segments::uniform(rows as i64).expect("rows"),
+        );
+        let mut host = vec![0f32; keys.len()];
+        segmented_sort::sort_keys(
+            &Host::new(),
+            &problem,
+            &keys[..],
+            &mut host[..],
+            &Env::new(),
+        )
+        .and_then(Pending::check)
+        .expect("host");
+        let device_keys = cuda.upload(&keys).expect("upload");
+        let mut out = cuda.upload(&vec![f32::NAN; keys.len()]).expect("poison");
+        segmented_sort::sort_keys(
+            &cuda,
+            &problem,
+            device_keys.as_view(),
+            out.as_view_mut(),
+            &Env::new(),
+        )
+        .and_then(Pending::check)
+        .expect("gpu");
+        assert_eq!(
+            bits(&cuda.download(&out.as_view()).expect("download")),
+            bits(&host),
+            "[{rows}x{cols}]"
+        );
+    }
+}
+
 /// Rows of a matrix, descending (torch.sort(x, descending=True, stable=True) over the last
 /// dimension), with per-row sizes and pairs.
 #[test]

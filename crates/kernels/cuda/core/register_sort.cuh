@@ -1,16 +1,20 @@
-// oxicub core: a block sort of u64 entries held in registers, each run of a power-of-two `span`
+// oxicub core: a block sort of entries (u64, or u32) held in registers, each run of a
+// power-of-two `span`
 // sorted ascending on its own (docs/design/segmented_sort.md, "GPU: register path"). Entry k of
 // thread t is element t * ITEMS + k of the block's tile (a blocked arrangement): a bitonic
 // network sorts each thread's ITEMS in registers, then merge rounds through shared memory
 // double the sorted runs (n log n work, where a bitonic network across threads is n log^2 n).
-// An entry packs its tie-break into its low bits, so the order is total and the sort stable.
+// A u64 entry packs its tie-break into its low bits, so the order is total and the sort stable;
+// u32 entries are bare ranks, for sorts where equal ranks are indistinguishable.
 namespace oxicub {
 
-template <u32 THREADS, u32 ITEMS>
+template <u32 THREADS, u32 ITEMS, class T = u64>
 struct RegisterSort {
     static constexpr u32 TILE = THREADS * ITEMS;
-    // The shared words the sort and the exchanges use.
+    // The shared entries the sort and the exchanges use.
     static constexpr u32 SHARED_WORDS = TILE + TILE / 16;
+    // Above every entry: the padding of a run.
+    static constexpr T PAD = (T)~(T)0;
 
     // The shared word of element i: one spare word after every 16 keeps a warp's stores of
     // t * ITEMS + k (a stride of ITEMS words) and its reads of consecutive elements off a
@@ -19,16 +23,16 @@ struct RegisterSort {
     // The shared word of element t * ITEMS + k.
     __device__ __forceinline__ static u32 at(u32 t, u32 k) { return element(t * ITEMS + k); }
 
-    __device__ __forceinline__ static void order(u64& low, u64& high) {
-        const u64 a = low;
-        const u64 b = high;
+    __device__ __forceinline__ static void order(T& low, T& high) {
+        const T a = low;
+        const T b = high;
         low = a < b ? a : b;
         high = a < b ? b : a;
     }
 
     // Element i against i ^ (S - 1), both in this thread (S <= ITEMS).
     template <u32 S>
-    __device__ __forceinline__ static void flip_in_thread(u64 (&e)[ITEMS]) {
+    __device__ __forceinline__ static void flip_in_thread(T (&e)[ITEMS]) {
 #pragma unroll
         for (u32 k = 0; k < ITEMS; ++k) {
             const u32 partner = k ^ (S - 1u);
@@ -40,7 +44,7 @@ struct RegisterSort {
 
     // Element i against i ^ H, both in this thread (H < ITEMS).
     template <u32 H>
-    __device__ __forceinline__ static void half_in_thread(u64 (&e)[ITEMS]) {
+    __device__ __forceinline__ static void half_in_thread(T (&e)[ITEMS]) {
 #pragma unroll
         for (u32 k = 0; k < ITEMS; ++k) {
             if ((k & H) == 0) {
@@ -51,7 +55,7 @@ struct RegisterSort {
 
     // Each run of `span` (up to ITEMS) of this thread's entries sorted: the bitonic merges of
     // runs of 2, 4, ... (a flip, then half-cleaners), all within the thread.
-    __device__ __forceinline__ static void sort_in_thread(u64 (&e)[ITEMS], u32 span) {
+    __device__ __forceinline__ static void sort_in_thread(T (&e)[ITEMS], u32 span) {
         // Unrolled per size: register indices must be compile-time constants.
         if (span >= 2) {
             flip_in_thread<2>(e);
@@ -76,7 +80,7 @@ struct RegisterSort {
     // One merge round: the sorted runs of `width` elements (at least ITEMS) merged pairwise,
     // each thread producing its ITEMS outputs from the merge path of its pair of runs in shared
     // memory. Equal entries (only the padding) take A's first.
-    __device__ __forceinline__ static void merge_round(u64 (&e)[ITEMS], u64* shared, u32 width) {
+    __device__ __forceinline__ static void merge_round(T (&e)[ITEMS], T* shared, u32 width) {
         const u32 t = threadIdx.x;
         // Runs that a warp holds whole (its 32 * ITEMS elements) merge within the warp: only
         // its lanes read what it wrote.
@@ -111,18 +115,18 @@ struct RegisterSort {
         }
         u32 ai = lo;
         u32 bi = diag - lo;
-        u64 a = ai < width ? shared[element(a0 + ai)] : ~0ull;
-        u64 b = bi < width ? shared[element(b0 + bi)] : ~0ull;
+        T a = ai < width ? shared[element(a0 + ai)] : PAD;
+        T b = bi < width ? shared[element(b0 + bi)] : PAD;
 #pragma unroll
         for (u32 k = 0; k < ITEMS; ++k) {
             const bool take_a = bi >= width || (ai < width && a <= b);
             e[k] = take_a ? a : b;
             if (take_a) {
                 ++ai;
-                a = ai < width ? shared[element(a0 + ai)] : ~0ull;
+                a = ai < width ? shared[element(a0 + ai)] : PAD;
             } else {
                 ++bi;
-                b = bi < width ? shared[element(b0 + bi)] : ~0ull;
+                b = bi < width ? shared[element(b0 + bi)] : PAD;
             }
         }
     }
@@ -131,7 +135,7 @@ struct RegisterSort {
     // ITEMS (or each run within them) in registers, then merge rounds. Every thread of the
     // block calls it with the same span; `shared` holds SHARED_WORDS words, and the caller
     // synchronises before its next use of them.
-    __device__ __forceinline__ static void sort(u64 (&e)[ITEMS], u64* shared, u32 span) {
+    __device__ __forceinline__ static void sort(T (&e)[ITEMS], T* shared, u32 span) {
         static_assert(ITEMS >= 2 && ITEMS <= 16 && (ITEMS & (ITEMS - 1)) == 0,
                       "ITEMS is a power of two from 2 to 16");
         static_assert(THREADS % 32 == 0, "whole warps");

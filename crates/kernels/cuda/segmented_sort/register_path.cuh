@@ -317,9 +317,57 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
         // A thread's entries lie in one run when span >= SS_ITEMS, else in SS_ITEMS / span
         // runs of consecutive items: each run's segment is read once.
         const u32 span_log = (u32)__ffs((int)span) - 1u;
-        u64 e[SS_ITEMS];
         SsSegment<Bits> s = {0, 0, (Bits)0};
         u32 current = ~0u;
+        if (VALUE_BYTES == 0 && !chunk) {
+            // Keys only, whole segments: equal ranks are equal keys, so bare 32-bit ranks sort
+            // them (half the registers, shared memory and compares of the entries), unless a
+            // NaN is in the tile (its bits must come back in input order: the entries below).
+            u32 ranks[SS_ITEMS];
+            bool nan = false;
+#pragma unroll
+            for (u32 k = 0; k < SS_ITEMS; ++k) {
+                u32 r;
+                const u32 local = SsSort<THREADS>::striped(t, k, span_log, &r);
+                if (r != current) {
+                    s = run_segment(r);
+                    current = r;
+                }
+                const Bits code = local < s.size ? Key::to_radix(keys[s.begin + local]) : (Bits)0;
+                nan |= Key::KEY_KIND == KIND_FLOAT && local < s.size && code == Key::ALL_ONES;
+                ranks[k] = local < s.size ? (u32)(Bits)(code ^ s.flip) : RegisterSort<THREADS, SS_ITEMS, u32>::PAD;
+            }
+            if (Key::KEY_KIND != KIND_FLOAT || !__syncthreads_or(nan)) {
+                typedef RegisterSort<THREADS, SS_ITEMS, u32> RankSort;
+                u32* shared_ranks = reinterpret_cast<u32*>(shared);
+                RankSort::sort(ranks, shared_ranks, span);
+                __syncthreads();
+#pragma unroll
+                for (u32 k = 0; k < SS_ITEMS; ++k) {
+                    shared_ranks[RankSort::at(t, k)] = ranks[k];
+                }
+                __syncthreads();
+                Bits* out_keys = reinterpret_cast<Bits*>(p.out_keys);
+                current = span >= SS_ITEMS ? current : ~0u;  // one run: still in `s`
+#pragma unroll
+                for (u32 k = 0; k < SS_ITEMS; ++k) {
+                    u32 r;
+                    const u32 local = RankSort::striped(t, k, span_log, &r);
+                    if (r != current) {
+                        s = run_segment(r);
+                        current = r;
+                    }
+                    if (local < s.size) {
+                        const u32 rank = shared_ranks[RankSort::element((r << span_log) + local)];
+                        out_keys[s.begin + local] = Key::from_radix((Bits)((Bits)rank ^ s.flip));
+                    }
+                }
+                __syncthreads();
+                continue;
+            }
+            current = ~0u;
+        }
+        u64 e[SS_ITEMS];
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
             u32 r;
