@@ -308,6 +308,13 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
                 SsSegment<Bits> none = {0, 0, (Bits)0};
                 return none;
             }
+            if (p.flags & SS_DIRECT) {
+                // Rows of one size, their count and order on the host: nothing to check, no
+                // descriptors (RESOLVE did not run).
+                SsSegment<Bits> row = {at * p.stride, p.size_value,
+                                       p.order_value ? (Bits)~(Bits)0 : (Bits)0};
+                return row;
+            }
             SsSegment<Bits> s = ss_segment<Bits>(p, uniform ? at : list[at], count);
             if (s.size > span) {
                 s.size = 0;  // above the bound the span was chosen for (reported invalid)

@@ -77,6 +77,9 @@ device_constants! {
     pub(crate) const SS_VALUES_INDEX: u32 = 8192;
     /// Flag: the register path's classes (RESOLVE counts them, FINALIZE lays them out).
     pub(crate) const SS_CLASSES: u32 = 16384;
+    /// Flag: rows of one size whose count and order are on the host (the register path's
+    /// uniform BLOCK takes each row from the stride; RESOLVE and FINALIZE do not run).
+    pub(crate) const SS_DIRECT: u32 = 32768;
 
     /// Status word (after the segmented problem's): the sum of the valid segments' sizes.
     pub(crate) const SS_STATUS_TOTAL: u32 = 5;

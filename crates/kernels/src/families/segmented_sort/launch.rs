@@ -9,7 +9,7 @@ use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
 use super::call::{SegmentedSortPlan, SortLayout, SortStatus, SortTiles};
 use super::constants::{BLOCK_THREADS, WIDE_BLOCK_THREADS};
 use super::constants::{
-    SS_CLASSES, SS_ORDER_PER_SEGMENT, SS_PARTITION_WORDS, SS_PLAN_WORDS, SS_STAGE_BLOCK,
+    SS_CLASSES, SS_DIRECT, SS_ORDER_PER_SEGMENT, SS_PARTITION_WORDS, SS_PLAN_WORDS, SS_STAGE_BLOCK,
     SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE, SS_STAGE_PARTITION,
     SS_STAGE_PLACE, SS_STAGE_RESOLVE, SS_STAGE_RUNS, SS_STAGE_SMALL, SS_STAGE_TILE, SS_STAGE_WRITE,
     SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS, SS_TILE, SS_VALUES_INDEX,
@@ -153,6 +153,14 @@ pub fn segmented_sort<K: RadixKey, V>(
     if classes {
         flags |= SS_CLASSES;
     }
+    // Rows of one size whose count and order are on the host have nothing the device could
+    // find wrong (the front check checked them): no per-segment stages.
+    let direct = matches!(path, SortPath::RegisterUniform { .. })
+        && matches!(plan.num_segments, HostOrDevice::Host(_))
+        && matches!(plan.order, HostOrDevice::Host(_));
+    if direct {
+        flags |= SS_DIRECT;
+    }
     let spec = if threads == WIDE_BLOCK_THREADS {
         KernelSpec::segmented_sort_wide(K::KEY_TYPE, value_bytes)
     } else {
@@ -284,8 +292,10 @@ pub fn segmented_sort<K: RadixKey, V>(
     let over_keys = runtime.grid_blocks(&kernel, n, 1);
     runtime.launch(stream, &kernel, 1, stage(SS_STAGE_INIT))?;
     let over_segments = runtime.grid_blocks(&kernel, max_segments, 1);
-    runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_RESOLVE))?;
-    runtime.launch(stream, &kernel, 1, stage(SS_STAGE_FINALIZE))?;
+    if !direct {
+        runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_RESOLVE))?;
+        runtime.launch(stream, &kernel, 1, stage(SS_STAGE_FINALIZE))?;
+    }
     let with_width = |stage: u32, width: u64| SegmentedSortParams {
         stage,
         width,
