@@ -609,6 +609,25 @@ fn keys_only_sorts_every_key_type() {
             &end,
             &orders,
         );
+        // Long segments (chunks and merge passes over bare ranks, or indexed entries when a
+        // float NaN is among them).
+        let (begin, end, orders, len) = random_segments(&mut rng, 40, 70_000);
+        same_keys(
+            &format!("{what} long"),
+            cuda,
+            &sample_keys::<K>(len, seed + 2),
+            &begin,
+            &end,
+            &orders,
+        );
+        same_keys(
+            &format!("{what} long ties"),
+            cuda,
+            &tied_keys::<K>(len, seed + 3),
+            &begin,
+            &end,
+            &orders,
+        );
     }
     for seed in 0..2 {
         each::<u8>(&cuda, seed);
@@ -632,6 +651,13 @@ fn keys_only_sorts_every_key_type() {
         }
     }
     same_keys("f32 some NaN", &cuda, &keys, &begin, &end, &orders);
+    // One NaN in one long segment: every long segment takes the indexed entries.
+    let mut rng = SplitMix64::new(7);
+    let (begin, end, orders, len) = random_segments(&mut rng, 40, 70_000);
+    let mut keys: Vec<f32> = sample_keys(len, 8);
+    keys[len / 2] = f32::from_bits(0xffc0_1234);
+    keys[len / 2 + 1] = f32::from_bits(0x7fc0_0042);
+    same_keys("f32 long, two NaN", &cuda, &keys, &begin, &end, &orders);
     // Strided rows of one size: every span, ascending.
     for (rows, cols) in [
         (3000usize, 1usize),

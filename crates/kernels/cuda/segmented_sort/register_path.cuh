@@ -88,6 +88,22 @@ __device__ __forceinline__ void ss_write(const P& p, u64 at, u64 begin, typename
     }
 }
 
+// Writes what an entry of a merge pass names to position `at`: a u64 entry through ss_write;
+// a u32 one is a bare rank (keys only, no NaN among the segment's keys: docs/design, "GPU:
+// register path"), its key decoded.
+template <class Key, int VALUE_BYTES, class P>
+__device__ __forceinline__ void ss_write_entry(const P& p, u64 at, u64 begin,
+                                               typename Key::Bits flip, u64 entry) {
+    ss_write<Key, VALUE_BYTES>(p, at, begin, flip, entry);
+}
+
+template <class Key, int VALUE_BYTES, class P>
+__device__ __forceinline__ void ss_write_entry(const P& p, u64 at, u64, typename Key::Bits flip,
+                                               u32 rank) {
+    typedef typename Key::Bits Bits;
+    reinterpret_cast<Bits*>(p.out_keys)[at] = Key::from_radix((Bits)((Bits)rank ^ flip));
+}
+
 // The classes counted by a block in RESOLVE (a thread per segment, the warps in step): one
 // vote per class and warp into shared counters, then one atomic per class and block.
 struct SsClassCounts {
@@ -242,6 +258,42 @@ __device__ __forceinline__ u64 ss_chunk_owner(const P& p, u64 chunk) {
     return lo + (u64)__popc(__ballot_sync(0xffffffffu, at_most)) - 1;
 }
 
+// Whether the long segments' entries are bare u32 ranks: keys only, and no NaN among the long
+// segments' keys (NAN_SCAN found none; integer keys have none). Otherwise u64 entries carry
+// each key's index.
+template <class Key, int VALUE_BYTES, class P>
+__device__ __forceinline__ bool ss_rank_entries(const P& p) {
+    return VALUE_BYTES == 0 &&
+           (Key::KEY_KIND != KIND_FLOAT ||
+            reinterpret_cast<const u64*>(p.plan)[SS_PLAN_NAN] == 0);
+}
+
+// NAN_SCAN (keys-only float sorts with long segments, before BLOCK): a block per chunk looks
+// for a NaN among its keys and flags the plan.
+template <class Key, u32 THREADS, class P>
+__device__ __forceinline__ void ss_nan_scan(const P& p, u64 count) {
+    typedef typename Key::Bits Bits;
+    constexpr u32 TILE = THREADS * SS_ITEMS;
+    u64* plan = reinterpret_cast<u64*>(p.plan);
+    const u64* list = reinterpret_cast<const u64*>(p.segment_list);
+    const Bits* keys = reinterpret_cast<const Bits*>(p.keys);
+    const u64 chunks = plan[SS_PLAN_CHUNKS];
+    for (u64 chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
+        const u64 j = ss_chunk_owner(p, chunk);
+        const SsSegment<Bits> s =
+            ss_segment<Bits>(p, list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j], count);
+        const u64 first = (chunk - reinterpret_cast<const u64*>(p.chunk_base)[j]) * TILE;
+        const u64 last = first + TILE < s.size ? first + TILE : s.size;
+        bool nan = false;
+        for (u64 i = first + threadIdx.x; i < last; i += THREADS) {
+            nan |= Key::to_radix(keys[s.begin + i]) == Key::ALL_ONES;
+        }
+        if (nan) {
+            plan[SS_PLAN_NAN] = 1;
+        }
+    }
+}
+
 // BLOCK: a work item per block at a time. With one span for every segment (p.width), item b
 // is the segments [b * per, (b + 1) * per) in order; otherwise the items are the classes'
 // batches, then the long segments' chunks. Each run of `span` entries is one segment (padded
@@ -326,10 +378,11 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
         const u32 span_log = (u32)__ffs((int)span) - 1u;
         SsSegment<Bits> s = {0, 0, (Bits)0};
         u32 current = ~0u;
-        if (VALUE_BYTES == 0 && !chunk) {
-            // Keys only, whole segments: equal ranks are equal keys, so bare 32-bit ranks sort
-            // them (half the registers, shared memory and compares of the entries), unless a
-            // NaN is in the tile (its bits must come back in input order: the entries below).
+        if (VALUE_BYTES == 0 && (!chunk || ss_rank_entries<Key, VALUE_BYTES>(p))) {
+            // Keys only: equal ranks are equal keys, so bare 32-bit ranks sort them (half the
+            // registers, shared memory and compares of the entries), unless a NaN is in the
+            // tile (its bits must come back in input order: the entries below). A long
+            // segment's chunk takes ranks only when no long segment holds a NaN (NAN_SCAN).
             u32 ranks[SS_ITEMS];
             bool nan = false;
 #pragma unroll
@@ -366,8 +419,17 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
                     }
                     if (local < s.size) {
                         const u32 rank = shared_ranks[RankSort::element((r << span_log) + local)];
-                        out_keys[s.begin + local] = Key::from_radix((Bits)((Bits)rank ^ s.flip));
+                        if (chunk) {
+                            reinterpret_cast<u32*>(p.entries)[s.begin + local] = rank;
+                        } else {
+                            out_keys[s.begin + local] =
+                                Key::from_radix((Bits)((Bits)rank ^ s.flip));
+                        }
                     }
+                }
+                if (chunk && t == 0) {
+                    // Buffer 1 holds nothing of the chunk yet (merge passes, "dirty").
+                    reinterpret_cast<u32*>(p.tile_dirty)[item - batches] = 1u;
                 }
                 __syncthreads();
                 continue;
@@ -440,7 +502,8 @@ __device__ __forceinline__ SsChunkRuns ss_chunk_runs(u64 size, u64 q, u64 width)
 
 // How many of the first `diag` outputs of merging a (a_count) and b (b_count) come from a: the
 // merge path (entries are distinct).
-__device__ __forceinline__ u64 ss_merge_path(const u64* a, u64 a_count, const u64* b,
+template <class E>
+__device__ __forceinline__ u64 ss_merge_path(const E* a, u64 a_count, const E* b,
                                              u64 b_count, u64 diag) {
     u64 lo = diag > b_count ? diag - b_count : 0;
     u64 hi = diag < a_count ? diag : a_count;
@@ -458,7 +521,8 @@ __device__ __forceinline__ u64 ss_merge_path(const u64* a, u64 a_count, const u6
 // ss_merge_path over global memory by a whole warp (every lane calls it with the same
 // arguments and gets the answer): each round tests 32 points of the range at once, so a
 // search of 2^17 entries takes 4 rounds of loads instead of 17 dependent ones.
-__device__ __forceinline__ u64 ss_warp_merge_path(const u64* a, u64 a_count, const u64* b,
+template <class E>
+__device__ __forceinline__ u64 ss_warp_merge_path(const E* a, u64 a_count, const E* b,
                                                   u64 b_count, u64 diag) {
     const u32 lane = threadIdx.x & 31u;
     u64 lo = diag > b_count ? diag - b_count : 0;
@@ -482,7 +546,7 @@ __device__ __forceinline__ u64 ss_warp_merge_path(const u64* a, u64 a_count, con
 
 // PARTITION (a warp per chunk of the pass): the chunk's start on the merge path of its two
 // runs, and its segment and place in it, for RUNS (SS_PARTITION_WORDS words).
-template <u32 THREADS, class P>
+template <u32 THREADS, class E, class P>
 __device__ __forceinline__ void ss_partition(const P& p, u64 count) {
     constexpr u32 TILE = THREADS * SS_ITEMS;
     typedef u64 Bits64;
@@ -493,7 +557,7 @@ __device__ __forceinline__ void ss_partition(const P& p, u64 count) {
     }
     const u64 chunks = plan[SS_PLAN_CHUNKS];
     const u64* list = reinterpret_cast<const u64*>(p.segment_list);
-    const u64* src = reinterpret_cast<const u64*>(p.entries) + (u64)p.src * p.num_keys;
+    const E* src = reinterpret_cast<const E*>(p.entries) + (u64)p.src * p.num_keys;
     u64* partition = reinterpret_cast<u64*>(p.partition);
     const u64 warps = grid_threads(THREADS) / 32;
     for (u64 chunk = global_thread_index(THREADS) / 32; chunk < chunks; chunk += warps) {
@@ -504,7 +568,7 @@ __device__ __forceinline__ void ss_partition(const P& p, u64 count) {
         u64 split = 0;
         if (width < s.size) {
             const SsChunkRuns r = ss_chunk_runs<TILE>(s.size, q, width);
-            const u64* a = src + s.begin + r.a0;
+            const E* a = src + s.begin + r.a0;
             split = ss_warp_merge_path(a, r.a_count, a + r.a_count, r.b_count, r.out0 - r.a0);
         }
         if ((threadIdx.x & 31u) == 0) {
@@ -523,8 +587,8 @@ __device__ __forceinline__ void ss_partition(const P& p, u64 count) {
 // interval is the chunk's own and both buffers hold it (a flag per chunk says whether they
 // differ); any other is merged in shared memory. A segment whose runs this pass joins into one
 // is written to the outputs.
-template <class Key, int VALUE_BYTES, u32 THREADS, class P>
-__device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
+template <class Key, int VALUE_BYTES, u32 THREADS, class E, class P>
+__device__ __forceinline__ void ss_runs(const P& p, u64 count, E* shared) {
     constexpr u32 TILE = THREADS * SS_ITEMS;
     typedef typename Key::Bits Bits;
     const u64* plan = reinterpret_cast<const u64*>(p.plan);
@@ -534,8 +598,8 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
     }
     const u64 chunks = plan[SS_PLAN_CHUNKS];
     const u64* partition = reinterpret_cast<const u64*>(p.partition);
-    const u64* src = reinterpret_cast<const u64*>(p.entries) + (u64)p.src * p.num_keys;
-    u64* dst = reinterpret_cast<u64*>(p.entries) + (u64)(p.src ^ 1u) * p.num_keys;
+    const E* src = reinterpret_cast<const E*>(p.entries) + (u64)p.src * p.num_keys;
+    E* dst = reinterpret_cast<E*>(p.entries) + (u64)(p.src ^ 1u) * p.num_keys;
     u64* statistics = reinterpret_cast<u64*>(p.statistics) + 2 * (u64)p.pass;
     u32* dirty = reinterpret_cast<u32*>(p.tile_dirty);
     const u32 t = threadIdx.x;
@@ -559,11 +623,11 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
         const u64 b_lo = r.out0 - r.a0 - a_lo;
         const u64 total = r.out1 - r.out0;
         const u64 from_a = a_hi - a_lo;
-        const u64* a = src + s.begin + r.a0;
-        const u64* b = a + r.a_count;
-        auto put = [&](u64 out, u64 entry) {
+        const E* a = src + s.begin + r.a0;
+        const E* b = a + r.a_count;
+        auto put = [&](u64 out, E entry) {
             if (final_pass) {
-                ss_write<Key, VALUE_BYTES>(p, s.begin + out, s.begin, s.flip, entry);
+                ss_write_entry<Key, VALUE_BYTES>(p, s.begin + out, s.begin, s.flip, entry);
             } else {
                 dst[s.begin + out] = entry;
             }
@@ -576,7 +640,7 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
             // One run's interval feeds the chunk: a copy. A stationary one (the interval is the
             // chunk's own: the seed's early exit) whose buffers agree is left alone, except in
             // the segment's last pass, which writes the outputs.
-            const u64* from = from_a == 0 ? b + b_lo : a + a_lo;
+            const E* from = from_a == 0 ? b + b_lo : a + a_lo;
             const bool stationary = (u64)(from - (src + s.begin)) == r.out0;
             if (stationary && !differs && !final_pass) {
                 continue;
@@ -603,11 +667,11 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
         const u64 diag = (u64)t * SS_ITEMS < total ? (u64)t * SS_ITEMS : total;
         u64 ai = ss_merge_path(shared, from_a, shared + from_a, b_part, diag);
         u64 bi = diag - ai;
-        u64 e[SS_ITEMS];
+        E e[SS_ITEMS];
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
-            const u64 va = ai < from_a ? shared[ai] : ~0ull;
-            const u64 vb = bi < b_part ? shared[from_a + bi] : ~0ull;
+            const E va = ai < from_a ? shared[ai] : (E)~(E)0;
+            const E vb = bi < b_part ? shared[from_a + bi] : (E)~(E)0;
             const bool take_a = bi >= b_part || (ai < from_a && va < vb);
             e[k] = take_a ? va : vb;
             ai += take_a ? 1 : 0;
@@ -616,14 +680,14 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, u64* shared) {
         __syncthreads();
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
-            shared[SsSort<THREADS>::at(t, k)] = e[k];
+            shared[RegisterSort<THREADS, SS_ITEMS, E>::at(t, k)] = e[k];
         }
         __syncthreads();
 #pragma unroll
         for (u32 k = 0; k < SS_ITEMS; ++k) {
             const u32 x = k * THREADS + t;
             if (x < total) {
-                put(r.out0 + x, shared[SsSort<THREADS>::element(x)]);
+                put(r.out0 + x, shared[RegisterSort<THREADS, SS_ITEMS, E>::element(x)]);
             }
         }
         __syncthreads();

@@ -165,9 +165,23 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
         } else if (p.stage == SS_STAGE_BLOCK) {
             ss_block<Key, VALUE_BYTES, BLOCK_THREADS>(p, count, reinterpret_cast<u64*>(ss_dynamic));
         } else if (p.stage == SS_STAGE_PARTITION) {
-            ss_partition<BLOCK_THREADS>(p, count);
+            if (ss_rank_entries<Key, VALUE_BYTES>(p)) {
+                ss_partition<BLOCK_THREADS, u32>(p, count);
+            } else {
+                ss_partition<BLOCK_THREADS, u64>(p, count);
+            }
         } else if (p.stage == SS_STAGE_RUNS) {
-            ss_runs<Key, VALUE_BYTES, BLOCK_THREADS>(p, count, reinterpret_cast<u64*>(ss_dynamic));
+            if (ss_rank_entries<Key, VALUE_BYTES>(p)) {
+                ss_runs<Key, VALUE_BYTES, BLOCK_THREADS>(p, count,
+                                                         reinterpret_cast<u32*>(ss_dynamic));
+            } else {
+                ss_runs<Key, VALUE_BYTES, BLOCK_THREADS>(p, count,
+                                                         reinterpret_cast<u64*>(ss_dynamic));
+            }
+        } else if (p.stage == SS_STAGE_NAN_SCAN) {
+            if (Key::KEY_KIND == KIND_FLOAT) {
+                ss_nan_scan<Key, BLOCK_THREADS>(p, count);
+            }
         }
         return;
     }

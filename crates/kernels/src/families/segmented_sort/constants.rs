@@ -41,6 +41,10 @@ device_constants! {
     pub(crate) const SS_STAGE_PARTITION: u32 = 12;
     /// Stage (register path): one merge pass over the long segments' chunks.
     pub(crate) const SS_STAGE_RUNS: u32 = 13;
+    /// Stage (register path, keys-only float sorts with long segments, before BLOCK): whether a
+    /// NaN is among the long segments' keys (their entries are then u64 with indices, else
+    /// bare u32 ranks).
+    pub(crate) const SS_STAGE_NAN_SCAN: u32 = 14;
 
     /// Entries a tile sorts in shared memory (a power of two).
     pub(crate) const SS_TILE: u32 = 1024;
@@ -67,6 +71,8 @@ device_constants! {
     pub(crate) const SS_PLAN_MAX_LONG: u32 = 65;
     /// Plan word: the chunks of the long segments.
     pub(crate) const SS_PLAN_CHUNKS: u32 = 66;
+    /// Plan word: 1 when a long segment holds a NaN (NAN_SCAN).
+    pub(crate) const SS_PLAN_NAN: u32 = 67;
     /// The number of plan words.
     pub(crate) const SS_PLAN_WORDS: u32 = 68;
 

@@ -10,15 +10,16 @@ use super::call::{SegmentedSortPlan, SortLayout, SortStatus, SortTiles};
 use super::constants::{BLOCK_THREADS, WIDE_BLOCK_THREADS};
 use super::constants::{
     SS_CLASSES, SS_DIRECT, SS_ORDER_PER_SEGMENT, SS_PARTITION_WORDS, SS_PLAN_WORDS, SS_STAGE_BLOCK,
-    SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE, SS_STAGE_PARTITION,
-    SS_STAGE_PLACE, SS_STAGE_RESOLVE, SS_STAGE_RUNS, SS_STAGE_SMALL, SS_STAGE_TILE, SS_STAGE_WRITE,
-    SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS, SS_TILE, SS_VALUES_INDEX,
+    SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE, SS_STAGE_NAN_SCAN,
+    SS_STAGE_PARTITION, SS_STAGE_PLACE, SS_STAGE_RESOLVE, SS_STAGE_RUNS, SS_STAGE_SMALL,
+    SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS, SS_TILE,
+    SS_VALUES_INDEX,
 };
 use super::kernels::{register_shared_bytes, SegmentedSortParams};
 use super::plan::{merge_widths, register_tile, sort_path, SortPath};
 use crate::families::scratch::{alloc_uninit, alloc_zeroed};
 use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
-use crate::radix::RadixKey;
+use crate::radix::{KeyType, RadixKey};
 use crate::runtime::LaunchOrder;
 use crate::segments::{
     SegmentedStatus, SEGMENT_COUNT_DEFERRED, SEGMENT_DESC_WORDS, SEGMENT_OFFSETS,
@@ -334,6 +335,19 @@ pub fn segmented_sort<K: RadixKey, V>(
         }
         SortPath::RegisterClasses { .. } => {
             runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_PLACE))?;
+            let float = matches!(
+                K::KEY_TYPE,
+                KeyType::F16 | KeyType::BF16 | KeyType::F32 | KeyType::F64
+            );
+            if value_bytes == 0 && float && largest > block_tile {
+                // Keys-only long segments sort bare ranks unless a NaN is among their keys.
+                runtime.launch(
+                    stream,
+                    &kernel,
+                    block_items(chunks),
+                    stage(SS_STAGE_NAN_SCAN),
+                )?;
+            }
             let items = max_segments.saturating_add(chunks);
             launch_tiles(block_items(items), stage(SS_STAGE_BLOCK))?;
             // PARTITION: a warp per chunk.
