@@ -220,24 +220,3 @@ fn compile_all(what: &str, specs: Vec<KernelSpec>, arch: Arch) {
         estimates.join("\n")
     );
 }
-
-#[test]
-#[ignore]
-fn scratch_segmented_sort() {
-    let specs: Vec<KernelSpec> = oxicub_kernels::families::segmented_sort::specs()
-        .into_iter()
-        .filter(|s| {
-            s.to_string().contains("KeyF32, 256, 4>")
-                || s.to_string().contains("KeyU64, 256, 0>")
-                || s.to_string().contains("KeyU8, 256, 0>")
-                || s.to_string().contains("KeyF32, 1024, 0>")
-        })
-        .collect();
-    for spec in &specs {
-        let cubin = compile_cubin(spec, Arch::SM_90).expect("compiles");
-        let name = spec
-            .to_string()
-            .replace(|c: char| !c.is_alphanumeric(), "_");
-        std::fs::write(format!("/tmp/cc/{name}.cubin"), cubin).expect("write");
-    }
-}
