@@ -84,9 +84,11 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::Const("VALUE_BYTES"),
     ],
     // The tile sort's ranks and tags (two u64 per entry), a merge pass's range and flags, the
-    // classification's block counters; the register path's entries are dynamic shared memory
-    // (`register_shared_bytes`).
-    static_shared_bytes: |_| 2 * 8 * u64::from(SS_TILE) + 5 * 8 + 16 * 4 + 2 * 8,
+    // classification's block counters, rounded up to the 16 bytes that align the dynamic shared
+    // memory after them (the register path's entries: `register_shared_bytes`).
+    static_shared_bytes: |_| {
+        (2 * 8 * u64::from(SS_TILE) + 5 * 8 + 16 * 4 + 2 * 8).next_multiple_of(16)
+    },
 };
 
 /// The dynamic shared memory of the register path's stages (BLOCK and RUNS) in a block of
