@@ -3,7 +3,7 @@
 //! sorted places cost little (seed 004's `LocalitySortKeys` / `LocalitySortPairs`;
 //! docs/design/segmented_sort.md, "GPU: segmented mergesort"). The result is the sort's:
 //! the same keys, orders, requirements and errors as a one-segment
-//! [`segmented_sort`](crate::segmented_sort).
+//! [`segmented_sort`].
 //!
 //! ```
 //! use oxicub_algorithms::{locality_sort, Host};

@@ -206,7 +206,7 @@ pub trait ProblemOn<B: Backend + ?Sized>: Sealed {
 
 /// The keys of every segment sorted into `out_keys`, each segment where it lies. See the
 /// [module docs](self) for the layouts, the requirements and the per-segment checks reported
-/// by the returned [`Outcome`].
+/// by the returned [`Pending`].
 ///
 /// ```
 /// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
