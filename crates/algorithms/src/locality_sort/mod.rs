@@ -1,7 +1,7 @@
 //! Locality sort: one array sorted by the seed's mergesort whose passes leave in place every
 //! tile whose source interval already maps onto its destination, so keys that start near their
 //! sorted places cost little (seed 004's `LocalitySortKeys` / `LocalitySortPairs`;
-//! docs/design/segmented_sort.md, "GPU: segmented mergesort"). The result is the sort's:
+//! docs/design/segmented_sort.md, "GPU: register path"). The result is the sort's:
 //! the same keys, orders, requirements and errors as a one-segment
 //! [`segmented_sort`].
 //!

@@ -54,9 +54,11 @@
 //! its end, or below the previous segment's end) are reported the same way, but then no
 //! segment is written: the segments can no longer be trusted to be disjoint.
 //!
-//! Backends: [`Host`](crate::Host) (the oracle), [`Cuda`](crate::Cuda) (the seed's segmented
-//! mergesort; the per-segment checks are made on the device and reading the report is the
-//! caller's synchronisation point) and [`AnyBackend`](crate::AnyBackend). One array sorted
+//! Backends: [`Host`](crate::Host) (the oracle), [`Cuda`](crate::Cuda) (keys of at most 32
+//! bits: segments binned by size class and sorted a block at a time in registers, long ones in
+//! chunks joined by the seed's early-exit merge passes; 64-bit keys: the seed's whole-array
+//! segmented mergesort; the per-segment checks are made on the device and reading the report is
+//! the caller's synchronisation point) and [`AnyBackend`](crate::AnyBackend). One array sorted
 //! whole is [`locality_sort`](crate::locality_sort).
 //!
 //! ```

@@ -15,8 +15,9 @@ pub struct MergePass {
 
 /// The merge passes a sort ran on the device, with a `Display` that prints the seed's table
 /// (tiles merged and copied per pass, as counts and as percentages of the tiles, their average
-/// and their total). A call that ran no merge pass (the host backend, or keys that fit one
-/// tile) has none.
+/// and their total). A call that ran no merge pass (the host backend, or no segment
+/// longer than a tile) has none; on the GPU a tile is a chunk of a long segment (4096 or 16384
+/// keys).
 ///
 /// ```
 /// use oxicub_algorithms::segmented_sort::{MergePass, MergeStatistics};

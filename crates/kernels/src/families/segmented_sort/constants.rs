@@ -19,9 +19,11 @@ device_constants! {
     /// Stage: every position's segment start, rank and position (a position outside every
     /// valid segment is a segment of its own).
     pub(crate) const SS_STAGE_FILL: u32 = 1;
-    /// Stage: each segment resolved, checked and described.
+    /// Stage: each segment resolved, checked and described (with SS_CLASSES, its size class
+    /// counted).
     pub(crate) const SS_STAGE_RESOLVE: u32 = 2;
-    /// Stage: the offending value of the smallest invalid segment; the TotalItems check.
+    /// Stage: the offending value of the smallest invalid segment; the TotalItems check; with
+    /// SS_CLASSES, the classes' lists and batches laid out.
     pub(crate) const SS_STAGE_FINALIZE: u32 = 3;
     /// Stage: each tile of SS_TILE entries sorted in shared memory.
     pub(crate) const SS_STAGE_TILE: u32 = 4;

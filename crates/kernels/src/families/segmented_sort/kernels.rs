@@ -38,8 +38,9 @@ kernel_params! {
         /// Register path: SS_PARTITION_WORDS u64 per chunk, where a merge pass's chunk starts
         /// in its first run, and its segment and place.
         partition: u64,
-        /// Register path: two buffers of `num_keys` u64 entries (rank << 32 | index within the
-        /// segment) for the long segments, one after the other.
+        /// Register path: two buffers of `num_keys` entries for the long segments, one after
+        /// the other: u64 (rank << 32 | index within the segment), or u32 ranks (keys only, no
+        /// NaN among them).
         entries: u64,
         num_keys: u64,
         stride: u64,
