@@ -796,6 +796,27 @@ fn bad_per_segment_values_are_reported_like_the_host() {
         "{:?}",
         host.0
     );
+    // A segment invalid by its size must not hide that the next one begins below its end: the
+    // valid segments around it overlap (short ones here, long ones in 70000 keys), and nothing
+    // is written, on either backend.
+    let many: Vec<f32> = sample_keys(70_000, 12);
+    for (keys_len, valid, bound) in [(5000i64, 3000i64, 2500i64), (70_000, 50_000, 20_000)] {
+        let begin: Vec<i64> = [valid, 0].repeat(6);
+        let end: Vec<i64> = [keys_len, valid].repeat(6);
+        let orders = vec![0u8; begin.len()];
+        let input = &many[..keys_len as usize];
+        let host = on_host_bounded(input, &begin, &end, &orders, 12, bound);
+        let gpu = on_gpu_bounded(&cuda, input, &begin, &end, &orders, 12, bound);
+        assert_eq!(
+            gpu, host,
+            "overlap behind an invalid segment, {keys_len} keys"
+        );
+        assert!(host.0.is_err(), "{:?}", host.0);
+        assert!(
+            host.2.iter().all(|&at| at == u64::MAX),
+            "nothing is written"
+        );
+    }
     // Outputs shorter than the keys are refused before anything runs.
     let device_keys = cuda.upload(&keys).expect("upload");
     let mut short = cuda.alloc_zeros::<i32>(10).expect("alloc");

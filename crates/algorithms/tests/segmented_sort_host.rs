@@ -473,3 +473,30 @@ fn in_place_sorts_equal_the_sorts_into_second_buffers() {
     sorted.sort();
     assert_eq!(whole, sorted);
 }
+
+/// A segment invalid by its size does not hide that the next one begins below its end: the
+/// valid segments around it would overlap, so nothing is written and the smallest invalid
+/// segment is reported.
+#[test]
+fn an_invalid_segment_does_not_hide_an_overlap() {
+    let keys: Vec<i32> = sample_keys(5000, 3);
+    let begin: Vec<i64> = [3000i64, 0].repeat(4);
+    let end: Vec<i64> = [5000i64, 3000].repeat(4);
+    let problem = Problem::offsets(
+        &begin[..],
+        &end[..],
+        segment_size::PerSegment::<()>::new(())
+            .with_bounds(0, 2500)
+            .expect("bounds"),
+        order::Ascending,
+        num_segments::uniform(begin.len() as i64).expect("count"),
+    );
+    let mut out = vec![i32::MIN; keys.len()];
+    let err =
+        segmented_sort::sort_keys(&Host::new(), &problem, &keys[..], &mut out[..], &Env::new())
+            .expect("the front check passes")
+            .check()
+            .expect_err("segment 1 is too long");
+    assert!(err.to_string().contains("segment 1"), "{err}");
+    assert!(out.iter().all(|&k| k == i32::MIN), "nothing is written");
+}

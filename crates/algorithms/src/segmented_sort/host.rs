@@ -97,12 +97,22 @@ fn run<K: RadixKey, V: DeviceValue>(
         .collect();
     // Offsets out of order anywhere (a begin above its end, or below the previous end) leave no
     // segment trustworthy as disjoint from the others: nothing is written.
-    let disorder = results.iter().any(|r| {
-        matches!(
-            r,
-            Err((Violation::OffsetsOutOfOrder | Violation::Overlaps, _))
-        )
-    });
+    // A begin below the previous end counts whatever else is wrong with either segment (a
+    // size check failing first must not hide it: valid segments around an invalid one could
+    // overlap).
+    let overlapping = match args.segments.layout {
+        LayoutArg::Offsets { begin, end } => {
+            (1..num_segments as usize).any(|i| begin[i] < end[i - 1])
+        }
+        _ => false,
+    };
+    let disorder = overlapping
+        || results.iter().any(|r| {
+            matches!(
+                r,
+                Err((Violation::OffsetsOutOfOrder | Violation::Overlaps, _))
+            )
+        });
     let mut total = 0u64;
     let mut first_violation = None;
     for (i, result) in results.into_iter().enumerate() {

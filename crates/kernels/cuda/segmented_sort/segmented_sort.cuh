@@ -141,6 +141,14 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
                         status[SS_STATUS_DISORDER] = 1;
                     }
                 }
+                // A begin below the previous end breaks the order whatever else is wrong with
+                // either segment (a size check failing first must not hide it: valid segments
+                // around an invalid one could overlap), so nothing is written.
+                if ((p.flags & SEGMENT_OFFSETS) && seg > 0 &&
+                    reinterpret_cast<const i64*>(p.begin_offsets)[seg] <
+                        reinterpret_cast<const i64*>(p.end_offsets)[seg - 1]) {
+                    status[SS_STATUS_DISORDER] = 1;
+                }
             }
             const u64 total = warp_inclusive_sum(size);
             if ((threadIdx.x & 31u) == 31u && total != 0) {

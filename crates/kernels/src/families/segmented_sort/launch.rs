@@ -140,7 +140,10 @@ pub fn segmented_sort<K: RadixKey, V>(
         SortLayout::Offsets { .. } => (plan.size_bounds.1, false),
     };
     let largest = largest.min(n);
-    let path = sort_path(K::KEY_TYPE.bits(), largest, uniform);
+    // The wide kernel's tile needs more shared memory a block than devices below sm_90 offer.
+    let wide = KernelSpec::segmented_sort_wide(K::KEY_TYPE, value_bytes);
+    let wide_fits = runtime.shared_memory_fits(&wide, register_shared_bytes(WIDE_BLOCK_THREADS));
+    let path = sort_path(K::KEY_TYPE.bits(), largest, uniform, wide_fits);
     // The register path's block: its threads, its tile of keys, its dynamic shared memory.
     let threads = match path {
         SortPath::RegisterUniform { threads, .. } | SortPath::RegisterClasses { threads } => {
@@ -163,7 +166,7 @@ pub fn segmented_sort<K: RadixKey, V>(
         flags |= SS_DIRECT;
     }
     let spec = if threads == WIDE_BLOCK_THREADS {
-        KernelSpec::segmented_sort_wide(K::KEY_TYPE, value_bytes)
+        wide
     } else {
         KernelSpec::segmented_sort(K::KEY_TYPE, value_bytes)
     };

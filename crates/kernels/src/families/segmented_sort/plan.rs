@@ -52,12 +52,14 @@ pub(crate) enum SortPath {
 /// The path for keys of `key_bits` bits whose largest segment is at most `largest` keys,
 /// `uniform` when every segment has that one size. The register path takes blocks of
 /// BLOCK_THREADS, or of WIDE_BLOCK_THREADS (a 16384-key tile in 139 KiB of shared memory, one
-/// block an SM) when a segment is longer than the narrow tile: each doubling of the tile
-/// replaces a merge pass through global memory by a merge round in shared memory.
-pub(crate) fn sort_path(key_bits: u32, largest: u64, uniform: bool) -> SortPath {
+/// block an SM) when a segment is longer than the narrow tile and the device's shared memory
+/// per block holds it (`wide_fits`; not below sm_90's 227 KiB, where the narrow tile takes
+/// more merge passes): each doubling of the tile replaces a merge pass through global memory
+/// by a merge round in shared memory.
+pub(crate) fn sort_path(key_bits: u32, largest: u64, uniform: bool, wide_fits: bool) -> SortPath {
     let span = largest.max(1).next_power_of_two();
     if key_bits <= 32 && largest < 1 << 32 {
-        let threads = if largest > register_tile(BLOCK_THREADS) {
+        let threads = if wide_fits && largest > register_tile(BLOCK_THREADS) {
             WIDE_BLOCK_THREADS
         } else {
             BLOCK_THREADS
@@ -97,20 +99,24 @@ mod tests {
         let classes = |threads| SortPath::RegisterClasses { threads };
         assert_eq!(tile, 4096);
         assert_eq!(register_tile(wide), 16384);
-        assert_eq!(sort_path(32, 64, true), uniform(64, narrow));
-        assert_eq!(sort_path(16, 1000, true), uniform(1024, narrow));
-        assert_eq!(sort_path(8, 0, true), uniform(1, narrow));
-        assert_eq!(sort_path(32, tile + 1, true), uniform(2 * tile, wide));
-        assert_eq!(sort_path(32, 16384, true), uniform(16384, wide));
-        assert_eq!(sort_path(32, 16385, true), classes(wide));
-        assert_eq!(sort_path(32, 64, false), classes(narrow));
-        assert_eq!(sort_path(32, tile, false), classes(narrow));
-        assert_eq!(sort_path(32, tile + 1, false), classes(wide));
-        assert_eq!(sort_path(32, 1 << 32, false), SortPath::Mergesort);
+        assert_eq!(sort_path(32, 64, true, true), uniform(64, narrow));
+        assert_eq!(sort_path(16, 1000, true, true), uniform(1024, narrow));
+        assert_eq!(sort_path(8, 0, true, true), uniform(1, narrow));
+        assert_eq!(sort_path(32, tile + 1, true, true), uniform(2 * tile, wide));
+        assert_eq!(sort_path(32, 16384, true, true), uniform(16384, wide));
+        assert_eq!(sort_path(32, 16385, true, true), classes(wide));
+        assert_eq!(sort_path(32, 64, false, true), classes(narrow));
+        assert_eq!(sort_path(32, tile, false, true), classes(narrow));
+        assert_eq!(sort_path(32, tile + 1, false, true), classes(wide));
+        assert_eq!(sort_path(32, 1 << 32, false, true), SortPath::Mergesort);
         assert_eq!(
-            sort_path(64, 1000, false),
+            sort_path(64, 1000, false, true),
             SortPath::SharedSmall { span: 1024 }
         );
-        assert_eq!(sort_path(64, 1025, true), SortPath::Mergesort);
+        assert_eq!(sort_path(64, 1025, true, true), SortPath::Mergesort);
+        // A device whose shared memory per block cannot hold the wide tile: the narrow one.
+        assert_eq!(sort_path(32, 16384, true, false), classes(narrow));
+        assert_eq!(sort_path(32, tile + 1, false, false), classes(narrow));
+        assert_eq!(sort_path(32, 64, true, false), uniform(64, narrow));
     }
 }
