@@ -31,6 +31,16 @@ pub fn runner(w: &Workload) -> Option<Runner> {
     }
 }
 
+/// `segments` rows of `len` keys each, ascending: the strided problem of every uniform row.
+fn ascending_rows(segments: u64, len: u64) -> Result<impl segmented_sort::ProblemOn<Cuda>> {
+    Ok(Problem::strided(
+        len as usize,
+        segment_size::uniform(len as i64).ctx("len")?,
+        order::Ascending,
+        num_segments::uniform(segments as i64).ctx("segments")?,
+    ))
+}
+
 /// Times `sort` over `rotations` copies of `n` generated keys into one output, and digests it.
 fn timed(
     gpu: &Gpu,
@@ -66,12 +76,7 @@ fn uniform_rows(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> {
     let Kind::SegSort { segments, len } = w.kind else {
         unreachable!("a segmented sort runner got {:?}", w.kind)
     };
-    let problem = Problem::strided(
-        len as usize,
-        segment_size::uniform(len as i64).ctx("len")?,
-        order::Ascending,
-        num_segments::uniform(segments as i64).ctx("segments")?,
-    );
+    let problem = ascending_rows(segments, len)?;
     let note = "segmented_sort::sort_keys, strided rows, default contract (stable_sorted)";
     timed(
         gpu,
@@ -141,12 +146,7 @@ fn pairs_rows(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> {
         unreachable!("a segmented sort pairs runner got {:?}", w.kind)
     };
     let n = segments * len;
-    let problem = Problem::strided(
-        len as usize,
-        segment_size::uniform(len as i64).ctx("len")?,
-        order::Ascending,
-        num_segments::uniform(segments as i64).ctx("segments")?,
-    );
+    let problem = ascending_rows(segments, len)?;
     let cuda = Cuda::from_stream(gpu.stream.clone()).ctx("oxicub::Cuda on the bench stream")?;
     let keys = (0..rotations)
         .map(|_| gpu.gen_f32(n, w.seed))
@@ -197,12 +197,7 @@ fn argsort_rows(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> {
         unreachable!("a segmented argsort runner got {:?}", w.kind)
     };
     let n = segments * len;
-    let problem = Problem::strided(
-        len as usize,
-        segment_size::uniform(len as i64).ctx("len")?,
-        order::Ascending,
-        num_segments::uniform(segments as i64).ctx("segments")?,
-    );
+    let problem = ascending_rows(segments, len)?;
     let cuda = Cuda::from_stream(gpu.stream.clone()).ctx("oxicub::Cuda on the bench stream")?;
     let keys = (0..rotations)
         .map(|_| gpu.gen_f32(n, w.seed))
