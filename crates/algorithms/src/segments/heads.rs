@@ -73,16 +73,9 @@ pub fn offsets_from_head_indices(
             if head == 0 && num_keys == 0 {
                 continue; // the omitted-or-given head at 0 of no keys
             }
-            Some(format!(
-                "heads[{i}] = {head} is outside 0..{num_keys} (keys.len())"
-            ))
+            Some(outside_reason(i as u64, head, num_keys as u64))
         } else if i > 0 && head <= heads[i - 1] {
-            Some(format!(
-                "heads[{i}] = {head} is not above heads[{}] = {} (heads must be sorted and \
-                 unique)",
-                i - 1,
-                heads[i - 1]
-            ))
+            Some(not_above_reason(i as u64, head, heads[i - 1]))
         } else {
             None
         };
@@ -97,6 +90,20 @@ pub fn offsets_from_head_indices(
         }
     }
     Ok(ends_of(begin, num_keys))
+}
+
+/// Why head `i` (`head`) is invalid: outside the keys.
+pub(super) fn outside_reason(i: u64, head: i64, num_keys: u64) -> String {
+    format!("heads[{i}] = {head} is outside 0..{num_keys} (keys.len())")
+}
+
+/// Why head `i` (`head`) is invalid: not above the one before it (`previous`).
+pub(super) fn not_above_reason(i: u64, head: i64, previous: i64) -> String {
+    format!(
+        "heads[{i}] = {head} is not above heads[{}] = {previous} (heads must be sorted and \
+         unique)",
+        i.saturating_sub(1)
+    )
 }
 
 /// The end offsets of consecutive segments starting at `begin`, the last ending at `num_keys`.

@@ -14,6 +14,11 @@
 //!   [`ValuesOn`](crate::ValuesOn)).
 //! * **Number of segments**: static, uniform, or deferred (an `i64` the host does not read:
 //!   `&i64` on the host, a one-element `CudaView<i64>` on [`Cuda`](crate::Cuda)).
+//! * **Heads.** Segments given by their heads (head flags, or sorted head indices) become
+//!   offsets with [`offsets_from_head_flags`] and [`offsets_from_head_indices`] on the host,
+//!   and with [`offsets_from_head_flags_on_device`] and [`offsets_from_head_indices_on_device`]
+//!   on [`Cuda`](crate::Cuda), whose number of segments stays on the device for a deferred
+//!   `num_segments`.
 //!
 //! Per-segment values are checked against their declared bounds (static, runtime and the
 //! environment's guarantees) and offsets against order and the buffer: a segment that fails
@@ -34,6 +39,7 @@
 mod check;
 pub(crate) mod cuda;
 mod heads;
+mod heads_cuda;
 pub(crate) mod host;
 mod layout;
 pub(crate) mod listed;
@@ -43,6 +49,7 @@ pub(crate) use check::{
     check, check_buffers, check_deferred, check_per_segment, SegmentArgs, SegmentsRequest,
 };
 pub use heads::{offsets_from_head_flags, offsets_from_head_indices};
+pub use heads_cuda::{offsets_from_head_flags_on_device, offsets_from_head_indices_on_device};
 pub use layout::{Layout, LayoutArg, LayoutArgOn, Listed, Offsets, Strided};
 pub(crate) use outcome::{segmented_error, total_items_error, DeviceReport, Violation};
 pub use outcome::{Outcome, Pending};

@@ -10,6 +10,7 @@
 pub mod batched_topk;
 pub mod digit_histogram;
 mod scratch;
+pub mod segment_heads;
 pub mod segmented_sort;
 pub mod topk_radix_select;
 pub mod transform_keys;
@@ -71,6 +72,9 @@ families! {
     BatchedTopK => batched_topk,
     /// Segmented sort: the control stages, the tile sort, the merge passes and the write.
     SegmentedSort => segmented_sort,
+    /// Segments described by their heads (flags or indices) turned into offsets and their
+    /// number, on the device.
+    SegmentHeads => segment_heads,
 }
 
 impl KernelFamily {
