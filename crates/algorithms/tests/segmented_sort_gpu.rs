@@ -1008,3 +1008,297 @@ fn segments_of_one_tile_take_a_block_each() {
     pairs::<f32>(&cuda, |i| i as f32);
     pairs::<u64>(&cuda, |i| i as u64 * 3);
 }
+
+/// Listed segments, each its own device allocation (empty ones, single keys, one longer than the
+/// wide tile, NaN and ties among the keys): pairs and indices into a joined output and pairs in
+/// place, over a count below the list's length, equal the host bit for bit (outputs poisoned);
+/// a slice above the size bound is reported like the host.
+#[test]
+fn listed_segments_equal_the_host() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let mut rng = SplitMix64::new(2424);
+    let sizes: Vec<usize> = (0..300)
+        .map(|i| match (i, rng.next_u64() % 5) {
+            (150, _) => 70_000,
+            (_, 0) => 0,
+            (_, 1) => 1,
+            (_, 2) => (rng.next_u64() % 5000) as usize,
+            _ => (rng.next_u64() % 64) as usize,
+        })
+        .collect();
+    let lists: Vec<Vec<f32>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| tied_keys(n, 500 + i as u64))
+        .collect();
+    let values: Vec<Vec<u16>> = lists
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (0..l.len()).map(|j| (i * 7 + j) as u16).collect())
+        .collect();
+    let total: usize = sizes.iter().sum();
+    let count = sizes.len() as i64 - 3;
+    let problem = Problem::listed(
+        segment_size::PerSegment::<()>::new(()),
+        order::Descending,
+        num_segments::uniform(count).expect("count"),
+    );
+    let host_keys: Vec<&[f32]> = lists.iter().map(|l| &l[..]).collect();
+    let host_values: Vec<&[u16]> = values.iter().map(|l| &l[..]).collect();
+    let (mut want, mut want_values) = (vec![poison::<f32>(); total], vec![0xA5A5u16; total]);
+    segmented_sort::sort_pairs_listed(
+        &Host::new(),
+        &problem,
+        &host_keys,
+        &host_values,
+        &mut want[..],
+        &mut want_values[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("host");
+    // Each list in its own allocation (an empty one: a view of none of one element's).
+    let device_keys: Vec<_> = lists
+        .iter()
+        .map(|l| {
+            cuda.upload_keys(if l.is_empty() { &[0f32][..] } else { l })
+                .expect("upload")
+        })
+        .collect();
+    let device_values: Vec<_> = values
+        .iter()
+        .map(|l| {
+            cuda.upload(if l.is_empty() { &[0u16][..] } else { l })
+                .expect("upload")
+        })
+        .collect();
+    let key_views: Vec<_> = device_keys
+        .iter()
+        .zip(&sizes)
+        .map(|(d, &n)| d.as_view().slice(..n))
+        .collect();
+    let value_views: Vec<_> = device_values
+        .iter()
+        .zip(&sizes)
+        .map(|(d, &n)| d.slice(..n))
+        .collect();
+    let mut out = cuda
+        .upload_keys(&vec![poison::<f32>(); total])
+        .expect("poison");
+    let mut out_values = cuda.upload(&vec![0xA5A5u16; total]).expect("poison");
+    segmented_sort::sort_pairs_listed(
+        &cuda,
+        &problem,
+        &key_views,
+        &value_views,
+        out.as_view_mut(),
+        out_values.as_view_mut(),
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("device pairs");
+    assert_eq!(
+        bits(&cuda.download_keys(&out).expect("download")),
+        bits(&want),
+        "keys"
+    );
+    assert_eq!(
+        cuda.download(&out_values.as_view()).expect("download"),
+        want_values,
+        "values"
+    );
+
+    let mut want_at = vec![u64::MAX; total];
+    segmented_sort::sort_indices_listed(
+        &Host::new(),
+        &problem,
+        &host_keys,
+        &mut want[..],
+        &mut want_at[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("host indices");
+    let mut at = cuda.upload(&vec![u64::MAX; total]).expect("poison");
+    segmented_sort::sort_indices_listed(
+        &cuda,
+        &problem,
+        &key_views,
+        out.as_view_mut(),
+        at.as_view_mut(),
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("device indices");
+    assert_eq!(
+        cuda.download(&at.as_view()).expect("download"),
+        want_at,
+        "indices"
+    );
+    drop((key_views, value_views));
+
+    // In place, each allocation sorted where it lies.
+    let (mut host_lists, mut host_vals) = (lists.clone(), values.clone());
+    {
+        let mut keys: Vec<&mut [f32]> = host_lists.iter_mut().map(|l| &mut l[..]).collect();
+        let mut vals: Vec<&mut [u16]> = host_vals.iter_mut().map(|l| &mut l[..]).collect();
+        segmented_sort::sort_pairs_listed_in_place(
+            &Host::new(),
+            &problem,
+            &mut keys,
+            &mut vals,
+            &Env::new(),
+        )
+        .and_then(Pending::check)
+        .expect("host in place");
+    }
+    let mut device_keys = device_keys;
+    let mut device_values = device_values;
+    {
+        let mut whole: Vec<_> = device_keys.iter_mut().map(|d| d.as_view_mut()).collect();
+        let mut keys: Vec<_> = whole
+            .iter_mut()
+            .zip(&sizes)
+            .map(|(d, &n)| d.slice_mut(..n))
+            .collect();
+        let mut vals: Vec<_> = device_values
+            .iter_mut()
+            .zip(&sizes)
+            .map(|(d, &n)| d.slice_mut(..n))
+            .collect();
+        segmented_sort::sort_pairs_listed_in_place(
+            &cuda,
+            &problem,
+            &mut keys,
+            &mut vals,
+            &Env::new(),
+        )
+        .and_then(Pending::check)
+        .expect("device in place");
+    }
+    for (i, &n) in sizes.iter().enumerate() {
+        let keys = cuda.download_keys(&device_keys[i]).expect("download");
+        let vals = cuda
+            .download(&device_values[i].as_view())
+            .expect("download");
+        assert_eq!(bits(&keys[..n]), bits(&host_lists[i]), "list {i}: keys");
+        assert_eq!(vals[..n], host_vals[i][..], "list {i}: values");
+    }
+
+    // A slice above the size bound: the same error as the host's, the others sorted.
+    let bounded = Problem::listed(
+        segment_size::PerSegment::<()>::new(())
+            .with_bounds(0, 4096)
+            .expect("bounds"),
+        order::Ascending,
+        num_segments::uniform(count).expect("count"),
+    );
+    let key_views: Vec<_> = device_keys
+        .iter()
+        .zip(&sizes)
+        .map(|(d, &n)| d.as_view().slice(..n))
+        .collect();
+    let mut host_out = vec![0f32; total];
+    let host = segmented_sort::sort_keys_listed(
+        &Host::new(),
+        &bounded,
+        &host_keys,
+        &mut host_out[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .map(drop)
+    .map_err(|e| e.to_string());
+    let gpu = segmented_sort::sort_keys_listed(
+        &cuda,
+        &bounded,
+        &key_views,
+        out.as_view_mut(),
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .map(drop)
+    .map_err(|e| e.to_string());
+    assert!(host.is_err(), "the 70000-key slice breaks the bound");
+    assert_eq!(gpu, host);
+}
+
+/// Under `output_ordering::Sorted` (equal keys in any order): the keys equal the host's stable
+/// sort bit for bit, and every value (the key's source position) names a position of its own
+/// segment holding that key, each position once.
+#[test]
+fn unstable_sorted_keys_equal_and_values_belong_to_their_keys() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn each<K: RefKey>(cuda: &Cuda, seed: u64) {
+        let mut rng = SplitMix64::new(seed);
+        let (begin, end, _, len) = random_segments(&mut rng, 400, 20_000);
+        let keys: Vec<K> = tied_keys(len, seed);
+        let positions: Vec<u32> = (0..len as u32).collect();
+        let (mut want, mut want_at) = (vec![poison::<K>(); len], vec![0u32; len]);
+        let sizes = segment_size::PerSegment::<()>::new(());
+        let count = num_segments::uniform(begin.len() as i64).expect("count");
+        let problem = Problem::offsets(&begin[..], &end[..], sizes, order::Descending, count);
+        segmented_sort::sort_pairs(
+            &Host::new(),
+            &problem,
+            &keys[..],
+            &positions[..],
+            &mut want[..],
+            &mut want_at[..],
+            &Env::new(),
+        )
+        .and_then(Pending::check)
+        .expect("host");
+        let (device_begin, device_end) = (
+            cuda.upload(&begin).expect("up"),
+            cuda.upload(&end).expect("up"),
+        );
+        let device_problem = Problem::offsets(
+            device_begin.as_view(),
+            device_end.as_view(),
+            sizes,
+            order::Descending,
+            count,
+        );
+        let device_keys = cuda.upload_keys(&keys).expect("upload");
+        let device_positions = cuda.upload(&positions).expect("upload");
+        let mut out = cuda.upload_keys(&vec![poison::<K>(); len]).expect("poison");
+        let mut at = cuda.upload(&vec![u32::MAX; len]).expect("poison");
+        let env = oxicub_env::require!(oxicub_env::output_ordering::Sorted);
+        segmented_sort::sort_pairs(
+            cuda,
+            &device_problem,
+            device_keys.as_view(),
+            device_positions.as_view(),
+            out.as_view_mut(),
+            at.as_view_mut(),
+            &env,
+        )
+        .and_then(Pending::check)
+        .expect("device");
+        let out = cuda.download_keys(&out).expect("download");
+        let at = cuda.download(&at.as_view()).expect("download");
+        assert_eq!(bits(&out), bits(&want), "{} seed {seed}: keys", K::KEY_TYPE);
+        let mut seen = vec![false; len];
+        for (s, (&b, &e)) in begin.iter().zip(&end).enumerate() {
+            for j in b as usize..e as usize {
+                let from = at[j] as usize;
+                assert!(
+                    (b as usize..e as usize).contains(&from) && !seen[from],
+                    "segment {s}: value {from} at {j} is not a new position of the segment"
+                );
+                seen[from] = true;
+                assert_eq!(
+                    keys[from].to_bits().to_u64(),
+                    out[j].to_bits().to_u64(),
+                    "segment {s}: the value at {j} names another key"
+                );
+            }
+        }
+    }
+    for seed in 0..2 {
+        each::<f32>(&cuda, 70 + seed);
+        each::<u8>(&cuda, 72 + seed);
+        each::<f64>(&cuda, 74 + seed);
+    }
+}

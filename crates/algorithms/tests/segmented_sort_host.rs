@@ -500,3 +500,176 @@ fn an_invalid_segment_does_not_hide_an_overlap() {
     assert!(err.to_string().contains("segment 1"), "{err}");
     assert!(out.iter().all(|&k| k == i32::MIN), "nothing is written");
 }
+
+/// Listed segments (each its own slice) sort exactly as the same segments joined under the
+/// offsets layout: into one joined output, with indices, and in place slice by slice; a count
+/// below the list's length leaves the later slices alone; bad lists are typed errors.
+#[test]
+fn listed_segments_sort_as_their_offsets() {
+    let mut rng = SplitMix64::new(24);
+    let sizes: Vec<usize> = (0..60)
+        .map(|i| match i % 5 {
+            0 => 0,
+            1 => 1,
+            _ => (rng.next_u64() % 300) as usize,
+        })
+        .collect();
+    let lists: Vec<Vec<i32>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            sample_keys::<i32>(n, 100 + i as u64)
+                .into_iter()
+                .map(|k| k % 7)
+                .collect()
+        })
+        .collect();
+    let slices: Vec<&[i32]> = lists.iter().map(|l| &l[..]).collect();
+    let joined: Vec<i32> = lists.concat();
+    let (mut begin, mut end, mut at) = (vec![], vec![], 0i64);
+    for &n in &sizes {
+        begin.push(at);
+        at += n as i64;
+        end.push(at);
+    }
+    let (expected, expected_at) = sort_offsets(&joined, &begin, &end);
+    // Indices within each segment: the joined positions less the segment's begin.
+    let within: Vec<u32> = (0..joined.len())
+        .map(|j| {
+            let s = end.iter().position(|&e| e > j as i64).expect("a segment");
+            expected_at[j] - begin[s] as u32
+        })
+        .collect();
+    let count = num_segments::uniform(sizes.len() as i64).expect("count");
+    let problem = Problem::listed(
+        segment_size::PerSegment::<()>::new(()),
+        order::Ascending,
+        count,
+    );
+    let (mut out, mut out_at) = (vec![i32::MIN; joined.len()], vec![u32::MAX; joined.len()]);
+    segmented_sort::sort_indices_listed(
+        &Host::new(),
+        &problem,
+        &slices,
+        &mut out[..],
+        &mut out_at[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("listed indices");
+    assert_eq!((&out, &out_at), (&expected, &within));
+
+    let mut in_place = lists.clone();
+    let mut values: Vec<Vec<u32>> = lists
+        .iter()
+        .map(|l| (0..l.len() as u32).collect())
+        .collect();
+    {
+        let mut keys: Vec<&mut [i32]> = in_place.iter_mut().map(|l| &mut l[..]).collect();
+        let mut vals: Vec<&mut [u32]> = values.iter_mut().map(|l| &mut l[..]).collect();
+        segmented_sort::sort_pairs_listed_in_place(
+            &Host::new(),
+            &problem,
+            &mut keys,
+            &mut vals,
+            &Env::new(),
+        )
+        .and_then(Pending::check)
+        .expect("listed in place");
+    }
+    assert_eq!(in_place.concat(), expected);
+    assert_eq!(values.concat(), within);
+
+    // Only the first 10 slices: the later ones (and their outputs) are left alone.
+    let first = Problem::listed(
+        segment_size::PerSegment::<()>::new(()),
+        order::Ascending,
+        num_segments::uniform(10).expect("count"),
+    );
+    let mut partial = lists.clone();
+    let mut keys: Vec<&mut [i32]> = partial.iter_mut().map(|l| &mut l[..]).collect();
+    segmented_sort::sort_keys_listed_in_place(&Host::new(), &first, &mut keys, &Env::new())
+        .and_then(Pending::check)
+        .expect("partial");
+    let cut = end[9] as usize;
+    assert_eq!(partial.concat()[..cut], expected[..cut]);
+    assert_eq!(partial[10..], lists[10..]);
+
+    // Bad lists: too few slices, values of another length, a slice above the size bound, an
+    // output shorter than the slices' total.
+    let many = Problem::listed(
+        segment_size::PerSegment::<()>::new(()),
+        order::Ascending,
+        num_segments::uniform(61).expect("count"),
+    );
+    let mut out = vec![0i32; joined.len()];
+    let err =
+        segmented_sort::sort_keys_listed(&Host::new(), &many, &slices, &mut out[..], &Env::new());
+    assert!(
+        matches!(
+            err,
+            Err(Error::BufferTooSmall {
+                arg: "segments",
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    let short: Vec<Vec<u8>> = lists
+        .iter()
+        .map(|l| vec![0u8; l.len().saturating_sub(1)])
+        .collect();
+    let short: Vec<&[u8]> = short.iter().map(|l| &l[..]).collect();
+    let mut out_values = vec![0u8; joined.len()];
+    let err = segmented_sort::sort_pairs_listed(
+        &Host::new(),
+        &problem,
+        &slices,
+        &short,
+        &mut out[..],
+        &mut out_values[..],
+        &Env::new(),
+    );
+    assert!(
+        matches!(err, Err(Error::LengthMismatch { arg: "values", .. })),
+        "{err:?}"
+    );
+    let bounded = Problem::listed(
+        segment_size::PerSegment::<()>::new(())
+            .with_bounds(0, 100)
+            .expect("bounds"),
+        order::Ascending,
+        num_segments::uniform(sizes.len() as i64).expect("count"),
+    );
+    let first_long = sizes.iter().position(|&n| n > 100).expect("a long slice");
+    match segmented_sort::sort_keys_listed(
+        &Host::new(),
+        &bounded,
+        &slices,
+        &mut out[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    {
+        Err(Error::InvalidSegment { segment, .. }) => assert_eq!(segment, first_long as u64),
+        other => panic!("a slice above the bound: {other:?}"),
+    }
+    let mut small = vec![0i32; joined.len() - 1];
+    let err = segmented_sort::sort_keys_listed(
+        &Host::new(),
+        &problem,
+        &slices,
+        &mut small[..],
+        &Env::new(),
+    );
+    assert!(
+        matches!(
+            err,
+            Err(Error::BufferTooSmall {
+                arg: "out_keys",
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+}

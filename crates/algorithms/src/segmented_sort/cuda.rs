@@ -3,17 +3,18 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
 use oxicub_kernels::families::segmented_sort::{
     segmented_sort, SegmentedSortPlan, SortLayout, SortStatus,
 };
-use oxicub_kernels::families::{HostOrDevice, SelectedValues};
+use oxicub_kernels::families::{listed_copy, HostOrDevice, SelectedValues};
 use oxicub_kernels::segments::VIOLATION_OPTION_NOT_COMPILED;
 use oxicub_params::SortOrder;
 
 use super::host::{in_place_on_host, order_not_compiled};
+use super::listed::{sort_joined, sort_joined_in_place};
 use super::{MergePass, MergeStatistics, SegmentedSortBackend};
-use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceValue};
+use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceKeys, DeviceValue, DeviceValues};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
 use crate::error::driver_error;
 use crate::radix::RadixKey;
@@ -21,7 +22,7 @@ use crate::sealed::Token;
 use crate::segments::cuda::{
     host_or_device, launch_bounds, on_device_copies, ChoiceCopy, SegmentArgsCopy,
 };
-use crate::segments::{segmented_error, DeviceReport, LayoutArg, Pending};
+use crate::segments::{segmented_error, DeviceReport, LayoutArg, Pending, SegmentArgs};
 use crate::values::ValuesIn;
 use crate::Error;
 
@@ -52,6 +53,57 @@ impl DeviceReport<MergeStatistics> for DeviceStatus {
     }
 }
 
+/// The segments of a listed call gathered into one buffer on the device (and their values,
+/// when copied), with the offsets of each.
+struct JoinedOnDevice<K: RadixKey, V: DeviceValue> {
+    keys: DeviceKeys<K>,
+    values: Option<DeviceValues<V>>,
+    /// `segments + 1` offsets: segment `i` is `offsets[i] .. offsets[i + 1]`.
+    offsets: CudaSlice<i64>,
+    segments: usize,
+    total: usize,
+}
+
+impl<K: RadixKey, V: DeviceValue> JoinedOnDevice<K, V> {
+    /// Gathers `segments` (and copied `values`) one after another (the buffers hold at least
+    /// one element: the device allocates no empty ones).
+    fn gather(
+        cuda: &Cuda,
+        segments: &[CudaView<'_, K>],
+        values: &ValuesIn<&[CudaView<'_, V>], V>,
+    ) -> Result<Self, Error> {
+        let (runtime, stream) = (cuda.runtime(), cuda.stream());
+        let offsets = listed_copy::joined_offsets(segments.iter().map(|s| s.len()));
+        let total = offsets.last().copied().unwrap_or(0) as usize;
+        let mut keys = cuda.alloc_keys::<K>(total.max(1))?;
+        listed_copy::gather(runtime, stream, segments, &mut keys.as_view_mut())?;
+        let values = match values {
+            ValuesIn::Copy(lists) => {
+                let mut copy = cuda.alloc_values::<V>(total.max(1))?;
+                listed_copy::gather(runtime, stream, lists, &mut copy.as_view_mut())?;
+                Some(copy)
+            }
+            _ => None,
+        };
+        let offsets = stream
+            .clone_htod(&offsets)
+            .map_err(driver_error("cuMemcpyHtoDAsync"))?;
+        Ok(JoinedOnDevice {
+            keys,
+            values,
+            offsets,
+            segments: segments.len(),
+            total,
+        })
+    }
+
+    /// The begin and end offsets of the joined segments.
+    fn offsets(&self) -> (CudaView<'_, i64>, CudaView<'_, i64>) {
+        let all = self.offsets.as_view();
+        (all.slice(..self.segments), all.slice(1..))
+    }
+}
+
 /// The launch plan of a checked call.
 fn plan<'a, 'b>(
     request: &SortRequest,
@@ -63,7 +115,7 @@ fn plan<'a, 'b>(
             sizes: host_or_device(args.segments.sizes),
         },
         LayoutArg::Offsets { begin, end } => SortLayout::Offsets { begin, end },
-        LayoutArg::Listed => unreachable!("a sort problem has no listed layout"),
+        LayoutArg::Listed => unreachable!("a listed sort runs on its segments joined"),
     };
     let order = match args.order {
         ChoiceValues::Host(order) => HostOrDevice::Host(order as u32),
@@ -168,6 +220,112 @@ impl SegmentedSortBackend for Cuda {
         let input_keys = input.as_view().slice(..keys.len());
         self.segmented_sort_checked(token, request, args, input_keys, values_in, keys, values)
     }
+
+    fn segmented_sort_listed_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        _: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        segments: &[CudaView<'_, K>],
+        values: ValuesIn<&[CudaView<'_, V>], V>,
+        out_keys: CudaViewMut<'_, K>,
+        out_values: Option<CudaViewMut<'_, V>>,
+    ) -> Result<Pending<MergeStatistics>, Error> {
+        let joined = JoinedOnDevice::gather(self, segments, &values)?;
+        let (begin, end) = joined.offsets();
+        let args = SortArgs {
+            segments: SegmentArgs {
+                layout: LayoutArg::Offsets {
+                    begin: &begin,
+                    end: &end,
+                },
+                ..args.segments
+            },
+            ..args
+        };
+        let values_in = match (&joined.values, values) {
+            (Some(copy), _) => ValuesIn::Copy(copy.as_view().slice(..joined.total)),
+            (None, ValuesIn::Index(index)) => ValuesIn::Index(index),
+            (None, _) => ValuesIn::None,
+        };
+        let keys = joined.keys.as_view().slice(..joined.total);
+        run(self, request, args, keys, values_in, out_keys, out_values)
+    }
+
+    fn segmented_sort_listed_in_place_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        _: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        segments: &mut [CudaViewMut<'_, K>],
+        values: Option<&mut [CudaViewMut<'_, V>]>,
+    ) -> Result<Pending<MergeStatistics>, Error> {
+        let (runtime, stream) = (self.runtime(), self.stream());
+        let views: Vec<CudaView<'_, K>> = segments.iter().map(|s| s.as_view()).collect();
+        let value_views: Option<Vec<CudaView<'_, V>>> = values
+            .as_deref()
+            .map(|lists| lists.iter().map(|s| s.as_view()).collect());
+        let values_in = match &value_views {
+            Some(views) => ValuesIn::Copy(&views[..]),
+            None => ValuesIn::None,
+        };
+        let joined = JoinedOnDevice::gather(self, &views, &values_in)?;
+        drop(views);
+        drop(value_views);
+        // The sort's output starts as a copy of its input, so a segment it leaves alone (past
+        // a deferred count, or invalid) is written back unchanged.
+        let total = joined.total;
+        let mut sorted = self.alloc_keys::<K>(total.max(1))?;
+        let mut sorted_all = sorted.as_view_mut();
+        let mut sorted_view = sorted_all.slice_mut(..total);
+        let keys = joined.keys.as_view().slice(..total);
+        stream
+            .memcpy_dtod(&keys, &mut sorted_view)
+            .map_err(driver_error("cuMemcpyDtoDAsync"))?;
+        let mut sorted_values = match &joined.values {
+            Some(copy) => {
+                let mut out = self.alloc_values::<V>(total.max(1))?;
+                let mut all = out.as_view_mut();
+                let mut view = all.slice_mut(..total);
+                stream
+                    .memcpy_dtod(&copy.as_view().slice(..total), &mut view)
+                    .map_err(driver_error("cuMemcpyDtoDAsync"))?;
+                Some(out)
+            }
+            None => None,
+        };
+        let (begin, end) = joined.offsets();
+        let args = SortArgs {
+            segments: SegmentArgs {
+                layout: LayoutArg::Offsets {
+                    begin: &begin,
+                    end: &end,
+                },
+                ..args.segments
+            },
+            ..args
+        };
+        let values_in = match &joined.values {
+            Some(copy) => ValuesIn::Copy(copy.as_view().slice(..total)),
+            None => ValuesIn::None,
+        };
+        let mut sorted_values_all = sorted_values.as_mut().map(|out| out.as_view_mut());
+        let out_values = sorted_values_all.as_mut().map(|all| all.slice_mut(..total));
+        let pending = run(
+            self,
+            request,
+            args,
+            keys,
+            values_in,
+            sorted_view,
+            out_values,
+        )?;
+        listed_copy::scatter(runtime, stream, &sorted.as_view().slice(..total), segments)?;
+        if let (Some(sorted), Some(lists)) = (&sorted_values, values) {
+            listed_copy::scatter(runtime, stream, &sorted.as_view().slice(..total), lists)?;
+        }
+        Ok(pending)
+    }
 }
 
 /// On CUDA, [`AnyBackend`] runs on device copies of the inputs and outputs
@@ -222,5 +380,31 @@ impl SegmentedSortBackend for AnyBackend {
         in_place_on_host(keys, values, |input, input_values, keys, values| {
             self.segmented_sort_checked(token, request, args, input, input_values, keys, values)
         })
+    }
+
+    fn segmented_sort_listed_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        segments: &[&[K]],
+        values: ValuesIn<&[&[V]], V>,
+        out_keys: &mut [K],
+        out_values: Option<&mut [V]>,
+    ) -> Result<Pending<MergeStatistics>, Error> {
+        sort_joined(
+            self, token, request, args, segments, values, out_keys, out_values,
+        )
+    }
+
+    fn segmented_sort_listed_in_place_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        segments: &mut [&mut [K]],
+        values: Option<&mut [&mut [V]]>,
+    ) -> Result<Pending<MergeStatistics>, Error> {
+        sort_joined_in_place(self, token, request, args, segments, values)
     }
 }

@@ -4,6 +4,7 @@
 
 use rayon::prelude::*;
 
+use super::listed::{sort_joined, sort_joined_in_place};
 use super::{MergeStatistics, SegmentedSortBackend};
 use crate::backend::{ChoiceValues, DeviceValue, Host};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
@@ -174,6 +175,32 @@ impl SegmentedSortBackend for Host {
         in_place_on_host(keys, values, |input, input_values, keys, values| {
             self.segmented_sort_checked(token, request, args, input, input_values, keys, values)
         })
+    }
+
+    fn segmented_sort_listed_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        segments: &[&[K]],
+        values: ValuesIn<&[&[V]], V>,
+        out_keys: &mut [K],
+        out_values: Option<&mut [V]>,
+    ) -> Result<Pending<MergeStatistics>, Error> {
+        sort_joined(
+            self, token, request, args, segments, values, out_keys, out_values,
+        )
+    }
+
+    fn segmented_sort_listed_in_place_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        segments: &mut [&mut [K]],
+        values: Option<&mut [&mut [V]]>,
+    ) -> Result<Pending<MergeStatistics>, Error> {
+        sort_joined_in_place(self, token, request, args, segments, values)
     }
 }
 

@@ -13,6 +13,14 @@
 //!   end[i - 1]`), since each is written where it lies. The seed's head flags and head indices
 //!   become offsets with [`segments::offsets_from_head_flags`] and
 //!   [`segments::offsets_from_head_indices`], which check every head.
+//!   On [`Cuda`](crate::Cuda), [`segments::offsets_from_head_flags_on_device`] and
+//!   [`segments::offsets_from_head_indices_on_device`] do the same in device memory, leaving
+//!   the number of segments on the device for a `num_segments::Deferred` sort with no host
+//!   round trip.
+//!   [`Problem::listed`]: segment `i` is the `i`-th slice of a list (on [`Cuda`](crate::Cuda),
+//!   views of separate allocations), sorted into one joined output ([`sort_keys_listed`],
+//!   [`sort_pairs_listed`], [`sort_indices_listed`]) or each where it lies
+//!   ([`sort_keys_listed_in_place`], [`sort_pairs_listed_in_place`]).
 //! * **Sizes and count**: static, uniform or per segment, and static, uniform or deferred, as
 //!   in [`segments`].
 //! * **Order**: `order::Ascending`, `order::Descending`, `order::Choice` (one order chosen at
@@ -86,8 +94,13 @@
 
 mod cuda;
 mod host;
+mod listed;
 mod statistics;
 
+pub use listed::{
+    sort_indices_listed, sort_keys_listed, sort_keys_listed_in_place, sort_pairs_listed,
+    sort_pairs_listed_in_place,
+};
 pub use statistics::{MergePass, MergeStatistics};
 
 use oxicub_env::Environment;
@@ -134,6 +147,34 @@ pub trait SegmentedSortBackend: Backend {
         args: SortArgsOn<'_, Self>,
         keys: Self::SliceMut<'_, K>,
         values: Option<Self::SliceMut<'_, V>>,
+    ) -> Result<Pending<MergeStatistics>, Error>;
+
+    /// Segmented sort of a listed layout after the front check: the segments joined into one
+    /// buffer and sorted into `out_keys` (and `out_values`), segment `i` at the sum of the
+    /// earlier segments' lengths.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn segmented_sort_listed_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        segments: &[Self::Slice<'_, K>],
+        values: ValuesIn<&[Self::Slice<'_, V>], V>,
+        out_keys: Self::SliceMut<'_, K>,
+        out_values: Option<Self::SliceMut<'_, V>>,
+    ) -> Result<Pending<MergeStatistics>, Error>;
+
+    /// Segmented sort of a listed layout in place after the front check: joined, sorted into a
+    /// copy, and written back segment by segment.
+    #[doc(hidden)]
+    fn segmented_sort_listed_in_place_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &SortRequest,
+        args: SortArgsOn<'_, Self>,
+        segments: &mut [Self::SliceMut<'_, K>],
+        values: Option<&mut [Self::SliceMut<'_, V>]>,
     ) -> Result<Pending<MergeStatistics>, Error>;
 }
 

@@ -9,6 +9,8 @@
 
 pub mod batched_topk;
 pub mod digit_histogram;
+mod listed;
+pub mod listed_copy;
 mod scratch;
 pub mod segment_heads;
 pub mod segmented_sort;
@@ -75,6 +77,8 @@ families! {
     /// Segments described by their heads (flags or indices) turned into offsets and their
     /// number, on the device.
     SegmentHeads => segment_heads,
+    /// Move a listed layout's views into one joined buffer, or back.
+    ListedCopy => listed_copy,
 }
 
 impl KernelFamily {

@@ -1,0 +1,221 @@
+//! Family `listed_copy`: a listed layout (each segment a view of its own) gathered into one
+//! joined buffer, the segments one after another, or the joined buffer scattered back into the
+//! list. What lets an algorithm built on one buffer (segmented sort) serve listed segments.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
+
+use crate::codegen::{kernel_params, FamilyTable, KernelParams, TemplateArg};
+use crate::families::listed::{listed_range, table};
+use crate::families::{at_least, keep};
+use crate::radix::KeyType;
+use crate::{KernelError, KernelFamily, KernelRuntime, KernelSpec, Tier};
+
+kernel_params! {
+    /// Parameters of `listed_copy` (device pointers as `u64`).
+    struct ListedCopyParams {
+        /// `num_segments` i64: each view's first element address (byte address / element size).
+        list_begin: u64,
+        /// `num_segments + 1` ascending i64: where each view starts in the joined buffer, then
+        /// the joined length.
+        joined_offsets: u64,
+        /// The joined buffer.
+        joined: u64,
+        num_segments: u64,
+        /// The joined length.
+        total: u64,
+        /// 0: list to joined; 1: joined to list.
+        to_list: u32,
+    }
+}
+
+/// Threads per block.
+const BLOCK_THREADS: u32 = 256;
+
+pub(crate) static TABLE: FamilyTable = FamilyTable {
+    name: "listed_copy",
+    header: include_str!("../../cuda/listed_copy/listed_copy.cuh"),
+    constants: &[],
+    params_name: ListedCopyParams::CXX_NAME,
+    params_declaration: ListedCopyParams::cxx_declaration,
+    template_args: &[TemplateArg::Key, TemplateArg::BlockThreads],
+    static_shared_bytes: |_| 16,
+};
+
+/// The unsigned key type of `bytes` bytes: the word `listed_copy` moves.
+fn word(bytes: usize) -> Option<KeyType> {
+    match bytes {
+        1 => Some(KeyType::U8),
+        2 => Some(KeyType::U16),
+        4 => Some(KeyType::U32),
+        8 => Some(KeyType::U64),
+        _ => None,
+    }
+}
+
+impl KernelSpec {
+    /// The spec of the `listed_copy` kernel moving elements of `bytes` bytes (1, 2, 4 or 8);
+    /// `None` for any other width.
+    ///
+    /// ```
+    /// use oxicub_kernels::KernelSpec;
+    ///
+    /// let spec = KernelSpec::listed_copy(4).expect("a 4-byte word");
+    /// assert_eq!(spec.to_string(), "oxicub::listed_copy<oxicub::KeyU32, 256>");
+    /// assert!(KernelSpec::listed_copy(3).is_none());
+    /// ```
+    pub fn listed_copy(bytes: usize) -> Option<KernelSpec> {
+        Some(KernelSpec {
+            family: KernelFamily::ListedCopy,
+            key: word(bytes)?,
+            value: None,
+            direction: None,
+            tier: Tier::GridStride,
+            block_threads: BLOCK_THREADS,
+            consts: Vec::new(),
+        })
+    }
+}
+
+/// Every `listed_copy` spec: one per element width.
+///
+/// ```
+/// assert_eq!(oxicub_kernels::families::listed_copy::specs().len(), 4);
+/// ```
+pub fn specs() -> Vec<KernelSpec> {
+    [1, 2, 4, 8]
+        .into_iter()
+        .filter_map(KernelSpec::listed_copy)
+        .collect()
+}
+
+/// Where each view of a list starts in the joined buffer: `len + 1` offsets, the last the
+/// joined length.
+///
+/// ```
+/// use oxicub_kernels::families::listed_copy::joined_offsets;
+///
+/// assert_eq!(joined_offsets([3, 0, 2]), vec![0, 3, 3, 5]);
+/// ```
+pub fn joined_offsets(lengths: impl IntoIterator<Item = usize>) -> Vec<i64> {
+    let mut offsets = vec![0i64];
+    let mut total = 0i64;
+    for len in lengths {
+        // A list of device views: their lengths sum to less than the device memory.
+        total = total.saturating_add(i64::try_from(len).unwrap_or(i64::MAX));
+        offsets.push(total);
+    }
+    offsets
+}
+
+/// Launches one `listed_copy` over the list whose views start at the element addresses
+/// `list_begin` (guards already held by the caller).
+fn launch_copy<T>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    list_begin: Vec<i64>,
+    lengths: impl IntoIterator<Item = usize>,
+    (joined, joined_len): (u64, usize),
+    to_list: bool,
+) -> Result<(), KernelError> {
+    let offsets = joined_offsets(lengths);
+    let total = offsets.last().copied().unwrap_or(0) as u64;
+    at_least("joined", joined_len, total)?;
+    if total == 0 {
+        return Ok(());
+    }
+    let spec = KernelSpec::listed_copy(std::mem::size_of::<T>()).ok_or_else(|| {
+        KernelError::InvalidSpec {
+            kernel: "listed_copy".to_owned(),
+            reason: format!(
+                "elements are 1, 2, 4 or 8 bytes, not {}",
+                std::mem::size_of::<T>()
+            ),
+        }
+    })?;
+    let num_segments = list_begin.len() as u64;
+    let list_begin = table(runtime, stream, list_begin)?;
+    let joined_offsets = table(runtime, stream, offsets)?;
+    let kernel = runtime.kernel(&spec)?;
+    let grid = runtime.grid_blocks(&kernel, total.div_ceil(4), 1);
+    let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
+    let params = ListedCopyParams {
+        list_begin: keep(&mut guards, list_begin.device_ptr(stream)),
+        joined_offsets: keep(&mut guards, joined_offsets.device_ptr(stream)),
+        joined,
+        num_segments,
+        total,
+        to_list: u32::from(to_list),
+    };
+    runtime.launch(stream, &kernel, grid, params)
+}
+
+/// Copies the views of `list` one after another into `joined` (view `i` at the sum of the
+/// earlier views' lengths; `joined` holds at least their total). Asynchronous on `stream`.
+///
+/// ```no_run
+/// use oxicub_kernels::{families::listed_copy, open_context, KernelRuntime};
+///
+/// let runtime = KernelRuntime::new(open_context(0)?)?;
+/// let stream = runtime.context().default_stream();
+/// let (a, b) = (stream.clone_htod(&[3u32, 1])?, stream.clone_htod(&[7u32])?);
+/// let mut joined = stream.alloc_zeros::<u32>(3)?;
+/// listed_copy::gather(&runtime, &stream, &[a.as_view(), b.as_view()], &mut joined.as_view_mut())?;
+/// assert_eq!(stream.clone_dtoh(&joined)?, [3, 1, 7]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn gather<T>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    list: &[CudaView<'_, T>],
+    joined: &mut CudaViewMut<'_, T>,
+) -> Result<(), KernelError> {
+    runtime.check_buffer("joined", &*joined)?;
+    let mut guards = Vec::with_capacity(list.len() + 1);
+    let mut begin = Vec::with_capacity(list.len());
+    for (i, view) in list.iter().enumerate() {
+        runtime.check_buffer("list", view)?;
+        let address = keep(&mut guards, view.device_ptr(stream));
+        begin.push(listed_range::<T>(("list", i), address, view.len())?.0);
+    }
+    let joined_len = joined.len();
+    let joined = keep(&mut guards, joined.device_ptr_mut(stream));
+    let lengths = list.iter().map(|view| view.len());
+    launch_copy::<T>(runtime, stream, begin, lengths, (joined, joined_len), false)
+}
+
+/// Copies `joined` back into the views of `list` (view `i` from the sum of the earlier views'
+/// lengths): the inverse of [`gather`]. Asynchronous on `stream`.
+///
+/// ```no_run
+/// use oxicub_kernels::{families::listed_copy, open_context, KernelRuntime};
+///
+/// let runtime = KernelRuntime::new(open_context(0)?)?;
+/// let stream = runtime.context().default_stream();
+/// let (mut a, mut b) = (stream.alloc_zeros::<u16>(2)?, stream.alloc_zeros::<u16>(1)?);
+/// let joined = stream.clone_htod(&[5u16, 6, 9])?;
+/// listed_copy::scatter(&runtime, &stream, &joined.as_view(), &mut [a.as_view_mut(), b.as_view_mut()])?;
+/// assert_eq!(stream.clone_dtoh(&b)?, [9]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn scatter<T>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    joined: &CudaView<'_, T>,
+    list: &mut [CudaViewMut<'_, T>],
+) -> Result<(), KernelError> {
+    runtime.check_buffer("joined", joined)?;
+    let lengths: Vec<usize> = list.iter().map(|view| view.len()).collect();
+    let mut guards = Vec::with_capacity(list.len() + 1);
+    let mut begin = Vec::with_capacity(list.len());
+    for (i, view) in list.iter_mut().enumerate() {
+        runtime.check_buffer("list", &*view)?;
+        let len = view.len();
+        let address = keep(&mut guards, view.device_ptr_mut(stream));
+        begin.push(listed_range::<T>(("list", i), address, len)?.0);
+    }
+    let joined_len = joined.len();
+    let joined = keep(&mut guards, joined.device_ptr(stream));
+    launch_copy::<T>(runtime, stream, begin, lengths, (joined, joined_len), true)
+}
