@@ -888,12 +888,14 @@ fn merge_statistics_count_the_tiles_each_pass_moves() {
         MergeStatistics::default(),
         "rows of 1024"
     );
+    // 2^18 keys: 64 parts of 4096 (a merge pass's tile), chunks of 16384 (the wide kernel's
+    // BLOCK) merged in 4 passes.
     let sorted: Vec<u32> = (0..n as u32).collect();
     assert_eq!(
         stats_of(false, &sorted),
         MergeStatistics {
-            tiles: 16,
-            passes: vec![pass(0, 16), pass(0, 0), pass(0, 0), pass(0, 16)]
+            tiles: 64,
+            passes: vec![pass(0, 64), pass(0, 0), pass(0, 0), pass(0, 64)]
         },
         "keys in order"
     );
@@ -901,18 +903,18 @@ fn merge_statistics_count_the_tiles_each_pass_moves() {
     assert_eq!(
         merged,
         MergeStatistics {
-            tiles: 16,
-            passes: vec![pass(16, 0); 4]
+            tiles: 64,
+            passes: vec![pass(64, 0); 4]
         },
         "random keys"
     );
     let table = merged.to_string();
     assert!(
-        table.contains("pass  3:        16 (100.00%)           0 (  0.00%)"),
+        table.contains("pass  3:        64 (100.00%)           0 (  0.00%)"),
         "{table}"
     );
     assert!(
-        table.contains("total  :        64 (400.00%)           0 (  0.00%)"),
+        table.contains("total  :       256 (400.00%)           0 (  0.00%)"),
         "{table}"
     );
     // Rows whose bound fits a tile: a block each, no merge pass.

@@ -109,6 +109,7 @@ __device__ __forceinline__ void ss_write_entry(const P& p, u64 at, u64, typename
 struct SsClassCounts {
     u32 counts[16];
     unsigned long long chunks;   // the long segments' chunks
+    unsigned long long parts;    // the long segments' parts (SS_PART entries)
     unsigned long long longest;  // the longest long segment
 };
 
@@ -123,6 +124,7 @@ __device__ __forceinline__ void ss_clear_classes(SsClassCounts& c) {
     }
     if (threadIdx.x == 0) {
         c.chunks = 0;
+        c.parts = 0;
         c.longest = 0;
     }
     __syncthreads();
@@ -141,15 +143,18 @@ __device__ __forceinline__ void ss_count_class(SsClassCounts& c, u64 size) {
     // The long segments' chunks and the longest, reduced over the warp first (one shared
     // atomic per warp, not per lane).
     u64 chunks = mine == SS_LONG_CLASS ? (size + TILE - 1) / TILE : 0;
+    u64 parts = mine == SS_LONG_CLASS ? (size + SS_PART - 1) / SS_PART : 0;
     u64 longest = mine == SS_LONG_CLASS ? size : 0;
 #pragma unroll
     for (u32 offset = 16; offset > 0; offset >>= 1) {
         chunks += __shfl_xor_sync(0xffffffffu, chunks, offset);
+        parts += __shfl_xor_sync(0xffffffffu, parts, offset);
         const u64 other = __shfl_xor_sync(0xffffffffu, longest, offset);
         longest = other > longest ? other : longest;
     }
     if ((threadIdx.x & 31u) == 0 && chunks != 0) {
         atomicAdd(&c.chunks, (unsigned long long)chunks);
+        atomicAdd(&c.parts, (unsigned long long)parts);
         atomicMax(&c.longest, (unsigned long long)longest);
     }
 }
@@ -164,6 +169,7 @@ __device__ __forceinline__ void ss_add_classes(const P& p, SsClassCounts& c) {
     }
     if (threadIdx.x == 0 && c.chunks != 0) {
         atomicAdd(&plan[SS_PLAN_CHUNKS], (u64)c.chunks);
+        atomicAdd(&plan[SS_PLAN_PARTS], (u64)c.parts);
         atomicMax(&plan[SS_PLAN_MAX_LONG], (u64)c.longest);
     }
 }
@@ -208,7 +214,7 @@ __device__ __forceinline__ void ss_place(const P& p, u64 count) {
 }
 
 // PLAN, by one thread (in FINALIZE): each class's list and first batch (a batch of class c holds
-// TILE >> c segments), the cursors, and the statistics' tile count (the chunks) and
+// TILE >> c segments), the cursors, and the statistics' tile count (the parts) and
 // pass count (the passes the longest segment needs), after the p.passes launched passes' words.
 template <u32 TILE, class P>
 __device__ __forceinline__ void ss_plan(const P& p) {
@@ -226,7 +232,7 @@ __device__ __forceinline__ void ss_plan(const P& p) {
         }
     }
     u64* statistics = reinterpret_cast<u64*>(p.statistics) + 2 * (u64)p.passes;
-    statistics[0] = plan[SS_PLAN_CHUNKS];
+    statistics[0] = plan[SS_PLAN_PARTS];
     u64 passes = 0;
     for (u64 width = TILE; width < plan[SS_PLAN_MAX_LONG]; width <<= 1) {
         ++passes;
@@ -427,9 +433,9 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
                         }
                     }
                 }
-                if (chunk && t == 0) {
-                    // Buffer 1 holds nothing of the chunk yet (merge passes, "dirty").
-                    reinterpret_cast<u32*>(p.tile_dirty)[item - batches] = 1u;
+                if (chunk && t < TILE / SS_PART) {
+                    // Buffer 1 holds nothing of the chunk's parts yet (merge passes, "dirty").
+                    reinterpret_cast<u32*>(p.tile_dirty)[(item - batches) * (TILE / SS_PART) + t] = 1u;
                 }
                 __syncthreads();
                 continue;
@@ -456,9 +462,9 @@ __device__ __forceinline__ void ss_block(const P& p, u64 count, u64* shared) {
         }
         __syncthreads();
         u64* entries = reinterpret_cast<u64*>(p.entries);
-        if (chunk && t == 0) {
-            // Buffer 1 holds nothing of the chunk yet (merge passes, "dirty").
-            reinterpret_cast<u32*>(p.tile_dirty)[item - batches] = 1u;
+        if (chunk && t < TILE / SS_PART) {
+            // Buffer 1 holds nothing of the chunk's parts yet (merge passes, "dirty").
+            reinterpret_cast<u32*>(p.tile_dirty)[(item - batches) * (TILE / SS_PART) + t] = 1u;
         }
         current = span >= SS_ITEMS ? current : ~0u;  // one run: still in `s`
 #pragma unroll
@@ -488,11 +494,10 @@ struct SsChunkRuns {
     u64 a0, a_count, b_count, out0, out1;
 };
 
-template <u32 TILE>
-__device__ __forceinline__ SsChunkRuns ss_chunk_runs(u64 size, u64 q, u64 width) {
+__device__ __forceinline__ SsChunkRuns ss_chunk_runs(u64 size, u64 q, u64 width, u64 tile) {
     SsChunkRuns r;
-    r.out0 = q * TILE;
-    r.out1 = r.out0 + TILE < size ? r.out0 + TILE : size;
+    r.out0 = q * tile;
+    r.out1 = r.out0 + tile < size ? r.out0 + tile : size;
     r.a0 = r.out0 / (2 * width) * (2 * width);
     const u64 rest = size - r.a0;
     r.a_count = rest < width ? rest : width;
@@ -544,78 +549,83 @@ __device__ __forceinline__ u64 ss_warp_merge_path(const E* a, u64 a_count, const
     return lo + (u64)__popc(__ballot_sync(0xffffffffu, below));
 }
 
-// PARTITION (a warp per chunk of the pass): the chunk's start on the merge path of its two
-// runs, and its segment and place in it, for RUNS (SS_PARTITION_WORDS words).
+// PARTITION (a warp per part of a chunk of the pass): the part's start on the merge path of its
+// two runs, and its segment and place in it, for RUNS (SS_PARTITION_WORDS words). A part past
+// its segment's end (the last chunk's) gets size 0: RUNS passes over it.
 template <u32 THREADS, class E, class P>
 __device__ __forceinline__ void ss_partition(const P& p, u64 count) {
-    constexpr u32 TILE = THREADS * SS_ITEMS;
     typedef u64 Bits64;
     const u64* plan = reinterpret_cast<const u64*>(p.plan);
     const u64 width = p.width;
     if (width >= plan[SS_PLAN_MAX_LONG]) {
         return;  // every long segment is merged
     }
-    const u64 chunks = plan[SS_PLAN_CHUNKS];
+    const u64 parts = plan[SS_PLAN_CHUNKS] * p.chunk_parts;
     const u64* list = reinterpret_cast<const u64*>(p.segment_list);
     const E* src = reinterpret_cast<const E*>(p.entries) + (u64)p.src * p.num_keys;
     u64* partition = reinterpret_cast<u64*>(p.partition);
     const u64 warps = grid_threads(THREADS) / 32;
-    for (u64 chunk = global_thread_index(THREADS) / 32; chunk < chunks; chunk += warps) {
+    for (u64 part = global_thread_index(THREADS) / 32; part < parts; part += warps) {
+        const u64 chunk = part / p.chunk_parts;
         const u64 j = ss_chunk_owner(p, chunk);
         const SsSegment<Bits64> s =
             ss_segment<Bits64>(p, list[plan[SS_PLAN_LIST + SS_LONG_CLASS] + j], count);
-        const u64 q = chunk - reinterpret_cast<const u64*>(p.chunk_base)[j];
+        // The part's place among its segment's parts.
+        const u64 q = (chunk - reinterpret_cast<const u64*>(p.chunk_base)[j]) * p.chunk_parts +
+                      part % p.chunk_parts;
+        const u64 size = q * SS_PART < s.size ? s.size : 0;
         u64 split = 0;
-        if (width < s.size) {
-            const SsChunkRuns r = ss_chunk_runs<TILE>(s.size, q, width);
+        if (width < size) {
+            const SsChunkRuns r = ss_chunk_runs(size, q, width, SS_PART);
             const E* a = src + s.begin + r.a0;
             split = ss_warp_merge_path(a, r.a_count, a + r.a_count, r.b_count, r.out0 - r.a0);
         }
         if ((threadIdx.x & 31u) == 0) {
-            // What RUNS needs of the chunk, in one place: one round of loads, not three.
-            u64* words = partition + SS_PARTITION_WORDS * chunk;
+            // What RUNS needs of the part, in one place: one round of loads, not three.
+            u64* words = partition + SS_PARTITION_WORDS * part;
             words[0] = split;
             words[1] = s.begin;
-            words[2] = s.size;
+            words[2] = size;
             words[3] = (q << 1) | (s.flip != 0 ? 1ull : 0ull);
         }
     }
 }
 
-// RUNS: merge pass p.pass (runs of p.width, from entries buffer p.src), a chunk per block at a
-// time. A chunk whose outputs all come from one run is copied, or left alone when that run's
-// interval is the chunk's own and both buffers hold it (a flag per chunk says whether they
-// differ); any other is merged in shared memory. A segment whose runs this pass joins into one
-// is written to the outputs.
+// RUNS: merge pass p.pass (runs of p.width, from entries buffer p.src), a part (SS_PART entries,
+// this kernel's tile) per block at a time. A part whose outputs all come from one run is
+// copied, or left alone when that run's interval is the part's own and both buffers hold it (a
+// flag per part says whether they differ); any other is merged in shared memory. A segment
+// whose runs this pass joins into one is written to the outputs.
 template <class Key, int VALUE_BYTES, u32 THREADS, class E, class P>
 __device__ __forceinline__ void ss_runs(const P& p, u64 count, E* shared) {
     constexpr u32 TILE = THREADS * SS_ITEMS;
+    static_assert(TILE == SS_PART, "RUNS runs on the kernel whose tile is a part");
     typedef typename Key::Bits Bits;
     const u64* plan = reinterpret_cast<const u64*>(p.plan);
     const u64 width = p.width;
     if (width >= plan[SS_PLAN_MAX_LONG]) {
         return;
     }
-    const u64 chunks = plan[SS_PLAN_CHUNKS];
+    const u64 parts = plan[SS_PLAN_CHUNKS] * p.chunk_parts;
     const u64* partition = reinterpret_cast<const u64*>(p.partition);
     const E* src = reinterpret_cast<const E*>(p.entries) + (u64)p.src * p.num_keys;
     E* dst = reinterpret_cast<E*>(p.entries) + (u64)(p.src ^ 1u) * p.num_keys;
     u64* statistics = reinterpret_cast<u64*>(p.statistics) + 2 * (u64)p.pass;
     u32* dirty = reinterpret_cast<u32*>(p.tile_dirty);
     const u32 t = threadIdx.x;
-    for (u64 chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
-        const u64* words = partition + SS_PARTITION_WORDS * chunk;
+    for (u64 part = blockIdx.x; part < parts; part += gridDim.x) {
+        const u64* words = partition + SS_PARTITION_WORDS * part;
         SsSegment<Bits> s;
         s.begin = words[1];
         s.size = words[2];
         s.flip = (words[3] & 1) ? (Bits)~(Bits)0 : (Bits)0;
         if (width >= s.size) {
-            continue;  // merged in an earlier pass
+            continue;  // merged in an earlier pass, or past its segment's end
         }
         const u64 q = words[3] >> 1;
-        const SsChunkRuns r = ss_chunk_runs<TILE>(s.size, q, width);
+        const SsChunkRuns r = ss_chunk_runs(s.size, q, width, SS_PART);
         const bool final_pass = 2 * width >= s.size;
-        // The chunk's part of A and of B: from its start on the merge path to the next chunk's
+        // The part's share of A and of B: from its start on the merge path to the next part's
         // (or the end of the two runs).
         const u64 a_lo = words[0];
         const u64 a_hi = r.out1 == r.a0 + r.a_count + r.b_count ? r.a_count
@@ -632,13 +642,13 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, E* shared) {
                 dst[s.begin + out] = entry;
             }
         };
-        // Whether the two buffers hold the same entries over the chunk, read by every thread
+        // Whether the two buffers hold the same entries over the part, read by every thread
         // before thread 0 rewrites it below.
-        const bool differs = dirty[chunk] != 0;
+        const bool differs = dirty[part] != 0;
         __syncthreads();
         if (from_a == 0 || from_a == total) {
-            // One run's interval feeds the chunk: a copy. A stationary one (the interval is the
-            // chunk's own: the seed's early exit) whose buffers agree is left alone, except in
+            // One run's interval feeds the part: a copy. A stationary one (the interval is the
+            // part's own: the seed's early exit) whose buffers agree is left alone, except in
             // the segment's last pass, which writes the outputs.
             const E* from = from_a == 0 ? b + b_lo : a + a_lo;
             const bool stationary = (u64)(from - (src + s.begin)) == r.out0;
@@ -650,15 +660,15 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, E* shared) {
             }
             if (t == 0) {
                 atomicAdd(&statistics[1], 1ull);
-                dirty[chunk] = stationary ? 0u : 1u;
+                dirty[part] = stationary ? 0u : 1u;
             }
             continue;
         }
         if (t == 0) {
             atomicAdd(&statistics[0], 1ull);
-            dirty[chunk] = 1u;
+            dirty[part] = 1u;
         }
-        // Both parts into shared memory, A's then B's, then ITEMS outputs a thread.
+        // Both shares into shared memory, A's then B's, then ITEMS outputs a thread.
         for (u64 x = t; x < total; x += THREADS) {
             shared[x] = x < from_a ? a[a_lo + x] : b[b_lo + (x - from_a)];
         }

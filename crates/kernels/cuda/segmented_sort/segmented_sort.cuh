@@ -172,19 +172,25 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
             ss_place<Key, VALUE_BYTES, BLOCK_THREADS>(p, count);
         } else if (p.stage == SS_STAGE_BLOCK) {
             ss_block<Key, VALUE_BYTES, BLOCK_THREADS>(p, count, reinterpret_cast<u64*>(ss_dynamic));
-        } else if (p.stage == SS_STAGE_PARTITION) {
-            if (ss_rank_entries<Key, VALUE_BYTES>(p)) {
-                ss_partition<BLOCK_THREADS, u32>(p, count);
-            } else {
-                ss_partition<BLOCK_THREADS, u64>(p, count);
-            }
-        } else if (p.stage == SS_STAGE_RUNS) {
-            if (ss_rank_entries<Key, VALUE_BYTES>(p)) {
-                ss_runs<Key, VALUE_BYTES, BLOCK_THREADS>(p, count,
-                                                         reinterpret_cast<u32*>(ss_dynamic));
-            } else {
-                ss_runs<Key, VALUE_BYTES, BLOCK_THREADS>(p, count,
-                                                         reinterpret_cast<u64*>(ss_dynamic));
+        } else if (p.stage == SS_STAGE_PARTITION || p.stage == SS_STAGE_RUNS) {
+            // The merge passes take a part (SS_PART entries) a block: the kernel whose tile is
+            // a part runs them, whichever kernel sorted the chunks.
+            if constexpr (REGISTER_TILE == SS_PART) {
+                if (p.stage == SS_STAGE_PARTITION) {
+                    if (ss_rank_entries<Key, VALUE_BYTES>(p)) {
+                        ss_partition<BLOCK_THREADS, u32>(p, count);
+                    } else {
+                        ss_partition<BLOCK_THREADS, u64>(p, count);
+                    }
+                } else if (p.stage == SS_STAGE_RUNS) {
+                    if (ss_rank_entries<Key, VALUE_BYTES>(p)) {
+                        ss_runs<Key, VALUE_BYTES, BLOCK_THREADS>(
+                            p, count, reinterpret_cast<u32*>(ss_dynamic));
+                    } else {
+                        ss_runs<Key, VALUE_BYTES, BLOCK_THREADS>(
+                            p, count, reinterpret_cast<u64*>(ss_dynamic));
+                    }
+                }
             }
         } else if (p.stage == SS_STAGE_NAN_SCAN) {
             if (Key::KEY_KIND == KIND_FLOAT) {

@@ -52,8 +52,14 @@ device_constants! {
     pub(crate) const SS_TILE: u32 = 1024;
     /// Entries a thread holds in the register path's sort.
     pub(crate) const SS_ITEMS: u32 = 16;
-    /// Words per chunk that PARTITION writes for RUNS: the chunk's start on the merge path,
-    /// its segment's begin and size, its place in the segment (above the order bit).
+    /// Entries a block of a merge pass (PARTITION's and RUNS' unit, the statistics' tile)
+    /// takes: the 256-thread kernel's tile. A chunk of the wide kernel's BLOCK is four parts,
+    /// so its merge passes run four blocks an SM, not one (each block's loads overlap the
+    /// others' merging).
+    pub(crate) const SS_PART: u32 = 4096;
+    /// Words per part that PARTITION writes for RUNS: the part's start on the merge path,
+    /// its segment's begin and size (0 past its end), its place in the segment (above the
+    /// order bit).
     pub(crate) const SS_PARTITION_WORDS: u32 = 4;
     /// The class of a long segment (short ones: 1 to 14, the log2 of their span, up to the
     /// wide kernel's 16384-key tile).
@@ -75,8 +81,10 @@ device_constants! {
     pub(crate) const SS_PLAN_CHUNKS: u32 = 66;
     /// Plan word: 1 when a long segment holds a NaN (NAN_SCAN).
     pub(crate) const SS_PLAN_NAN: u32 = 67;
+    /// Plan word: the parts (SS_PART entries) of the long segments.
+    pub(crate) const SS_PLAN_PARTS: u32 = 68;
     /// The number of plan words.
-    pub(crate) const SS_PLAN_WORDS: u32 = 68;
+    pub(crate) const SS_PLAN_WORDS: u32 = 69;
 
     /// Flag (`params.flags`, above the segmented problem's): one order per segment, a byte
     /// each at `params.orders` (0 ascending, 1 descending).

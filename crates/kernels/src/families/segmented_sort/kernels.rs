@@ -26,8 +26,8 @@ kernel_params! {
         ranks: u64,
         /// Two buffers of `num_keys` u64 positions, one after the other.
         positions: u64,
-        /// A u32 per tile (the register path: per chunk): 1 when its entries differ between
-        /// the two buffers.
+        /// A u32 per tile (the register path: per part of a chunk): 1 when its entries differ
+        /// between the two buffers.
         tile_dirty: u64,
         /// Register path: SS_PLAN_WORDS u64, zeroed (the classes' counts, lists and batches).
         plan: u64,
@@ -35,8 +35,8 @@ kernel_params! {
         segment_list: u64,
         /// Register path: a u64 per long segment, its first chunk.
         chunk_base: u64,
-        /// Register path: SS_PARTITION_WORDS u64 per chunk, where a merge pass's chunk starts
-        /// in its first run, and its segment and place.
+        /// Register path: SS_PARTITION_WORDS u64 per part (SS_PART entries of a chunk), where
+        /// a merge pass's part starts in its first run, and its segment and place.
         partition: u64,
         /// Register path: two buffers of `num_keys` entries for the long segments, one after
         /// the other: u64 (rank << 32 | index within the segment), or u32 ranks (keys only, no
@@ -67,6 +67,8 @@ kernel_params! {
         /// Register path: the merge passes launched (the statistics' tile and pass counts
         /// follow their words).
         passes: u32,
+        /// Register path: the parts (SS_PART entries) of a BLOCK chunk.
+        chunk_parts: u32,
     }
 }
 
@@ -85,10 +87,11 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::Const("VALUE_BYTES"),
     ],
     // The tile sort's ranks and tags (two u64 per entry), a merge pass's range and flags, the
-    // classification's block counters, rounded up to the 16 bytes that align the dynamic shared
-    // memory after them (the register path's entries: `register_shared_bytes`).
+    // classification's block counters (16 u32, 3 u64), 32 bytes for the alignment of the
+    // variables between them, rounded up to the 16 bytes that align the dynamic shared memory
+    // after them (the register path's entries: `register_shared_bytes`).
     static_shared_bytes: |_| {
-        (2 * 8 * u64::from(SS_TILE) + 5 * 8 + 16 * 4 + 2 * 8).next_multiple_of(16)
+        (2 * 8 * u64::from(SS_TILE) + 5 * 8 + 16 * 4 + 3 * 8 + 32).next_multiple_of(16)
     },
 };
 

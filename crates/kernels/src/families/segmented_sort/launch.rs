@@ -9,11 +9,11 @@ use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
 use super::call::{SegmentedSortPlan, SortLayout, SortStatus, SortTiles};
 use super::constants::{BLOCK_THREADS, WIDE_BLOCK_THREADS};
 use super::constants::{
-    SS_CLASSES, SS_DIRECT, SS_ORDER_PER_SEGMENT, SS_PARTITION_WORDS, SS_PLAN_WORDS, SS_STAGE_BLOCK,
-    SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE, SS_STAGE_NAN_SCAN,
-    SS_STAGE_PARTITION, SS_STAGE_PLACE, SS_STAGE_RESOLVE, SS_STAGE_RUNS, SS_STAGE_SMALL,
-    SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD, SS_STATUS_WORDS, SS_TILE,
-    SS_VALUES_INDEX,
+    SS_CLASSES, SS_DIRECT, SS_ORDER_PER_SEGMENT, SS_PART, SS_PARTITION_WORDS, SS_PLAN_WORDS,
+    SS_STAGE_BLOCK, SS_STAGE_FILL, SS_STAGE_FINALIZE, SS_STAGE_INIT, SS_STAGE_MERGE,
+    SS_STAGE_NAN_SCAN, SS_STAGE_PARTITION, SS_STAGE_PLACE, SS_STAGE_RESOLVE, SS_STAGE_RUNS,
+    SS_STAGE_SMALL, SS_STAGE_TILE, SS_STAGE_WRITE, SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD,
+    SS_STATUS_WORDS, SS_TILE, SS_VALUES_INDEX,
 };
 use super::kernels::{register_shared_bytes, SegmentedSortParams};
 use super::plan::{merge_widths, register_tile, sort_path, SortPath};
@@ -153,6 +153,9 @@ pub fn segmented_sort<K: RadixKey, V>(
     };
     let block_tile = register_tile(threads);
     let register_shared = register_shared_bytes(threads);
+    // The merge passes take parts of SS_PART entries a block, on the narrow kernel: a chunk of
+    // the wide kernel's BLOCK is four parts.
+    let chunk_parts = block_tile / u64::from(SS_PART);
     let classes = matches!(path, SortPath::RegisterClasses { .. });
     if classes {
         flags |= SS_CLASSES;
@@ -196,13 +199,13 @@ pub fn segmented_sort<K: RadixKey, V>(
     // The register path's classes: the plan words, a place per segment, a first chunk per
     // long segment (above a tile, so at most n / (tile + 1) of them), SS_PARTITION_WORDS words
     // per chunk, and two buffers of entries for the long segments.
-    let (list_words, longs, chunks, entry_words) = if classes {
+    let (list_words, longs, parts, entry_words) = if classes {
         let longs = (n / (block_tile + 1)).min(max_segments) + 1;
         let entries = if largest > block_tile { 2 * n } else { 1 };
         (
             max_segments.max(1),
             longs,
-            n.div_ceil(block_tile) + longs,
+            (n.div_ceil(block_tile) + longs) * chunk_parts,
             entries,
         )
     } else {
@@ -216,13 +219,13 @@ pub fn segmented_sort<K: RadixKey, V>(
     let mut segment_list =
         unsafe { alloc_uninit::<u64>(runtime, stream, "segment_list", list_words) }?;
     let mut chunk_base = unsafe { alloc_uninit::<u64>(runtime, stream, "chunk_base", longs) }?;
-    let words_per_chunk = u64::from(SS_PARTITION_WORDS);
+    let words_per_part = u64::from(SS_PARTITION_WORDS);
     let mut partition =
-        unsafe { alloc_uninit::<u64>(runtime, stream, "partition", words_per_chunk * chunks) }?;
+        unsafe { alloc_uninit::<u64>(runtime, stream, "partition", words_per_part * parts) }?;
     let mut entries = unsafe { alloc_uninit::<u64>(runtime, stream, "entries", entry_words) }?;
-    // SAFETY: TILE (the mergesort) or BLOCK (a chunk of the register path) writes every tile's
-    // flag before a merge pass reads it.
-    let flags_words = if classes { chunks } else { tiles.max(1) };
+    // SAFETY: TILE (the mergesort) or BLOCK (a chunk of the register path: its parts) writes
+    // every tile's flag before a merge pass reads it.
+    let flags_words = if classes { parts } else { tiles.max(1) };
     let mut tile_dirty =
         unsafe { alloc_uninit::<u32>(runtime, stream, "tile_dirty", flags_words) }?;
 
@@ -291,6 +294,7 @@ pub fn segmented_sort<K: RadixKey, V>(
         src: 0,
         pass: 0,
         passes: widths.len() as u32,
+        chunk_parts: chunk_parts as u32,
     };
     let stage = |stage: u32| SegmentedSortParams { stage, ..params };
     let over_keys = runtime.grid_blocks(&kernel, n, 1);
@@ -337,6 +341,7 @@ pub fn segmented_sort<K: RadixKey, V>(
             return Ok(status_of(status, statistics, 0, SortTiles::Host(0)));
         }
         SortPath::RegisterClasses { .. } => {
+            let chunks = parts / chunk_parts;
             runtime.launch(stream, &kernel, over_segments, stage(SS_STAGE_PLACE))?;
             let float = matches!(
                 K::KEY_TYPE,
@@ -353,21 +358,36 @@ pub fn segmented_sort<K: RadixKey, V>(
             }
             let items = max_segments.saturating_add(chunks);
             launch_tiles(block_items(items), stage(SS_STAGE_BLOCK))?;
-            // PARTITION: a warp per chunk.
-            let over_chunks = runtime.grid_blocks(&kernel, chunks.saturating_mul(32), 1);
+            // The merge passes on the narrow kernel (its tile is a part): PARTITION a warp per
+            // part, RUNS a block per part at a time.
+            let narrow = if threads == BLOCK_THREADS {
+                kernel.clone()
+            } else {
+                runtime.kernel(&KernelSpec::segmented_sort(K::KEY_TYPE, value_bytes))?
+            };
+            let over_parts = runtime.grid_blocks(&narrow, parts.saturating_mul(32), 1);
+            let runs_grid =
+                runtime.grid_blocks(&narrow, parts.saturating_mul(u64::from(BLOCK_THREADS)), 1);
             for (pass, &width) in widths.iter().enumerate() {
                 let src = (pass % 2) as u32;
                 let partition = SegmentedSortParams {
                     src,
                     ..with_width(SS_STAGE_PARTITION, width)
                 };
-                runtime.launch(stream, &kernel, over_chunks, partition)?;
+                runtime.launch(stream, &narrow, over_parts, partition)?;
                 let merge = SegmentedSortParams {
                     src,
                     pass: pass as u32,
                     ..with_width(SS_STAGE_RUNS, width)
                 };
-                launch_tiles(block_items(chunks), merge)?;
+                runtime.launch_with_shared(
+                    stream,
+                    &narrow,
+                    runs_grid,
+                    register_shared_bytes(BLOCK_THREADS),
+                    merge,
+                    LaunchOrder::AfterCompletion,
+                )?;
             }
             drop(guards);
             let passes = widths.len();
