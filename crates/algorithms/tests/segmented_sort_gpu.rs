@@ -381,6 +381,40 @@ fn one_huge_segment_among_tiny_ones_and_adversarial_keys() {
     same("specials", &cuda, &odd, &begin, &end, &orders, n);
 }
 
+/// The scale: one segment of 2^24 keys among two million tiny ones (0 to 7 keys), with
+/// indices and keys only, random and tied keys, per-segment orders.
+#[test]
+fn a_segment_of_2_pow_24_among_two_million_tiny_ones() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let mut rng = SplitMix64::new(2424);
+    let (mut begin, mut end, mut orders) = (vec![], vec![], vec![]);
+    let mut at = 0i64;
+    for i in 0..2_000_000 {
+        let size = if i == 1_234_567 {
+            1 << 24
+        } else {
+            (rng.next_u64() % 8) as i64
+        };
+        begin.push(at);
+        end.push(at + size);
+        orders.push((rng.next_u64() % 2) as u8);
+        at += size;
+    }
+    let len = at as usize;
+    let n = begin.len() as i64;
+    let keys: Vec<f32> = sample_keys(len, 24);
+    same("2^24 among tiny", &cuda, &keys, &begin, &end, &orders, n);
+    let ties: Vec<f32> = tied_keys(len, 25);
+    same_keys(
+        "2^24 among tiny, keys only",
+        &cuda,
+        &ties,
+        &begin,
+        &end,
+        &orders,
+    );
+}
+
 /// Long segments of every length around the register path's chunk (4096 keys) and its merge
 /// passes: a partial last chunk, segments that finish after one, two or five passes, among
 /// short ones of every class, in both orders; random, tied and NaN-heavy keys, narrow keys.
