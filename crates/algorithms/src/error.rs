@@ -76,6 +76,34 @@ pub enum Error {
         /// What is wrong: the bound it breaks.
         reason: String,
     },
+    /// An input that must be sorted is not: its key at `position` comes before (in the call's
+    /// order) the key at `position - 1`. Reported for the first such position of the first
+    /// input found out of order (`a` before `b`).
+    #[error(
+        "`{arg}` is not sorted {order}: {arg}[{position}] comes before {arg}[{}]",
+        position - 1
+    )]
+    NotSorted {
+        /// The input (`a`, `b`).
+        arg: &'static str,
+        /// The first position whose key comes before the key before it.
+        position: u64,
+        /// The order the call names (`ascending`, `descending`).
+        order: &'static str,
+    },
+    /// An input holds the same key at `position - 1` and `position` although the environment
+    /// guarantees `NoDuplicateKeys`. Reported as [`Error::NotSorted`] is.
+    #[error(
+        "`{arg}` repeats a key at {arg}[{position}] (equal to {arg}[{}]), which the \
+         environment's NoDuplicateKeys guarantee rules out",
+        position - 1
+    )]
+    RepeatedKey {
+        /// The input (`a`, `b`).
+        arg: &'static str,
+        /// The first position whose key equals the key before it.
+        position: u64,
+    },
     /// A parameter is outside its bounds (for example `k > keys.len()`), or its bounds contradict
     /// the environment's guarantees. Names the parameter.
     #[error(transparent)]

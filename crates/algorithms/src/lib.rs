@@ -36,6 +36,7 @@ pub mod locality_sort;
 pub mod radix;
 pub mod segmented_sort;
 pub mod segments;
+pub mod sets;
 pub mod topk;
 mod values;
 

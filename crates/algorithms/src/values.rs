@@ -62,13 +62,14 @@ pub enum ValuesIn<S, V> {
     Index(fn(u64) -> V),
 }
 
-/// Sort values are any padding-free type of up to 8 bytes (the kernels move them as one word):
-/// a compile-time check of `V`.
+/// Sort and set-operation values are any padding-free type of up to 8 bytes (the kernels move
+/// them as one word): a compile-time check of `V`.
 pub(crate) const fn check_sort_value_width<V>() {
     const {
         assert!(
             std::mem::size_of::<V>() <= 8,
-            "oxicub: sort values must be at most 8 bytes (u8 .. u64, f32, [u32; 2], ...)"
+            "oxicub: sort and set-operation values must be at most 8 bytes (u8 .. u64, f32, \
+             [u32; 2], ...)"
         )
     }
 }

@@ -90,3 +90,10 @@ pub type MaxNumItems<const N: i64> = Guarantee<role::NumItems, 0, N>;
 /// All segments together hold `MIN..=MAX` items: sizes temporary storage.
 pub type TotalItems<const MIN: i64 = 0, const MAX: i64 = { i64::MAX }> =
     Guarantee<role::TotalItems, MIN, MAX>;
+/// No key occurs twice within either input of a set operation (the seed's `Duplicates = false`):
+/// the operations partition by Merge Path instead of Balanced Path. A promise; a set operation
+/// that sees a repeated key reports it, as it reports unsorted input.
+pub type NoDuplicateKeys = Guarantee<role::KeyMultiplicity, 0, 1>;
+/// The inputs of a set operation are sorted in the call's order: the operation skips its check
+/// (an unsorted input then gives unspecified output, never an out-of-bounds access).
+pub type SortedInputs = Guarantee<role::UnsortedPositions, 0, 0>;

@@ -21,11 +21,15 @@ pub enum RoleId {
     NumItems = 3,
     /// [`TotalItems`].
     TotalItems = 4,
+    /// [`KeyMultiplicity`].
+    KeyMultiplicity = 5,
+    /// [`UnsortedPositions`].
+    UnsortedPositions = 6,
 }
 
 impl RoleId {
     /// How many roles exist; the length of a [`RoleTable`].
-    pub const COUNT: usize = 5;
+    pub const COUNT: usize = 7;
 
     /// Every role, in [`RoleId`] order.
     pub const ALL: [RoleId; RoleId::COUNT] = [
@@ -34,6 +38,8 @@ impl RoleId {
         RoleId::NumSegments,
         RoleId::NumItems,
         RoleId::TotalItems,
+        RoleId::KeyMultiplicity,
+        RoleId::UnsortedPositions,
     ];
 
     /// The parameter's name as algorithms spell it in their signatures and errors.
@@ -44,6 +50,8 @@ impl RoleId {
             RoleId::NumSegments => "num_segments",
             RoleId::NumItems => "num_items",
             RoleId::TotalItems => "total_items",
+            RoleId::KeyMultiplicity => "key_multiplicity",
+            RoleId::UnsortedPositions => "unsorted_positions",
         }
     }
 }
@@ -89,4 +97,10 @@ roles! {
     NumItems;
     /// `total_items`: how many items all segments hold together (sizes temporary storage).
     TotalItems;
+    /// `key_multiplicity`: how many times one key occurs within one sorted input of a set
+    /// operation (1: no duplicates, which selects the cheaper Merge Path partitioning).
+    KeyMultiplicity;
+    /// `unsorted_positions`: how many positions of a set operation's inputs hold a key below
+    /// (in the inputs' order) the key before it (0: sorted, which skips the check).
+    UnsortedPositions;
 }

@@ -32,6 +32,7 @@ pub mod batched_topk;
 pub mod cases;
 pub mod fuzz;
 pub mod oracle;
+pub mod seed_sets;
 pub mod seed_sort;
 
 pub use cases::{all_keys, sample_keys, SplitMix64};

@@ -15,6 +15,7 @@
 
 mod batched_topk;
 pub(crate) mod segmented_sort;
+pub(crate) mod sets;
 mod topk;
 
 pub use batched_topk::{batched_topk, BatchedTopKBounds};

@@ -11,12 +11,13 @@ use crate::segmented_sort::{Problem, ProblemOn};
 use crate::segments::{self, check_per_segment, Layout, SegmentArgs, SegmentsRequest};
 use crate::Error;
 
-/// An output ordering a sort gives: `stable_sorted` (the default: equal keys keep their input
-/// order) or `sorted` (equal keys in any order; may be faster).
+/// An output ordering a sort (or a set operation, whose output is sorted too) gives:
+/// `stable_sorted` (the default: equal keys keep their input order) or `sorted` (equal keys in
+/// any order; may be faster).
 #[diagnostic::on_unimplemented(
-    message = "a sort cannot give the output ordering `{Self}`",
+    message = "a sort or set operation cannot give the output ordering `{Self}`",
     label = "the environment requires it",
-    note = "a sort's output is sorted: require nothing (`stable_sorted`, the default) or \
+    note = "its output is sorted: require nothing (`stable_sorted`, the default) or \
             `output_ordering::Sorted` (equal keys in any order)"
 )]
 pub trait SortOrdering: Sealed {}
@@ -25,10 +26,12 @@ impl Sealed for output_ordering::StableSorted {}
 impl SortOrdering for output_ordering::Sorted {}
 impl SortOrdering for output_ordering::StableSorted {}
 
-/// A tie-break a sort honours: equal keys keep their input order (the smaller source index
-/// first), so only `prefer_smaller_index` (or none) agrees with it.
+/// A tie-break a sort (or a set operation) honours: equal keys keep their input order (the
+/// smaller source index first, `a`'s before `b`'s), so only `prefer_smaller_index` (or none)
+/// agrees with it.
 #[diagnostic::on_unimplemented(
-    message = "a sort keeps equal keys in input order: the tie-break `{Self}` contradicts it",
+    message = "a sort or set operation keeps equal keys in input order: the tie-break `{Self}` \
+               contradicts it",
     label = "the environment requires it",
     note = "remove the tie-break (a stable sort puts the smaller source index first); for \
             equal keys last-first, sort the keys reversed"
