@@ -31,6 +31,8 @@ mod batched;
 mod locality;
 #[path = "oxicub_segsort.rs"]
 mod segsort;
+#[path = "oxicub_sets.rs"]
+mod sets;
 
 use oxicub::{determinism, output_ordering, require, topk, Cuda, Environment};
 
@@ -119,6 +121,6 @@ pub fn runner(w: &Workload) -> Option<Runner> {
             segsort::runner(w)
         }
         Kind::Locality { .. } => locality::runner(w),
-        Kind::Set { .. } => None,
+        Kind::Set { .. } => sets::runner(w),
     }
 }

@@ -31,6 +31,11 @@ pub struct SetRequest {
     pub(crate) order: SortOrder,
     /// What the run checks of the inputs' order.
     pub(crate) check: InputCheck,
+    /// The environment promises no key repeated within an input (the GPU partitions by
+    /// Merge Path with a star test, not Balanced Path).
+    pub(crate) no_duplicates: bool,
+    /// The most keys the operation writes (the outputs hold at least this many).
+    pub(crate) bound: u64,
 }
 
 /// The buffers of a set operation call, by length.
@@ -91,9 +96,10 @@ pub(crate) fn checked_sets<Op: SetOperation, E: Environment>(
     }
     let multiplicity = guaranteed_bounds(RoleId::KeyMultiplicity, "key_multiplicity", env)?;
     let unsorted = guaranteed_bounds(RoleId::UnsortedPositions, "unsorted_positions", env)?;
+    let no_duplicates = multiplicity.max <= 1;
     let check = if unsorted.max == 0 {
         InputCheck::None
-    } else if multiplicity.max <= 1 {
+    } else if no_duplicates {
         InputCheck::Strict
     } else {
         InputCheck::Sorted
@@ -102,5 +108,7 @@ pub(crate) fn checked_sets<Op: SetOperation, E: Environment>(
         op: Op::OP,
         order,
         check,
+        no_duplicates,
+        bound,
     })
 }

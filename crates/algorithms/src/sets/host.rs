@@ -38,21 +38,30 @@ pub(crate) fn first_out_of_order(ranks: &[u64], check: InputCheck) -> Option<(us
 
 /// The error for input `arg`'s first position out of order, if any.
 pub(crate) fn order_error(arg: &'static str, ranks: &[u64], request: &SetRequest) -> Option<Error> {
-    first_out_of_order(ranks, request.check).map(|(position, repeat)| {
-        let position = position as u64;
-        if repeat {
-            Error::RepeatedKey { arg, position }
-        } else {
-            Error::NotSorted {
-                arg,
-                position,
-                order: match request.order {
-                    SortOrder::Ascending => "ascending",
-                    SortOrder::Descending => "descending",
-                },
-            }
+    first_out_of_order(ranks, request.check)
+        .map(|(position, repeat)| order_error_at(arg, position as u64, repeat, request))
+}
+
+/// The error for input `arg` out of order at `position` (`repeat`: its key equals the one
+/// before it).
+pub(crate) fn order_error_at(
+    arg: &'static str,
+    position: u64,
+    repeat: bool,
+    request: &SetRequest,
+) -> Error {
+    if repeat {
+        Error::RepeatedKey { arg, position }
+    } else {
+        Error::NotSorted {
+            arg,
+            position,
+            order: match request.order {
+                SortOrder::Ascending => "ascending",
+                SortOrder::Descending => "descending",
+            },
         }
-    })
+    }
 }
 
 /// The outputs of `op` over two sorted sequences of ranks, in order: the `std::set_*` and

@@ -57,8 +57,12 @@
 //! # Ok::<(), oxicub_algorithms::Error>(())
 //! ```
 //!
-//! Backends: [`Host`](crate::Host) (the oracle: the `std::set_*` loops over the keys' ranks).
+//! Backends: [`Host`](crate::Host) (the oracle: the `std::set_*` loops over the keys' ranks),
+//! [`Cuda`](crate::Cuda) (the seed's Balanced Path partitions, a serial operation a thread,
+//! outputs compacted a tile at a time; the inputs' order checked within the same pass) and
+//! [`AnyBackend`](crate::AnyBackend).
 
+mod cuda;
 mod host;
 pub mod op;
 
@@ -81,10 +85,11 @@ use crate::Error;
 pub type SetValues<'a, 'b, B, V> =
     ValuesIn<(<B as Backend>::Slice<'a, V>, <B as Backend>::Slice<'b, V>), V>;
 
-/// A backend that runs set operations: [`Host`](crate::Host).
+/// A backend that runs set operations: [`Host`](crate::Host), [`Cuda`](crate::Cuda) and
+/// [`AnyBackend`](crate::AnyBackend).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not run set operations",
-    note = "set operations run on the `Host` backend (docs/design/sets.md, \"Backends\")"
+    note = "oxicub's backends are `Host`, `Cuda` and `AnyBackend`"
 )]
 pub trait SetsBackend: Backend {
     /// A set operation after the front check (only the contract builds a request).

@@ -26,4 +26,10 @@ __device__ __forceinline__ u64 grid_threads(u32 block_threads) {
 template <int VALUE_BYTES> struct ValuePayload { typedef u32 Type; };
 template <> struct ValuePayload<8> { typedef u64 Type; };
 
+// The word that carries a value of 1, 2, 4 or 8 bytes (moved as bits, never interpreted).
+template <int BYTES> struct ValueWord { typedef u64 Type; };
+template <> struct ValueWord<1> { typedef u8 Type; };
+template <> struct ValueWord<2> { typedef u16 Type; };
+template <> struct ValueWord<4> { typedef u32 Type; };
+
 }  // namespace oxicub

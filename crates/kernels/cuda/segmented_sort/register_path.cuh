@@ -8,12 +8,6 @@
 // exit and its statistics).
 namespace oxicub {
 
-// The word that carries a value of 1, 2, 4 or 8 bytes (moved as bits, never interpreted).
-template <int BYTES> struct SsValueWord { typedef u64 Type; };
-template <> struct SsValueWord<1> { typedef u8 Type; };
-template <> struct SsValueWord<2> { typedef u16 Type; };
-template <> struct SsValueWord<4> { typedef u32 Type; };
-
 // The register path's sort and its tile for blocks of THREADS threads.
 template <u32 THREADS>
 using SsSort = RegisterSort<THREADS, SS_ITEMS>;
@@ -80,7 +74,7 @@ __device__ __forceinline__ void ss_write(const P& p, u64 at, u64 begin, typename
     }
     reinterpret_cast<Bits*>(p.out_keys)[at] = key;
     if (VALUE_BYTES != 0) {
-        typedef typename SsValueWord<VALUE_BYTES>::Type Word;
+        typedef typename ValueWord<VALUE_BYTES>::Type Word;
         Word* out_values = reinterpret_cast<Word*>(p.out_values);
         out_values[at] = (p.flags & SS_VALUES_INDEX)
                              ? (Word)index

@@ -350,7 +350,7 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
                 const u64 slot = sort_tags[j] & 0xffffffffull;
                 out_keys[begin + local] = keys[begin + slot];
                 if (VALUE_BYTES != 0) {
-                    typedef typename SsValueWord<VALUE_BYTES>::Type Word;
+                    typedef typename ValueWord<VALUE_BYTES>::Type Word;
                     Word* out_values = reinterpret_cast<Word*>(p.out_values);
                     out_values[begin + local] =
                         (p.flags & SS_VALUES_INDEX)
@@ -499,7 +499,7 @@ __device__ __forceinline__ void segmented_sort(const SegmentedSortParams& p) {
             }
             out_keys[i] = keys[pos];
             if (VALUE_BYTES != 0) {
-                typedef typename SsValueWord<VALUE_BYTES>::Type Word;
+                typedef typename ValueWord<VALUE_BYTES>::Type Word;
                 Word* out_values = reinterpret_cast<Word*>(p.out_values);
                 if (p.flags & SS_VALUES_INDEX) {
                     out_values[i] = (Word)(pos - (start & ~SS_VALID));

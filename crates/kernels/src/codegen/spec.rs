@@ -106,7 +106,7 @@ const CORE_TYPES: &str = include_str!("../../cuda/core/types.cuh");
 /// The core's building blocks (`cuda/core/`), which every generated kernel includes after the
 /// constants and the parameter struct and before the family's headers: none has a family
 /// constant, and what a kernel does not call compiles to nothing.
-const CORE_HEADERS: [&str; 7] = [
+const CORE_HEADERS: [&str; 8] = [
     include_str!("../../cuda/core/radix.cuh"),
     include_str!("../../cuda/core/warp.cuh"),
     include_str!("../../cuda/core/block.cuh"),
@@ -114,6 +114,7 @@ const CORE_HEADERS: [&str; 7] = [
     include_str!("../../cuda/core/register_sort.cuh"),
     include_str!("../../cuda/core/loads.cuh"),
     include_str!("../../cuda/core/segments.cuh"),
+    include_str!("../../cuda/core/balanced_path.cuh"),
 ];
 
 /// The constant lists every generated kernel declares, before any family's: those of the

@@ -14,6 +14,7 @@ pub mod listed_copy;
 mod scratch;
 pub mod segment_heads;
 pub mod segmented_sort;
+pub mod sets;
 pub mod topk_radix_select;
 pub mod transform_keys;
 
@@ -79,6 +80,8 @@ families! {
     SegmentHeads => segment_heads,
     /// Move a listed layout's views into one joined buffer, or back.
     ListedCopy => listed_copy,
+    /// A multiset operation or a merge of two sorted inputs.
+    Sets => sets,
 }
 
 impl KernelFamily {
