@@ -14,7 +14,7 @@ use crate::backend::{Buffer, DeviceValue};
 use crate::contract::{self, BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
 use crate::sealed::Token;
-use crate::segments::listed::Joined;
+use crate::segments::listed::{self, Joined};
 use crate::segments::{Listed, Outcome, Segments};
 use crate::values::{check_topk_value_width, SourceIndex, ValuesIn};
 use crate::Error;
@@ -188,15 +188,7 @@ where
     let (request, args) = contract::checked_batched_topk_listed::<B, S, Kp, D, N, E>(
         problem, segments, env, &outputs,
     )?;
-    Error::check_len("values", values.len(), segments.len(), "segments.len()")?;
-    for (segment, value) in segments.iter().zip(values) {
-        Error::check_len(
-            "values",
-            value.len(),
-            segment.len(),
-            "the length of each values[i] must be that of segments[i]",
-        )?;
-    }
+    listed::check_values(segments, values)?;
     backend.batched_topk_listed_checked(
         Token::new(),
         &request,

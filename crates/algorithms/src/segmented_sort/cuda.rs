@@ -104,6 +104,21 @@ impl<K: RadixKey, V: DeviceValue> JoinedOnDevice<K, V> {
     }
 }
 
+/// A call's arguments with its segments as the offsets `(begin, end)` (a listed call, over its
+/// joined buffer).
+fn over_offsets<'r>(
+    args: SortArgsOn<'r, Cuda>,
+    (begin, end): &'r (CudaView<'r, i64>, CudaView<'r, i64>),
+) -> SortArgsOn<'r, Cuda> {
+    SortArgs {
+        segments: SegmentArgs {
+            layout: LayoutArg::Offsets { begin, end },
+            ..args.segments
+        },
+        ..args
+    }
+}
+
 /// The launch plan of a checked call.
 fn plan<'a, 'b>(
     request: &SortRequest,
@@ -232,17 +247,8 @@ impl SegmentedSortBackend for Cuda {
         out_values: Option<CudaViewMut<'_, V>>,
     ) -> Result<Pending<MergeStatistics>, Error> {
         let joined = JoinedOnDevice::gather(self, segments, &values)?;
-        let (begin, end) = joined.offsets();
-        let args = SortArgs {
-            segments: SegmentArgs {
-                layout: LayoutArg::Offsets {
-                    begin: &begin,
-                    end: &end,
-                },
-                ..args.segments
-            },
-            ..args
-        };
+        let offsets = joined.offsets();
+        let args = over_offsets(args, &offsets);
         let values_in = match (&joined.values, values) {
             (Some(copy), _) => ValuesIn::Copy(copy.as_view().slice(..joined.total)),
             (None, ValuesIn::Index(index)) => ValuesIn::Index(index),
@@ -294,17 +300,8 @@ impl SegmentedSortBackend for Cuda {
             }
             None => None,
         };
-        let (begin, end) = joined.offsets();
-        let args = SortArgs {
-            segments: SegmentArgs {
-                layout: LayoutArg::Offsets {
-                    begin: &begin,
-                    end: &end,
-                },
-                ..args.segments
-            },
-            ..args
-        };
+        let offsets = joined.offsets();
+        let args = over_offsets(args, &offsets);
         let values_in = match &joined.values {
             Some(copy) => ValuesIn::Copy(copy.as_view().slice(..total)),
             None => ValuesIn::None,

@@ -17,7 +17,7 @@ use crate::contract::segmented_sort::{SortArgs, SortBuffers, SortOrdering, SortR
 use crate::contract::segmented_sort::{SortArgsOn, SortTieBreak};
 use crate::radix::RadixKey;
 use crate::sealed::Token;
-use crate::segments::listed::Joined;
+use crate::segments::listed::{self, Joined};
 use crate::segments::{check_per_segment, Listed, Pending, Segments};
 use crate::values::{check_sort_value_width, SourceIndex, ValuesIn};
 use crate::Error;
@@ -80,15 +80,7 @@ where
     let (request, args) = problem.checked(Token::new(), buffers, env)?;
     check_per_segment("segments", segments.len(), &request.segments)?;
     if let Some(values) = values {
-        Error::check_len("values", values.len(), segments.len(), "segments.len()")?;
-        for (segment, value) in segments.iter().zip(values) {
-            Error::check_len(
-                "values",
-                value.len(),
-                segment.len(),
-                "the length of each values[i] must be that of segments[i]",
-            )?;
-        }
+        listed::check_values(segments, values)?;
     }
     Ok((request, args))
 }

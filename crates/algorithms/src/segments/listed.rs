@@ -6,6 +6,8 @@
 //! [`AnyBackend`]: crate::AnyBackend
 
 use super::{LayoutArg, SegmentArgs};
+use crate::backend::Buffer;
+use crate::Error;
 
 /// The slices of a list joined into one buffer, with the offsets of each.
 pub(crate) struct Joined<T> {
@@ -38,4 +40,18 @@ impl<T: Copy> Joined<T> {
             ..*args
         }
     }
+}
+
+/// The values of a listed call: a view per segment, each of its segment's length.
+pub(crate) fn check_values(segments: &[impl Buffer], values: &[impl Buffer]) -> Result<(), Error> {
+    Error::check_len("values", values.len(), segments.len(), "segments.len()")?;
+    for (segment, value) in segments.iter().zip(values) {
+        Error::check_len(
+            "values",
+            value.len(),
+            segment.len(),
+            "the length of each values[i] must be that of segments[i]",
+        )?;
+    }
+    Ok(())
 }
