@@ -295,9 +295,7 @@ where
     E: Environment,
 {
     // As the offsets layout over the slices joined: the total bounds every segment.
-    let total = segments
-        .iter()
-        .fold(0usize, |sum, segment| sum.saturating_add(segment.len()));
+    let total = segments::listed::joined_len(segments);
     let (request, args) = problem.checked(Token::new(), total, env, outputs)?;
     check_per_segment("segments", segments.len(), &request.segments)?;
     Ok((request, args))

@@ -11,8 +11,7 @@ use oxicub_kernels::families::{listed_copy, HostOrDevice, SelectedValues};
 use oxicub_kernels::segments::VIOLATION_OPTION_NOT_COMPILED;
 use oxicub_params::SortOrder;
 
-use super::host::{in_place_on_host, order_not_compiled};
-use super::listed::{sort_joined, sort_joined_in_place};
+use super::host::{host_slice_forms, order_not_compiled};
 use super::{MergePass, MergeStatistics, SegmentedSortBackend};
 use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceKeys, DeviceValue, DeviceValues};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
@@ -102,6 +101,32 @@ impl<K: RadixKey, V: DeviceValue> JoinedOnDevice<K, V> {
         let all = self.offsets.as_view();
         (all.slice(..self.segments), all.slice(1..))
     }
+}
+
+/// A copy of `keys` made on the stream (at least one element: the device allocates no empty
+/// buffers; its first `keys.len()` are the copy).
+fn keys_copy<K: RadixKey>(cuda: &Cuda, keys: &CudaView<'_, K>) -> Result<DeviceKeys<K>, Error> {
+    let mut copy = cuda.alloc_keys::<K>(keys.len().max(1))?;
+    let mut all = copy.as_view_mut();
+    let mut view = all.slice_mut(..keys.len());
+    cuda.stream()
+        .memcpy_dtod(keys, &mut view)
+        .map_err(driver_error("cuMemcpyDtoDAsync"))?;
+    Ok(copy)
+}
+
+/// A copy of `values` made on the stream, as [`keys_copy`].
+fn values_copy<V: DeviceValue>(
+    cuda: &Cuda,
+    values: &CudaView<'_, V>,
+) -> Result<DeviceValues<V>, Error> {
+    let mut copy = cuda.alloc_values::<V>(values.len().max(1))?;
+    let mut all = copy.as_view_mut();
+    let mut view = all.slice_mut(..values.len());
+    cuda.stream()
+        .memcpy_dtod(values, &mut view)
+        .map_err(driver_error("cuMemcpyDtoDAsync"))?;
+    Ok(copy)
 }
 
 /// A call's arguments with its segments as the offsets `(begin, end)` (a listed call, over its
@@ -207,27 +232,12 @@ impl SegmentedSortBackend for Cuda {
         keys: CudaViewMut<'_, K>,
         values: Option<CudaViewMut<'_, V>>,
     ) -> Result<Pending<MergeStatistics>, Error> {
-        // The copies (at least one element each: the device allocates no empty buffers) live
-        // until the launches are queued; they are freed in stream order.
-        let stream = self.stream();
-        let mut input = self.alloc_keys::<K>(keys.len().max(1))?;
-        let mut input_all = input.as_view_mut();
-        let mut input_view = input_all.slice_mut(..keys.len());
-        stream
-            .memcpy_dtod(&keys.as_view(), &mut input_view)
-            .map_err(driver_error("cuMemcpyDtoDAsync"))?;
-        let input_values = match &values {
-            Some(values) => {
-                let mut copy = self.alloc_values::<V>(values.len().max(1))?;
-                let mut all = copy.as_view_mut();
-                let mut view = all.slice_mut(..values.len());
-                stream
-                    .memcpy_dtod(&values.as_view(), &mut view)
-                    .map_err(driver_error("cuMemcpyDtoDAsync"))?;
-                Some(copy)
-            }
-            None => None,
-        };
+        // The copies live until the launches are queued; they are freed in stream order.
+        let input = keys_copy(self, &keys.as_view())?;
+        let input_values = values
+            .as_ref()
+            .map(|values| values_copy(self, &values.as_view()))
+            .transpose()?;
         let values_in = match &input_values {
             Some(copy) => ValuesIn::Copy(copy.as_view().slice(..keys.len())),
             None => ValuesIn::None,
@@ -281,25 +291,15 @@ impl SegmentedSortBackend for Cuda {
         // The sort's output starts as a copy of its input, so a segment it leaves alone (past
         // a deferred count, or invalid) is written back unchanged.
         let total = joined.total;
-        let mut sorted = self.alloc_keys::<K>(total.max(1))?;
-        let mut sorted_all = sorted.as_view_mut();
-        let mut sorted_view = sorted_all.slice_mut(..total);
         let keys = joined.keys.as_view().slice(..total);
-        stream
-            .memcpy_dtod(&keys, &mut sorted_view)
-            .map_err(driver_error("cuMemcpyDtoDAsync"))?;
-        let mut sorted_values = match &joined.values {
-            Some(copy) => {
-                let mut out = self.alloc_values::<V>(total.max(1))?;
-                let mut all = out.as_view_mut();
-                let mut view = all.slice_mut(..total);
-                stream
-                    .memcpy_dtod(&copy.as_view().slice(..total), &mut view)
-                    .map_err(driver_error("cuMemcpyDtoDAsync"))?;
-                Some(out)
-            }
-            None => None,
-        };
+        let mut sorted = keys_copy(self, &keys)?;
+        let mut sorted_all = sorted.as_view_mut();
+        let sorted_view = sorted_all.slice_mut(..total);
+        let mut sorted_values = joined
+            .values
+            .as_ref()
+            .map(|copy| values_copy(self, &copy.as_view().slice(..total)))
+            .transpose()?;
         let offsets = joined.offsets();
         let args = over_offsets(args, &offsets);
         let values_in = match &joined.values {
@@ -366,42 +366,5 @@ impl SegmentedSortBackend for AnyBackend {
         )
     }
 
-    fn segmented_sort_in_place_checked<K: RadixKey, V: DeviceValue>(
-        &self,
-        token: Token,
-        request: &SortRequest,
-        args: SortArgsOn<'_, Self>,
-        keys: &mut [K],
-        values: Option<&mut [V]>,
-    ) -> Result<Pending<MergeStatistics>, Error> {
-        in_place_on_host(keys, values, |input, input_values, keys, values| {
-            self.segmented_sort_checked(token, request, args, input, input_values, keys, values)
-        })
-    }
-
-    fn segmented_sort_listed_checked<K: RadixKey, V: DeviceValue>(
-        &self,
-        token: Token,
-        request: &SortRequest,
-        args: SortArgsOn<'_, Self>,
-        segments: &[&[K]],
-        values: ValuesIn<&[&[V]], V>,
-        out_keys: &mut [K],
-        out_values: Option<&mut [V]>,
-    ) -> Result<Pending<MergeStatistics>, Error> {
-        sort_joined(
-            self, token, request, args, segments, values, out_keys, out_values,
-        )
-    }
-
-    fn segmented_sort_listed_in_place_checked<K: RadixKey, V: DeviceValue>(
-        &self,
-        token: Token,
-        request: &SortRequest,
-        args: SortArgsOn<'_, Self>,
-        segments: &mut [&mut [K]],
-        values: Option<&mut [&mut [V]]>,
-    ) -> Result<Pending<MergeStatistics>, Error> {
-        sort_joined_in_place(self, token, request, args, segments, values)
-    }
+    host_slice_forms!();
 }

@@ -4,7 +4,6 @@
 
 use rayon::prelude::*;
 
-use super::listed::{sort_joined, sort_joined_in_place};
 use super::{MergeStatistics, SegmentedSortBackend};
 use crate::backend::{ChoiceValues, DeviceValue, Host};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
@@ -148,6 +147,54 @@ fn run<K: RadixKey, V: DeviceValue>(
     Outcome::ready((), count_error.or(total_error).or(first_violation))
 }
 
+/// The in-place and listed forms of a backend whose arguments are host slices ([`Host`] and
+/// [`AnyBackend`](crate::AnyBackend)), each through the backend's own `segmented_sort_checked`:
+/// from copies of the inputs ([`in_place_on_host`]), or over the slices joined
+/// (`listed::sort_joined`). Expanded inside each backend's `impl SegmentedSortBackend`.
+macro_rules! host_slice_forms {
+    () => {
+        fn segmented_sort_in_place_checked<K: RadixKey, V: DeviceValue>(
+            &self,
+            token: $crate::sealed::Token,
+            request: &$crate::contract::segmented_sort::SortRequest,
+            args: $crate::contract::segmented_sort::SortArgsOn<'_, Self>,
+            keys: &mut [K],
+            values: Option<&mut [V]>,
+        ) -> Result<$crate::segments::Pending<super::MergeStatistics>, $crate::Error> {
+            super::host::in_place_on_host(keys, values, |input, input_values, keys, values| {
+                self.segmented_sort_checked(token, request, args, input, input_values, keys, values)
+            })
+        }
+
+        fn segmented_sort_listed_checked<K: RadixKey, V: DeviceValue>(
+            &self,
+            token: $crate::sealed::Token,
+            request: &$crate::contract::segmented_sort::SortRequest,
+            args: $crate::contract::segmented_sort::SortArgsOn<'_, Self>,
+            segments: &[&[K]],
+            values: $crate::values::ValuesIn<&[&[V]], V>,
+            out_keys: &mut [K],
+            out_values: Option<&mut [V]>,
+        ) -> Result<$crate::segments::Pending<super::MergeStatistics>, $crate::Error> {
+            super::listed::sort_joined(
+                self, token, request, args, segments, values, out_keys, out_values,
+            )
+        }
+
+        fn segmented_sort_listed_in_place_checked<K: RadixKey, V: DeviceValue>(
+            &self,
+            token: $crate::sealed::Token,
+            request: &$crate::contract::segmented_sort::SortRequest,
+            args: $crate::contract::segmented_sort::SortArgsOn<'_, Self>,
+            segments: &mut [&mut [K]],
+            values: Option<&mut [&mut [V]]>,
+        ) -> Result<$crate::segments::Pending<super::MergeStatistics>, $crate::Error> {
+            super::listed::sort_joined_in_place(self, token, request, args, segments, values)
+        }
+    };
+}
+pub(super) use host_slice_forms;
+
 impl SegmentedSortBackend for Host {
     fn segmented_sort_checked<K: RadixKey, V: DeviceValue>(
         &self,
@@ -164,44 +211,7 @@ impl SegmentedSortBackend for Host {
         Ok(outcome.map(|()| MergeStatistics::default()))
     }
 
-    fn segmented_sort_in_place_checked<K: RadixKey, V: DeviceValue>(
-        &self,
-        token: Token,
-        request: &SortRequest,
-        args: SortArgsOn<'_, Self>,
-        keys: &mut [K],
-        values: Option<&mut [V]>,
-    ) -> Result<Pending<MergeStatistics>, Error> {
-        in_place_on_host(keys, values, |input, input_values, keys, values| {
-            self.segmented_sort_checked(token, request, args, input, input_values, keys, values)
-        })
-    }
-
-    fn segmented_sort_listed_checked<K: RadixKey, V: DeviceValue>(
-        &self,
-        token: Token,
-        request: &SortRequest,
-        args: SortArgsOn<'_, Self>,
-        segments: &[&[K]],
-        values: ValuesIn<&[&[V]], V>,
-        out_keys: &mut [K],
-        out_values: Option<&mut [V]>,
-    ) -> Result<Pending<MergeStatistics>, Error> {
-        sort_joined(
-            self, token, request, args, segments, values, out_keys, out_values,
-        )
-    }
-
-    fn segmented_sort_listed_in_place_checked<K: RadixKey, V: DeviceValue>(
-        &self,
-        token: Token,
-        request: &SortRequest,
-        args: SortArgsOn<'_, Self>,
-        segments: &mut [&mut [K]],
-        values: Option<&mut [&mut [V]]>,
-    ) -> Result<Pending<MergeStatistics>, Error> {
-        sort_joined_in_place(self, token, request, args, segments, values)
-    }
+    host_slice_forms!();
 }
 
 /// Runs `sort` from copies of `keys` and `values` into them (the in-place forms on host slices:

@@ -68,9 +68,7 @@ where
     E: Environment,
 {
     // As the offsets layout over the slices joined.
-    let total = segments
-        .iter()
-        .fold(0usize, |sum, segment| sum.saturating_add(segment.len()));
+    let total = listed::joined_len(segments);
     let buffers = SortBuffers {
         keys: total,
         values: values.map(|_| total),

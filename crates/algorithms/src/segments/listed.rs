@@ -42,6 +42,14 @@ impl<T: Copy> Joined<T> {
     }
 }
 
+/// The number of keys of a listed call's slices joined (saturating: the front check then
+/// refuses it as too many).
+pub(crate) fn joined_len(segments: &[impl Buffer]) -> usize {
+    segments
+        .iter()
+        .fold(0usize, |sum, segment| sum.saturating_add(segment.len()))
+}
+
 /// The values of a listed call: a view per segment, each of its segment's length.
 pub(crate) fn check_values(segments: &[impl Buffer], values: &[impl Buffer]) -> Result<(), Error> {
     Error::check_len("values", values.len(), segments.len(), "segments.len()")?;
