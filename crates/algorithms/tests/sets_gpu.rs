@@ -8,10 +8,10 @@ use oxicub_algorithms::sets::{self, op, SetOperation};
 use oxicub_algorithms::{AnyBackend, Cuda, Host, Pending};
 use oxicub_env::{Env, Environment};
 use oxicub_params::{guarantee, order, SortOrder};
-use oxicub_test::cases::poison;
+use oxicub_test::cases::{poison, sorted_keys};
 use oxicub_test::oracle::RefKey;
 use oxicub_test::seed_sets::*;
-use oxicub_test::{gpu_or_skip, sample_keys, SplitMix64};
+use oxicub_test::{gpu_or_skip, SplitMix64};
 
 /// One call's results: the checked count (or the error's text), the keys' bits, the positions.
 type Result3 = (Result<usize, String>, Vec<u64>, Vec<u64>);
@@ -140,23 +140,6 @@ fn same_all<K: RefKey, E: Environment>(
     one(what, cuda, op::Difference, order, a, b, env);
     one(what, cuda, op::SymmetricDifference, order, a, b, env);
     one(what, cuda, op::Merge, order, a, b, env);
-}
-
-/// Sorted keys: `n` drawn from `distinct` values (long runs when few).
-fn sorted_keys<K: RefKey>(n: usize, distinct: usize, seed: u64, descending: bool) -> Vec<K> {
-    let pool: Vec<K> = sample_keys(distinct.max(1), seed);
-    let mut rng = SplitMix64::new(seed ^ 0x5e75);
-    let mut keys: Vec<K> = (0..n)
-        .map(|_| pool[(rng.next_u64() % pool.len() as u64) as usize])
-        .collect();
-    keys.sort_by(|x, y| {
-        if descending {
-            y.ref_cmp(x)
-        } else {
-            x.ref_cmp(y)
-        }
-    });
-    keys
 }
 
 #[test]

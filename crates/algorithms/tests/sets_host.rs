@@ -7,9 +7,9 @@ use oxicub_algorithms::sets::{self, op, SetOperation};
 use oxicub_algorithms::{Error, Host, Pending};
 use oxicub_env::{output_ordering, require, Env};
 use oxicub_params::{guarantee, order, SortOrder};
+use oxicub_test::cases::sorted_keys;
 use oxicub_test::oracle::RefKey;
 use oxicub_test::seed_sets::*;
-use oxicub_test::{sample_keys, SplitMix64};
 use std::cmp::Ordering;
 
 /// `op` over `a` and `b` (ascending) with the source positions as values (`b`'s from
@@ -248,23 +248,6 @@ fn check_all<K: RefKey>(what: &str, a: &[K], b: &[K], order: SortOrder) {
             "{what}: operation {which}: keys bit for bit"
         );
     }
-}
-
-/// Sorted random keys of `n` drawn from `distinct` values (duplicates when few).
-fn sorted_keys<K: RefKey>(n: usize, distinct: usize, seed: u64, descending: bool) -> Vec<K> {
-    let pool: Vec<K> = sample_keys(distinct.max(1), seed);
-    let mut rng = SplitMix64::new(seed ^ 0x5e7);
-    let mut keys: Vec<K> = (0..n)
-        .map(|_| pool[(rng.next_u64() % pool.len() as u64) as usize])
-        .collect();
-    keys.sort_by(|x, y| {
-        if descending {
-            y.ref_cmp(x)
-        } else {
-            x.ref_cmp(y)
-        }
-    });
-    keys
 }
 
 #[test]

@@ -161,6 +161,34 @@ pub fn tied_keys<K: RadixKey>(n: usize, seed: u64) -> Vec<K> {
         .collect()
 }
 
+/// `n` keys drawn from `distinct` values of stream `seed` (long runs of each when few), sorted
+/// in the contract's order (descending: reversed): the sorted inputs of a set operation.
+///
+/// ```
+/// let keys: Vec<u32> = oxicub_test::cases::sorted_keys(100, 3, 7, false);
+/// assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+/// ```
+pub fn sorted_keys<K: crate::oracle::RefKey>(
+    n: usize,
+    distinct: usize,
+    seed: u64,
+    descending: bool,
+) -> Vec<K> {
+    let pool: Vec<K> = sample_keys(distinct.max(1), seed);
+    let mut rng = SplitMix64::new(seed ^ 0x5e75);
+    let mut keys: Vec<K> = (0..n)
+        .map(|_| pool[(rng.next_u64() % pool.len() as u64) as usize])
+        .collect();
+    keys.sort_by(|x, y| {
+        if descending {
+            y.ref_cmp(x)
+        } else {
+            x.ref_cmp(y)
+        }
+    });
+    keys
+}
+
 /// `n` scores uniform in [0, 1) with `bits` bits of resolution (fewer bits: more ties), as a
 /// sparse-attention indexer produces them.
 ///
