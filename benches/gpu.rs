@@ -773,7 +773,8 @@ fn selftest() -> Result<ExitCode> {
             r.digest == Digest::of_words(&words) && r.out_len == n,
         );
     }
-    // set operations: against per-key counts (min, max, a-b, |a-b| copies of each key)
+    // set operations and merge: against per-key counts (min, max, a-b, |a-b|, a+b copies of
+    // each key)
     for mask in [0xFFu32, 0x7FFF_FFFF] {
         let n = 20_000u64;
         let count = |seed: u64| {
@@ -790,6 +791,7 @@ fn selftest() -> Result<ExitCode> {
             workloads::SetOp::Union,
             workloads::SetOp::Difference,
             workloads::SetOp::SymmetricDifference,
+            workloads::SetOp::Merge,
         ] {
             let mut want = Vec::new();
             for &key in &keys {
@@ -802,6 +804,7 @@ fn selftest() -> Result<ExitCode> {
                     workloads::SetOp::Union => a.max(b),
                     workloads::SetOp::Difference => (a - b).max(0),
                     workloads::SetOp::SymmetricDifference => (a - b).abs(),
+                    workloads::SetOp::Merge => a + b,
                 };
                 want.extend(std::iter::repeat_n(key, c as usize));
             }

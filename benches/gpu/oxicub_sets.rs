@@ -1,4 +1,4 @@
-//! oxicub's set operation rows: `sets::keys` of two sorted u32 inputs (the stream's keys under
+//! oxicub's set operation and merge rows: `sets::keys` of two sorted u32 inputs (the stream's keys under
 //! the row's mask, sorted on the device by `locality_sort` before timing), default contract,
 //! every call checked (the count read back: what a caller of a set operation waits for, as
 //! thrust's callers do).
@@ -74,6 +74,7 @@ fn set_operation(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> 
                 out,
                 &env,
             ),
+            SetOp::Merge => sets::keys(&cuda, op::Merge, order::Ascending, a, b, out, &env),
         }
         .and_then(Pending::check)
         .ctx("oxicub::sets::keys")

@@ -17,6 +17,8 @@ pub enum SetOp {
     Union,
     Difference,
     SymmetricDifference,
+    /// std::merge: every key of both inputs, A's first among equal keys (a stable merge).
+    Merge,
 }
 
 impl SetOp {
@@ -26,14 +28,16 @@ impl SetOp {
             SetOp::Union => "set_union",
             SetOp::Difference => "set_difference",
             SetOp::SymmetricDifference => "set_symdiff",
+            SetOp::Merge => "merge",
         }
     }
     fn label(self) -> &'static str {
         match self {
-            SetOp::Intersection => "intersection",
-            SetOp::Union => "union",
-            SetOp::Difference => "difference",
-            SetOp::SymmetricDifference => "symmetric difference",
+            SetOp::Intersection => "set intersection",
+            SetOp::Union => "set union",
+            SetOp::Difference => "set difference",
+            SetOp::SymmetricDifference => "set symmetric difference",
+            SetOp::Merge => "merge",
         }
     }
 }
@@ -91,8 +95,8 @@ pub enum Kind {
     },
     /// Ascending sort of n int32 keys, one array.
     Locality { n: u64, keys: LocalityKeys },
-    /// A multiset operation on two sorted int32 arrays of n keys each, keys in [0, mask]:
-    /// A is stream `seed`, B is stream `seed + 1`.
+    /// A multiset operation or a merge of two sorted int32 arrays of n keys each, keys in
+    /// [0, mask]: A is stream `seed`, B is stream `seed + 1`.
     Set { op: SetOp, n: u64, mask: u32 },
 }
 
@@ -250,7 +254,7 @@ pub fn all() -> Vec<Workload> {
             };
             add(
                 format!("{}_{dist}", op.plan_kind()),
-                format!("set {} 2x2^24 int32, {what}", op.label()),
+                format!("{} 2x2^24 int32, {what}", op.label()),
                 Kind::Set {
                     op,
                     n: 1 << 24,
@@ -260,6 +264,19 @@ pub fn all() -> Vec<Workload> {
             );
         }
     }
+    // std::merge on the sparse set rows' inputs (the same seed, so the CPU reference reuses their
+    // sorted keys).
+    let op = SetOp::Merge;
+    add(
+        format!("{}_sparse", op.plan_kind()),
+        format!("{} 2x2^24 int32, sparse keys", op.label()),
+        Kind::Set {
+            op,
+            n: 1 << 24,
+            mask: SPARSE_MASK,
+        },
+        401,
+    );
     v
 }
 
@@ -411,7 +428,7 @@ fn par_ranges<R: Send>(n: u64, f: impl Fn(u64, u64) -> R + Sync) -> Vec<R> {
     })
 }
 
-/// Sorted set-operation inputs, shared by the four operations on the same keys.
+/// Sorted set-operation inputs, shared by the rows on the same keys.
 #[derive(Default)]
 pub struct RefCache {
     sorted: HashMap<(u64, u64, u32), Arc<Vec<u32>>>,
@@ -457,6 +474,7 @@ fn merge_sorted_runs<T: Ord + Copy + Send>(mut runs: Vec<Vec<T>>) -> Vec<T> {
     runs.pop().unwrap_or_default()
 }
 
+/// std::merge: stable, `a`'s keys first among equal keys.
 fn merge_two<T: Ord + Copy>(a: &[T], b: &[T]) -> Vec<T> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
@@ -496,7 +514,7 @@ fn top_bits(seed: u64, a: u64, b: u64, k: usize) -> Vec<u32> {
 /// - top-k: the k selected keys sorted descending (per row, rows in order, for batched);
 /// - sorts: the whole sorted output;
 /// - sorts with values (pairs, argsort): the sorted keys, then their values (gen.rs: `Digest`);
-/// - set operations: the output keys, in order.
+/// - set operations and merge: the output keys, in order.
 pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
     let seed = w.seed;
     match w.kind {
@@ -656,8 +674,11 @@ fn locality_reference(seed: u64, n: u64, keys: LocalityKeys) -> Reference {
 
 /// std::set_* semantics on sorted multisets: each element of one input matches at most one
 /// equal element of the other, so a key held a times in A and b times in B appears min(a,b),
-/// max(a,b), max(a-b,0) or |a-b| times.
+/// max(a,b), max(a-b,0) or |a-b| times; std::merge keeps all a+b, A's first.
 pub fn set_op(op: SetOp, a: &[u32], b: &[u32]) -> Vec<u32> {
+    if op == SetOp::Merge {
+        return merge_two(a, b);
+    }
     let mut out = Vec::new();
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {

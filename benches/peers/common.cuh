@@ -208,5 +208,6 @@ bool run_cub_batched_topk(const PlanItem& it, cudaStream_t s);
 bool run_cub_segsort(const PlanItem& it, cudaStream_t s);
 bool run_cub_radix_sort(const PlanItem& it, cudaStream_t s);
 bool run_thrust_setops(const PlanItem& it, cudaStream_t s);
+bool run_cub_merge(const PlanItem& it, cudaStream_t s);
 
 }  // namespace oxb

@@ -27,6 +27,7 @@ torch's caching allocator serves the outputs without cudaMalloc in the timed run
   locality_near    torch.sort(x, stable=True) of int32 keys i + rand(0, R) (gen.cuh: oxb_near_i32)
   locality_random  torch.sort(x, stable=True) of random int32 keys (oxb_u32, full mask, as int32)
   set_*       not available in torch (no multiset operations): reported as unsupported.
+  merge       not available in torch (no merge of sorted arrays): reported as unsupported.
 
 Result digest (same as common.cuh and benches/gpu/gen.rs): over 32-bit words w[0..n),
 sum_i fmix64((i << 32) | w[i]) mod 2^64, printed as "n:%016x"; top-k results are put in
@@ -257,6 +258,9 @@ def run_item(torch, gen, it):
     elif it.kind.startswith("set_"):
         emit({"workload": it.name, "impl": "torch", "status": "unsupported",
               "note": "torch has no multiset intersection/union/difference"})
+    elif it.kind == "merge":
+        emit({"workload": it.name, "impl": "torch", "status": "unsupported",
+              "note": "torch has no merge of sorted arrays"})
     else:
         emit({"workload": it.name, "impl": "torch", "status": "unsupported", "note": "kind " + it.kind})
 
