@@ -500,47 +500,16 @@ __device__ __forceinline__ SsChunkRuns ss_chunk_runs(u64 size, u64 q, u64 width,
 }
 
 // How many of the first `diag` outputs of merging a (a_count) and b (b_count) come from a: the
-// merge path (entries are distinct).
-template <class E>
-__device__ __forceinline__ u64 ss_merge_path(const E* a, u64 a_count, const E* b,
-                                             u64 b_count, u64 diag) {
-    u64 lo = diag > b_count ? diag - b_count : 0;
-    u64 hi = diag < a_count ? diag : a_count;
-    while (lo < hi) {
-        const u64 mid = (lo + hi) >> 1;
-        if (a[mid] < b[diag - 1 - mid]) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
-// ss_merge_path over global memory by a whole warp (every lane calls it with the same
-// arguments and gets the answer): each round tests 32 points of the range at once, so a
-// search of 2^17 entries takes 4 rounds of loads instead of 17 dependent ones.
-template <class E>
-__device__ __forceinline__ u64 ss_warp_merge_path(const E* a, u64 a_count, const E* b,
-                                                  u64 b_count, u64 diag) {
-    const u32 lane = threadIdx.x & 31u;
-    u64 lo = diag > b_count ? diag - b_count : 0;
-    u64 hi = diag < a_count ? diag : a_count;
-    // The answer is the first m in [lo, hi) with !(a[m] < b[diag - 1 - m]), else hi.
-    while (hi - lo > 32) {
-        const u64 span = hi - lo;
-        const u64 m = lo + span * (lane + 1) / 33;  // strictly increasing in the lane
-        const bool below = a[m] < b[diag - 1 - m];
-        const u32 ballot = __ballot_sync(0xffffffffu, below);
-        const u32 below_lanes = (u32)__popc(ballot);  // a prefix of the lanes
-        const u64 new_lo = below_lanes == 0 ? lo : lo + span * below_lanes / 33 + 1;
-        const u64 new_hi = below_lanes == 32 ? hi : lo + span * (below_lanes + 1) / 33;
-        lo = new_lo;
-        hi = new_hi;
-    }
-    const u64 m = lo + lane;
-    const bool below = m < hi && a[m] < b[diag - 1 - m];
-    return lo + (u64)__popc(__ballot_sync(0xffffffffu, below));
+// merge path (entries are distinct), searched by policy S (core/balanced_path.cuh): a thread
+// over shared memory, or a whole warp over global memory (GroupSearch<32>: every lane calls it
+// with the same arguments, and a search of 2^17 entries takes 4 rounds of loads instead of 17
+// dependent ones).
+template <class S, class E>
+__device__ __forceinline__ u64 ss_merge_path(const S& search, const E* a, u64 a_count,
+                                             const E* b, u64 b_count, u64 diag) {
+    const u64 lo = diag > b_count ? diag - b_count : 0;
+    const u64 hi = diag < a_count ? diag : a_count;
+    return search.first_false(lo, hi, [&](u64 m) { return a[m] < b[diag - 1 - m]; });
 }
 
 // PARTITION (a warp per part of a chunk of the pass): the part's start on the merge path of its
@@ -572,7 +541,8 @@ __device__ __forceinline__ void ss_partition(const P& p, u64 count) {
         if (width < size) {
             const SsChunkRuns r = ss_chunk_runs(size, q, width, SS_PART);
             const E* a = src + s.begin + r.a0;
-            split = ss_warp_merge_path(a, r.a_count, a + r.a_count, r.b_count, r.out0 - r.a0);
+            split = ss_merge_path(GroupSearch<32>(), a, r.a_count, a + r.a_count, r.b_count,
+                                  r.out0 - r.a0);
         }
         if ((threadIdx.x & 31u) == 0) {
             // What RUNS needs of the part, in one place: one round of loads, not three.
@@ -669,7 +639,7 @@ __device__ __forceinline__ void ss_runs(const P& p, u64 count, E* shared) {
         __syncthreads();
         const u64 b_part = total - from_a;
         const u64 diag = (u64)t * SS_ITEMS < total ? (u64)t * SS_ITEMS : total;
-        u64 ai = ss_merge_path(shared, from_a, shared + from_a, b_part, diag);
+        u64 ai = ss_merge_path(SerialSearch(), shared, from_a, shared + from_a, b_part, diag);
         u64 bi = diag - ai;
         E e[SS_ITEMS];
 #pragma unroll

@@ -1,35 +1,51 @@
 // Family sets: a multiset operation or a merge of two sorted inputs a and b (seed 003,
-// docs/design/sets.md, "GPU"). PARTITION finds where each tile's cross-diagonal meets the
-// Balanced Path (Merge Path for a merge, or when no key repeats), COUNT runs each tile's serial
-// operation and counts its outputs (and checks that the tile's keys are in order), FIND looks
-// for the first key out of order when a tile's partition came out of order, SCAN turns the
-// tiles' counts into offsets and the total, WRITE runs the tiles again and writes the
-// outputs, compacted through shared memory, with their values or source positions.
+// docs/design/sets.md, "GPU"). Two launches: PARTITION (a group of lanes per tile boundary
+// finds where its cross-diagonal meets the Balanced Path, or the Merge Path for a merge or
+// when no key repeats), then TILES, a single pass: each tile loads its ranges once into shared
+// memory, checks their order, runs the serial operation a thread, compacts its outputs, learns
+// where they go from the tiles before it (decoupled look-back; a merge's go at the tile's
+// diagonal) and writes them. The last tile leaves the total; the last tile to finish compares
+// every neighbour when a tile's partition came out of order (only an unsorted input does that).
 namespace oxicub {
 
 // The rank of a key: its radix code, inverted for descending inputs (one ascending comparison
 // serves both orders).
 template <class Key>
-__device__ __forceinline__ u64 sets_rank(typename Key::Bits raw, bool descending) {
+__device__ __forceinline__ typename Key::Bits sets_rank(typename Key::Bits raw, bool descending) {
     typedef typename Key::Bits Bits;
     const Bits code = Key::to_radix(raw);
-    return (u64)(descending ? (Bits)~code : code);
+    return descending ? (Bits)~code : code;
 }
 
-// One tile: its ranges of a and b (after the partitions' stars), and the per-thread results.
+// The key of a rank, bit for bit, except a float NaN (every NaN has the all-ones code):
+// `*exact` is false for it, and its bits are read from its input.
+template <class Key>
+__device__ __forceinline__ typename Key::Bits sets_key(typename Key::Bits rank, bool descending,
+                                                       bool* exact) {
+    typedef typename Key::Bits Bits;
+    const Bits code = descending ? (Bits)~rank : rank;
+    *exact = Key::KEY_KIND != KIND_FLOAT || code != Key::ALL_ONES;
+    return Key::from_radix(code);
+}
+
+// A position out of order (and whether its key repeats the one before) into a status word that
+// holds the smallest such, complemented (0: none), so the scratch starts zeroed.
+__device__ __forceinline__ void sets_report_disorder(u64* word, u64 position, bool repeat) {
+    atomicMax(word, ~((position << 1) | (repeat ? 1ull : 0ull)));
+}
+
+// One tile: its ranges of a and b (after the partitions' stars).
 struct SetsTile {
-    u64 a0, b0;          // where the tile's a and b start
-    u64 a_count, b_count;
-    bool left_star;      // the tile's left diagonal is starred (its first b was taken)
+    u64 a0, b0;        // where the tile's a and b start
+    u32 a_count, b_count;
+    bool left_star;    // the tile's left diagonal is starred (its first b was taken)
 };
 
-// The tile's ranges from the partitions at its two diagonals (clamped into a and b: an
+// The tile's ranges from the partition words at its two diagonals (clamped into a and b: an
 // unsorted input can give partitions out of order, which DISORDER then reports).
 __device__ __forceinline__ SetsTile sets_tile_ranges(const SetsParams& p, u64 tile, u64 nv,
-                                                     u64* status) {
-    const u64* partition = reinterpret_cast<const u64*>(p.partition);
+                                                     u64 p0, u64 p1, u64* status) {
     const u64 total = p.a_count + p.b_count;
-    const u64 p0 = partition[tile], p1 = partition[tile + 1];
     const u64 mask = ~(1ull << 63);
     const u64 gid = tile * nv;
     const u64 end = gid + nv < total ? gid + nv : total;
@@ -39,6 +55,7 @@ __device__ __forceinline__ SetsTile sets_tile_ranges(const SetsParams& p, u64 ti
     u64 b0 = gid - a0 + (p0 >> 63), b1 = end - a1 + (p1 >> 63);
     if (a1 < a0 || b1 < b0 || a1 > p.a_count || b1 > p.b_count || (a1 - a0) + (b1 - b0) > nv + 1) {
         status[SETS_STATUS_DISORDER] = 1;
+        __threadfence();  // before the tile is counted done (the last tile then checks all)
         a1 = a1 < a0 ? a0 : (a1 > p.a_count ? p.a_count : a1);
         a0 = a0 > a1 ? a1 : a0;
         b0 = b0 > p.b_count ? p.b_count : b0;
@@ -52,112 +69,451 @@ __device__ __forceinline__ SetsTile sets_tile_ranges(const SetsParams& p, u64 ti
     }
     t.a0 = a0;
     t.b0 = b0;
-    t.a_count = a1 - a0;
-    t.b_count = b1 - b0;
+    t.a_count = (u32)(a1 - a0);
+    t.b_count = (u32)(b1 - b0);
     return t;
 }
 
 // The serial operation of one thread over the tile's ranks (a's at ranks[0..a_count), b's at
 // ranks[a_count..]): slots from (ai, bi) while ai + bi < end, each a key-rank slot (a pair of
 // equal ranks, or the smaller one alone; a merge takes one element a slot). Returns the commit
-// mask; from[i] is the tile-local source of slot i (b's above SETS_FROM_B).
-template <u32 OP, u32 VT>
-__device__ __forceinline__ u32 sets_serial(const u64* ranks, u64 a_count, u64 b_count, u64 ai,
-                                           u64 bi, u64 end, u64 (&from)[VT]) {
+// mask; `sources` holds each committed slot's source as a 16-bit index into the ranks, two a
+// word (fewer registers, more resident blocks). A merge commits every slot: its sources go
+// straight to `merged` (the thread's outputs in shared memory) and it returns 0. A slot past
+// `end` commits nothing and advances nothing; a merge's slot reloads both current ranks (an
+// index that did not advance reloads the same rank; every index read is at most the tile's
+// count, inside the array). With CHECK on, `*disorder` is set when a rank loaded is out
+// of order with the one before it in its input (the threads' walks cover every neighbouring
+// pair of the tile once their ends meet the next thread's starts, which the caller checks).
+template <u32 OP, u32 VT, class Bits>
+__device__ __forceinline__ u32 sets_serial(const Bits* ranks, u32 a_count, u32 b_count, u32& ai,
+                                           u32& bi, u32 end, u32 (&sources)[(VT + 1) / 2],
+                                           u16* merged, u32 flags, bool* disorder) {
+    const bool check = (flags & SETS_CHECK) != 0, strict = (flags & SETS_STRICT) != 0;
     u32 commit = 0;
 #pragma unroll
-    for (u32 i = 0; i < VT; ++i) {
-        if (ai + bi < end) {
-            const bool a_in = ai < a_count, b_in = bi < b_count;
-            const u64 x = a_in ? ranks[ai] : 0, y = b_in ? ranks[a_count + bi] : 0;
-            // a before b (pa), b before a (pb); an exhausted side is after every key.
-            const bool pa = !b_in || (a_in && x < y);
-            const bool pb = !a_in || (b_in && y < x);
-            const u64 from_a = ai, from_b = SETS_FROM_B | bi;
-            if (OP == SETS_OP_MERGE) {
-                from[i] = pb ? from_b : from_a;
-                commit |= 1u << i;
-                ai += pb ? 0 : 1;
-                bi += pb ? 1 : 0;
-                continue;
-            }
-            bool keep = false;
-            if (OP == SETS_OP_INTERSECTION) {
-                from[i] = from_a;
-                keep = !pa && !pb;
-            } else if (OP == SETS_OP_UNION) {
-                from[i] = pb ? from_b : from_a;
-                keep = true;
-            } else if (OP == SETS_OP_DIFFERENCE) {
-                from[i] = from_a;
-                keep = pa;
-            } else {
-                from[i] = pa ? from_a : from_b;
-                keep = pa != pb;
-            }
-            commit |= keep ? 1u << i : 0u;
-            ai += pb ? 0 : 1;
-            bi += pa ? 0 : 1;
-        }
+    for (u32 i = 0; i < (VT + 1) / 2; ++i) {
+        sources[i] = 0;
     }
+    Bits x = ranks[ai], y = ranks[a_count + bi];
+    bool bad = false;
+    auto out_of_order = [&](Bits before, Bits after) {
+        return after < before || (strict && after == before);
+    };
+#pragma unroll
+    for (u32 i = 0; i < VT; ++i) {
+        const bool live = ai + bi < end;
+        const bool a_in = ai < a_count, b_in = bi < b_count;
+        // a before b (pa), b before a (pb); an exhausted side is after every key.
+        const bool pa = !b_in || (a_in && x < y);
+        const bool pb = !a_in || (b_in && y < x);
+        const u32 from_a = ai, from_b = a_count + bi;
+        bool keep;
+        u32 from;
+        if (OP == SETS_OP_MERGE) {
+            from = pb ? from_b : from_a;
+            keep = true;
+        } else if (OP == SETS_OP_INTERSECTION) {
+            from = from_a;
+            keep = !pa && !pb;
+        } else if (OP == SETS_OP_UNION) {
+            from = pb ? from_b : from_a;
+            keep = true;
+        } else if (OP == SETS_OP_DIFFERENCE) {
+            from = from_a;
+            keep = pa;
+        } else {
+            from = pa ? from_a : from_b;
+            keep = pa != pb;
+        }
+        keep = keep && live;
+        if (OP == SETS_OP_MERGE) {
+            if (live) {
+                merged[i] = (u16)from;  // every slot is an output, in the thread's order
+            }
+        } else {
+            commit |= keep ? 1u << i : 0u;
+            sources[i / 2] |= keep ? from << (16 * (i % 2)) : 0u;
+        }
+        // A merge takes one element a slot; a set operation a key-rank slot.
+        const bool next_a = live && !pb;
+        const bool next_b = live && (OP == SETS_OP_MERGE ? pb : !pa);
+        ai += next_a ? 1u : 0u;
+        bi += next_b ? 1u : 0u;
+        // A merge advances one side every slot: reloading both ranks is cheaper than a
+        // branch. A set operation often advances neither or one: it loads what advanced.
+        const Bits nx = OP == SETS_OP_MERGE || next_a ? ranks[ai] : x;
+        const Bits ny = OP == SETS_OP_MERGE || next_b ? ranks[a_count + bi] : y;
+        if (check) {
+            bad = bad || (next_a && ai < a_count && out_of_order(x, nx)) ||
+                  (next_b && bi < b_count && out_of_order(y, ny));
+        }
+        x = nx;
+        y = ny;
+    }
+    *disorder = bad;
     return commit;
 }
 
-// A tile's serial operation by every thread: the tile's ranks loaded into shared memory, each
-// thread's start found by a search within them. Returns the thread's commit mask.
-template <class Key, u32 THREADS, u32 VT, u32 OP>
-__device__ __forceinline__ u32 sets_run_tile(const SetsParams& p, const SetsTile& t, u64* ranks,
-                                             u64 (&from)[VT]) {
+// The first position out of order in ranks[first, last) (against the rank before it, which
+// must exist: first >= 1), else ~0u. A thread's rescan of its own walk, after the walk found
+// one.
+template <class Bits>
+__device__ __forceinline__ u32 sets_first_out_of_order(const Bits* ranks, u32 first, u32 last,
+                                                       bool strict) {
+    for (u32 i = first; i < last; ++i) {
+        if (ranks[i] < ranks[i - 1] || (strict && ranks[i] == ranks[i - 1])) {
+            return i;
+        }
+    }
+    return ~0u;
+}
+
+// Every neighbour of keys[first, last) compared (position i against i - 1) by the block.
+template <class Key, u32 THREADS>
+__device__ __forceinline__ void sets_check_all(const SetsParams& p, const typename Key::Bits* keys,
+                                               u64 count, u64* word) {
+    const bool descending = (p.flags & SETS_DESCENDING) != 0;
+    const bool strict = (p.flags & SETS_STRICT) != 0;
+    for (u64 i = threadIdx.x + 1; i < count; i += THREADS) {
+        const auto x = sets_rank<Key>(keys[i - 1], descending);
+        const auto y = sets_rank<Key>(keys[i], descending);
+        if (y < x || (strict && y == x)) {
+            sets_report_disorder(word, i, y == x);
+        }
+    }
+}
+
+// The tiles' outputs before `tile` (decoupled look-back, by one warp). Each round reads a
+// window of 32 x SETS_LOOK_BACK_WORDS state words before the last one looked at (lane L holds
+// the words at distances L W .. L W + W - 1), waits until every tile nearer than the nearest
+// inclusive prefix has published at least its own count, and adds them back to that prefix. A
+// wide window matters: a tile's inclusive prefix is published only after its own look-back,
+// so the tiles between the nearest published prefix and a new tile are as many as the tiles
+// in flight, and a window of 32 would cap the tiles a look-back round can pass at 32.
+__device__ __forceinline__ u64 sets_look_back(const u64* state, u64 tile) {
+    constexpr u32 W = SETS_LOOK_BACK_WORDS;
+    constexpr u32 NONE = 32u * W;  // no such position in the window
+    const u32 lane = threadIdx.x & 31u;
+    const volatile u64* words = state;
+    u64 exclusive = 0;
+    i64 last = (i64)tile - 1;
+    for (;;) {
+        u64 w[W];
+        u32 inclusive_at;
+        for (;;) {
+            u32 first_empty = W, first_inclusive = W;
+#pragma unroll
+            for (u32 i = 0; i < W; ++i) {
+                const i64 at = last - (i64)(lane * W + i);
+                // Before the first tile: an inclusive prefix of 0.
+                w[i] = at >= 0 ? words[at] : SETS_TILE_INCLUSIVE;
+            }
+#pragma unroll
+            for (u32 i = W; i-- > 0;) {
+                const u64 flags = w[i] & SETS_TILE_FLAGS;
+                first_empty = flags == 0 ? i : first_empty;
+                first_inclusive = flags == SETS_TILE_INCLUSIVE ? i : first_inclusive;
+            }
+            // The window's nearest empty word and nearest inclusive prefix.
+            auto nearest = [&](u32 mine) {
+                const u32 lanes = __ballot_sync(0xffffffffu, mine < W);
+                const u32 l = lanes != 0 ? (u32)__ffs(lanes) - 1u : 0u;
+                const u32 in_lane = __shfl_sync(0xffffffffu, mine, (int)l);
+                return lanes != 0 ? l * W + in_lane : NONE;
+            };
+            const u32 empty_at = nearest(first_empty);
+            inclusive_at = nearest(first_inclusive);
+            if (empty_at >= inclusive_at) {
+                break;  // every word up to the nearest inclusive prefix is published
+            }
+            // Back off: a spinning warp takes issue slots from the tiles it waits for.
+            __nanosleep(SETS_LOOK_BACK_SLEEP_NS);
+        }
+        u64 counted = 0;
+#pragma unroll
+        for (u32 i = 0; i < W; ++i) {
+            counted += lane * W + i <= inclusive_at ? (w[i] & ~SETS_TILE_FLAGS) : 0;
+        }
+        exclusive += __shfl_sync(0xffffffffu, warp_inclusive_sum(counted), 31);
+        if (inclusive_at != NONE) {
+            return exclusive;
+        }
+        last -= (i64)NONE;
+    }
+}
+
+// TILES: tickets hand the tiles to resident blocks in order (a tile's look-back waits only for
+// tiles already taken by running blocks, so it always ends).
+template <class Key, u32 THREADS, u32 OP, int VALUE_BYTES>
+__device__ __forceinline__ void sets_tiles(const SetsParams& p) {
     typedef typename Key::Bits Bits;
+    constexpr u32 VT = sizeof(Bits) == 8 ? SETS_ITEMS_WIDE : SETS_ITEMS;
+    constexpr u32 NV = THREADS * VT;
+    static_assert(NV + 1 < 65536, "tile-local sources are 16-bit");
+    __shared__ Bits ranks[NV + 2];
+    __shared__ u16 compacted[NV + 2];
+    __shared__ u32 thread_starts[THREADS];  // each thread's (ai << 16 | bi) in the tile
+    __shared__ u64 warp_totals[THREADS / 32];
+    __shared__ u64 shared_next[3];  // the next tile's ticket and partition words
+    __shared__ u64 shared_word[2];  // the tile's outputs' offset; whether it finished last
+    u64* status = reinterpret_cast<u64*>(p.status);
+    u64* state = reinterpret_cast<u64*>(p.tile_state);
     const Bits* a = reinterpret_cast<const Bits*>(p.a);
     const Bits* b = reinterpret_cast<const Bits*>(p.b);
     const bool descending = (p.flags & SETS_DESCENDING) != 0;
-    for (u64 i = threadIdx.x; i < t.a_count; i += THREADS) {
-        ranks[i] = sets_rank<Key>(a[t.a0 + i], descending);
+    if (p.tiles == 0) {
+        // No input: the count (0) still reaches the caller's buffer.
+        if (blockIdx.x == 0 && threadIdx.x == 0 && p.count_out != 0) {
+            *reinterpret_cast<i64*>(p.count_out) = 0;
+        }
+        return;
     }
-    for (u64 i = threadIdx.x; i < t.b_count; i += THREADS) {
-        ranks[t.a_count + i] = sets_rank<Key>(b[t.b0 + i], descending);
+    // Thread 0 takes the next tile's ticket and reads its partition words while the block
+    // still works on the current tile, hiding their latency (an atomic, then two dependent
+    // loads): the ticket is issued first, its words read once the tile's own loads are in
+    // flight, and all three stored for the block at the end of the tile. Taking a ticket early
+    // is safe (a tile's look-back waits only on smaller tiles, and the smallest unfinished tile
+    // waits on nothing) but not free: the tiles after an early ticket wait for its count in
+    // their look-backs. So a set operation takes it only after its look-back, for the time of
+    // its writes; a merge, which looks back at nothing, as soon as it starts a tile.
+    const u64* partition = reinterpret_cast<const u64*>(p.partition);
+    u64 next[3];
+    auto issue_ticket = [&]() {
+        next[0] = atomicAdd(reinterpret_cast<unsigned long long*>(&status[SETS_STATUS_TICKET]),
+                            1ull);
+    };
+    auto read_bounds = [&]() {
+        next[1] = next[0] < p.tiles ? partition[next[0]] : 0;
+        next[2] = next[0] < p.tiles ? partition[next[0] + 1] : 0;
+    };
+    auto store_next = [&]() {
+        shared_next[0] = next[0];
+        shared_next[1] = next[1];
+        shared_next[2] = next[2];
+    };
+    // Thread 0's last count of a finished tile (the atomic's answer is looked at one tile
+    // later, so no tile waits for it), and whether one of its counts was the last.
+    constexpr u64 NO_COUNT = ~0ull;
+    u64 done = NO_COUNT;
+    bool counted_last = false;
+    if (threadIdx.x == 0) {
+        issue_ticket();
+        read_bounds();
+        store_next();
     }
     __syncthreads();
-    const u64 count = t.a_count + t.b_count;
-    // The thread's diagonals within the tile: the tile's first diagonal is VT * tid on the
-    // slot path, less one when the tile's first b went to the tile before.
-    auto diagonal = [&](u32 thread) -> u64 {
-        if (thread == 0) {
-            return 0;
+    for (;;) {
+        const u64 tile = shared_next[0];
+        if (tile >= p.tiles) {
+            break;
         }
-        const u64 d = (u64)VT * thread - (t.left_star ? 1 : 0);
-        return d < count ? d : count;
-    };
-    const u64 d0 = diagonal(threadIdx.x);
-    const u64 d1 = threadIdx.x + 1 == THREADS ? count : diagonal(threadIdx.x + 1);
-    auto at_a = [&](u64 i) { return ranks[i]; };
-    auto at_b = [&](u64 i) { return ranks[t.a_count + i]; };
-    bool star = false;
-    u64 ai;
-    if (OP == SETS_OP_MERGE) {
-        ai = merge_path_lower(at_a, t.a_count, at_b, t.b_count, d0);
-    } else if (p.flags & SETS_NO_DUPLICATES) {
-        ai = balanced_path<false>(at_a, t.a_count, at_b, t.b_count, d0, &star);
-    } else {
-        ai = balanced_path<true>(at_a, t.a_count, at_b, t.b_count, d0, &star);
+        const SetsTile t = sets_tile_ranges(p, tile, NV, shared_next[1], shared_next[2], status);
+        if (OP == SETS_OP_MERGE && threadIdx.x == 0) {
+            issue_ticket();
+        }
+        const u32 count = t.a_count + t.b_count;
+        const Bits* tile_a = a + t.a0;
+        const Bits* tile_b = b + t.b0;
+        // The tile's keys: every load issued before any is used, then their ranks stored. Item
+        // j of the thread is key tid + j THREADS of the tile (a's, then b's): each load
+        // addresses a per-thread base plus a constant, b's base taken a_count keys back (as an
+        // integer: it may point before b).
+        const Bits* thread_a = tile_a + threadIdx.x;
+        const Bits* thread_b = reinterpret_cast<const Bits*>(
+            reinterpret_cast<u64>(tile_b + threadIdx.x) - (u64)t.a_count * sizeof(Bits));
+        Bits raw[VT + 1];
+#pragma unroll
+        for (u32 j = 0; j <= VT; ++j) {
+            const u32 k = threadIdx.x + j * THREADS;
+            if (k < t.a_count) {
+                raw[j] = thread_a[j * THREADS];
+            } else if (k < count) {
+                raw[j] = thread_b[j * THREADS];
+            }
+        }
+#pragma unroll
+        for (u32 j = 0; j <= VT; ++j) {
+            const u32 k = threadIdx.x + j * THREADS;
+            if (k < count) {
+                ranks[k] = sets_rank<Key>(raw[j], descending);
+            }
+        }
+        if (OP == SETS_OP_MERGE && threadIdx.x == 0) {
+            read_bounds();
+        }
+        __syncthreads();
+        // The thread's diagonals within the tile: the tile's first diagonal is VT * tid on the
+        // slot path, less one when the tile's first b went to the tile before.
+        auto diagonal = [&](u32 thread) -> u32 {
+            if (thread == 0) {
+                return 0;
+            }
+            const u32 d = VT * thread - (t.left_star ? 1u : 0u);
+            return d < count ? d : count;
+        };
+        const u32 d0 = diagonal(threadIdx.x);
+        const u32 d1 = threadIdx.x + 1 == THREADS ? count : diagonal(threadIdx.x + 1);
+        auto at_a = [&](u32 i) { return ranks[i]; };
+        auto at_b = [&](u32 i) { return ranks[t.a_count + i]; };
+        bool star = false;
+        u32 a_start;
+        if (OP == SETS_OP_MERGE) {
+            a_start = merge_path_lower(SerialSearch(), at_a, t.a_count, at_b, t.b_count, d0);
+        } else if (p.flags & SETS_NO_DUPLICATES) {
+            a_start =
+                balanced_path<false>(SerialSearch(), at_a, t.a_count, at_b, t.b_count, d0, &star);
+        } else {
+            a_start =
+                balanced_path<true>(SerialSearch(), at_a, t.a_count, at_b, t.b_count, d0, &star);
+        }
+        u32 ai = a_start, bi = d0 - ai + (star ? 1u : 0u);
+        // Each thread's start, for the thread before it: its walk must end there.
+        thread_starts[threadIdx.x] = (ai << 16) | bi;
+        const u32 a_first = ai, b_first = bi;
+        u32 sources[(VT + 1) / 2];
+        bool walk_disorder;
+        const u32 commit = sets_serial<OP, VT>(ranks, t.a_count, t.b_count, ai, bi, d1, sources,
+                                               compacted + d0, p.flags, &walk_disorder);
+        u64 tile_total;
+        u32 below;
+        if (OP == SETS_OP_MERGE) {
+            // Every slot is an output, already in place at the thread's diagonal.
+            below = d0;
+            tile_total = count;
+            __syncthreads();
+        } else {
+            below = (u32)block_exclusive_sum<THREADS, u64>((u64)__popc(commit), warp_totals,
+                                                           &tile_total);
+        }
+        // A set operation publishes its tile's count at once (after its DISORDER report), for
+        // the look-backs of the tiles after it; a merge's tile writes at its diagonal.
+        if (OP != SETS_OP_MERGE && threadIdx.x == 0) {
+            __threadfence();
+            const u64 flag = tile == 0 ? SETS_TILE_INCLUSIVE : SETS_TILE_AGGREGATE;
+            reinterpret_cast<volatile u64*>(state)[tile] = flag | tile_total;
+        }
+        if (p.flags & SETS_CHECK) {
+            // The walks cover the tile's neighbouring pairs when each ends where the next one
+            // starts (and the last at the tile's end): else the tile came out of order, and
+            // the last tile to finish compares every neighbour. Each range's first key is
+            // compared with the key before it (the seam with the tile before).
+            const u32 next_start = threadIdx.x + 1 == THREADS ? (t.a_count << 16) | t.b_count
+                                                              : thread_starts[threadIdx.x + 1];
+            if (((ai << 16) | bi) != next_start) {
+                status[SETS_STATUS_DISORDER] = 1;
+                __threadfence();  // before the tile is counted done
+            }
+            if (walk_disorder) {
+                // Rare: find the first position out of order of each input in the walk.
+                const bool strict = (p.flags & SETS_STRICT) != 0;
+                const u32 a_end = ai < t.a_count ? ai + 1 : t.a_count;
+                const u32 b_end = bi < t.b_count ? bi + 1 : t.b_count;
+                const u32 bad_a = sets_first_out_of_order(ranks, a_first + 1, a_end, strict);
+                const Bits* rb = ranks + t.a_count;
+                const u32 bad_b = sets_first_out_of_order(rb, b_first + 1, b_end, strict);
+                if (bad_a != ~0u) {
+                    sets_report_disorder(&status[SETS_STATUS_A_BAD], t.a0 + bad_a,
+                                         ranks[bad_a] == ranks[bad_a - 1]);
+                }
+                if (bad_b != ~0u) {
+                    sets_report_disorder(&status[SETS_STATUS_B_BAD], t.b0 + bad_b,
+                                         rb[bad_b] == rb[bad_b - 1]);
+                }
+            }
+            const bool a_seam = threadIdx.x == 0 && t.a0 > 0 && t.a_count > 0;
+            const bool b_seam = threadIdx.x == 32 % THREADS && t.b0 > 0 && t.b_count > 0;
+            if (a_seam || b_seam) {
+                const Bits* keys = a_seam ? a : b;
+                const u64 first = a_seam ? t.a0 : t.b0;
+                const Bits x = sets_rank<Key>(keys[first - 1], descending);
+                const Bits y = ranks[a_seam ? 0 : t.a_count];
+                if (y < x || ((p.flags & SETS_STRICT) && y == x)) {
+                    sets_report_disorder(&status[a_seam ? SETS_STATUS_A_BAD : SETS_STATUS_B_BAD],
+                                         first, y == x);
+                }
+            }
+        }
+        u32 at = below;
+#pragma unroll
+        for (u32 i = 0; i < VT; ++i) {
+            if (OP != SETS_OP_MERGE && (commit & (1u << i))) {
+                compacted[at++] = (u16)(sources[i / 2] >> (16 * (i % 2)));
+            }
+        }
+        if (threadIdx.x < 32) {
+            u64 before = tile * NV;
+            if (OP != SETS_OP_MERGE) {
+                before = tile == 0 ? 0 : sets_look_back(state, tile);
+            }
+            if (threadIdx.x == 0) {
+                if (OP != SETS_OP_MERGE && tile != 0) {
+                    reinterpret_cast<volatile u64*>(state)[tile] =
+                        SETS_TILE_INCLUSIVE | (before + tile_total);
+                }
+                shared_word[0] = before;
+                if (tile + 1 == p.tiles) {
+                    status[SETS_STATUS_COUNT] = before + tile_total;
+                    if (p.count_out != 0) {
+                        *reinterpret_cast<i64*>(p.count_out) = (i64)(before + tile_total);
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        const u64 offset = shared_word[0];
+        if (OP != SETS_OP_MERGE && threadIdx.x == 0) {
+            issue_ticket();
+            read_bounds();
+        }
+        // Only an unsorted input (reported) has more outputs than the bound.
+        const u64 room = offset < p.out_len ? p.out_len - offset : 0;
+        const u32 written = (u32)(tile_total < room ? tile_total : room);
+        Bits* out_keys = reinterpret_cast<Bits*>(p.out_keys) + offset;
+#pragma unroll 4
+        for (u32 i = threadIdx.x; i < written; i += THREADS) {
+            const u32 source = compacted[i];
+            const bool in_b = source >= t.a_count;
+            const u32 at_input = in_b ? source - t.a_count : source;
+            bool exact;
+            const Bits key = sets_key<Key>(ranks[source], descending, &exact);
+            out_keys[i] = exact ? key : (in_b ? tile_b : tile_a)[at_input];
+            if (VALUE_BYTES != 0) {
+                typedef typename ValueWord<VALUE_BYTES>::Type Word;
+                Word* out_values = reinterpret_cast<Word*>(p.out_values) + offset;
+                if (p.flags & SETS_INDEX) {
+                    out_values[i] = (Word)(in_b ? p.a_count + t.b0 + at_input : t.a0 + at_input);
+                } else {
+                    const Word* values = reinterpret_cast<const Word*>(in_b ? p.b_values
+                                                                            : p.a_values);
+                    out_values[i] = values[(in_b ? t.b0 : t.a0) + at_input];
+                }
+            }
+        }
+        if (threadIdx.x == 0) {
+            // Every thread read the current tile's words before the barriers above.
+            store_next();
+            if (p.flags & SETS_CHECK) {
+                // Count the tile done; the block that counts the last one compares every
+                // neighbour when a tile came out of order, once it has no tile left (after the
+                // loop). Every DISORDER report is fenced by its writer, so none waits here.
+                counted_last = counted_last || (done != NO_COUNT && done + 1 == p.tiles);
+                done = atomicAdd(reinterpret_cast<unsigned long long*>(&status[SETS_STATUS_DONE]),
+                                 1ull);
+            }
+        }
+        __syncthreads();
     }
-    const u64 bi = d0 - ai + (star ? 1 : 0);
-    return sets_serial<OP, VT>(ranks, t.a_count, t.b_count, ai, bi, d1, from);
-}
-
-// The first key out of order among n keys of `keys` whose neighbours [first, last) this thread
-// compares (position i against i - 1), into the status word `word` (position << 1 | repeat).
-template <class Key>
-__device__ __forceinline__ void sets_check_range(const SetsParams& p, const typename Key::Bits* keys,
-                                                 u64 first, u64 last, u64 step, u64* word) {
-    const bool descending = (p.flags & SETS_DESCENDING) != 0;
-    const bool strict = (p.flags & SETS_STRICT) != 0;
-    for (u64 i = first; i < last; i += step) {
-        const u64 x = sets_rank<Key>(keys[i - 1], descending);
-        const u64 y = sets_rank<Key>(keys[i], descending);
-        if (y < x || (strict && y == x)) {
-            atomicMin(word, (i << 1) | (y == x ? 1ull : 0ull));
+    if (threadIdx.x == 0) {
+        counted_last = counted_last || (done != NO_COUNT && done + 1 == p.tiles);
+        shared_word[1] = counted_last ? 1 : 0;
+    }
+    __syncthreads();
+    if (shared_word[1] != 0) {
+        __threadfence();  // the other tiles' DISORDER reports, fenced before they counted
+        if (*reinterpret_cast<volatile u64*>(&status[SETS_STATUS_DISORDER]) != 0) {
+            sets_check_all<Key, THREADS>(p, a, p.a_count, &status[SETS_STATUS_A_BAD]);
+            sets_check_all<Key, THREADS>(p, b, p.b_count, &status[SETS_STATUS_B_BAD]);
         }
     }
 }
@@ -165,157 +521,38 @@ __device__ __forceinline__ void sets_check_range(const SetsParams& p, const type
 template <class Key, u32 THREADS, u32 OP, int VALUE_BYTES>
 __device__ __forceinline__ void sets(const SetsParams& p) {
     typedef typename Key::Bits Bits;
-    constexpr u32 VT = SETS_ITEMS;
-    constexpr u64 NV = (u64)THREADS * VT;
-    __shared__ u64 ranks[NV + 2];
-    __shared__ u64 compacted[NV + 2];
-    __shared__ u64 warp_totals[THREADS / 32];
-    u64* status = reinterpret_cast<u64*>(p.status);
+    constexpr u64 NV = (u64)THREADS * (sizeof(Bits) == 8 ? SETS_ITEMS_WIDE : SETS_ITEMS);
+    if (p.stage == SETS_STAGE_TILES) {
+        sets_tiles<Key, THREADS, OP, VALUE_BYTES>(p);
+        return;
+    }
+    // PARTITION: a group of SETS_PARTITION_LANES lanes per tile boundary: the Balanced Path
+    // (or Merge Path) at its diagonal, the star in the top bit.
+    constexpr u32 G = SETS_PARTITION_LANES;
+    const Bits* a = reinterpret_cast<const Bits*>(p.a);
+    const Bits* b = reinterpret_cast<const Bits*>(p.b);
+    const bool descending = (p.flags & SETS_DESCENDING) != 0;
+    auto at_a = [&](u64 i) { return sets_rank<Key>(a[i], descending); };
+    auto at_b = [&](u64 i) { return sets_rank<Key>(b[i], descending); };
+    u64* partition = reinterpret_cast<u64*>(p.partition);
     const u64 total = p.a_count + p.b_count;
-    if (p.stage == SETS_STAGE_PARTITION) {
-        // A thread per tile boundary: the Balanced Path (or Merge Path) at its diagonal, the
-        // star in the top bit.
-        const Bits* a = reinterpret_cast<const Bits*>(p.a);
-        const Bits* b = reinterpret_cast<const Bits*>(p.b);
-        const bool descending = (p.flags & SETS_DESCENDING) != 0;
-        auto at_a = [&](u64 i) { return sets_rank<Key>(a[i], descending); };
-        auto at_b = [&](u64 i) { return sets_rank<Key>(b[i], descending); };
-        u64* partition = reinterpret_cast<u64*>(p.partition);
-        const u64 stride = grid_threads(THREADS);
-        for (u64 q = global_thread_index(THREADS); q <= p.tiles; q += stride) {
-            const u64 diag = q * NV < total ? q * NV : total;
-            bool star = false;
-            u64 ai;
-            if (OP == SETS_OP_MERGE) {
-                ai = merge_path_lower(at_a, p.a_count, at_b, p.b_count, diag);
-            } else if (p.flags & SETS_NO_DUPLICATES) {
-                ai = balanced_path<false>(at_a, p.a_count, at_b, p.b_count, diag, &star);
-            } else {
-                ai = balanced_path<true>(at_a, p.a_count, at_b, p.b_count, diag, &star);
-            }
+    const u64 stride = grid_threads(THREADS) / G;
+    const GroupSearch<G> search;
+    // Every lane of a group runs the same trip count (a group's threads are consecutive).
+    for (u64 q = global_thread_index(THREADS) / G; q <= p.tiles; q += stride) {
+        const u64 diag = q * NV < total ? q * NV : total;
+        bool star = false;
+        u64 ai;
+        if (OP == SETS_OP_MERGE) {
+            ai = merge_path_lower(search, at_a, p.a_count, at_b, p.b_count, diag);
+        } else if (p.flags & SETS_NO_DUPLICATES) {
+            ai = balanced_path<false>(search, at_a, p.a_count, at_b, p.b_count, diag, &star);
+        } else {
+            ai = balanced_path<true>(search, at_a, p.a_count, at_b, p.b_count, diag, &star);
+        }
+        if ((threadIdx.x & (G - 1)) == 0) {
             partition[q] = ai | (star ? 1ull << 63 : 0ull);
         }
-        return;
-    }
-    if (p.stage == SETS_STAGE_FIND) {
-        // Only when a tile's partitions came out of order: every neighbour compared.
-        if (status[SETS_STATUS_DISORDER] == 0) {
-            return;
-        }
-        const u64 stride = grid_threads(THREADS);
-        const u64 first = global_thread_index(THREADS) + 1;
-        sets_check_range<Key>(p, reinterpret_cast<const Bits*>(p.a), first, p.a_count, stride,
-                              &status[SETS_STATUS_A_BAD]);
-        sets_check_range<Key>(p, reinterpret_cast<const Bits*>(p.b), first, p.b_count, stride,
-                              &status[SETS_STATUS_B_BAD]);
-        return;
-    }
-    u64* tile_counts = reinterpret_cast<u64*>(p.tile_counts);
-    if (p.stage == SETS_STAGE_SCAN) {
-        // One block: each thread sums a run of consecutive tiles' counts, one block scan, then
-        // each thread writes its run's offsets (two passes of independent loads a thread, not
-        // a block scan per THREADS tiles). The total goes to the status and to the caller's
-        // count on the device.
-        const u64 per = (p.tiles + THREADS - 1) / THREADS;
-        const u64 first = (u64)threadIdx.x * per;
-        const u64 last = first + per < p.tiles ? first + per : p.tiles;
-        u64 sum = 0;
-#pragma unroll 8
-        for (u64 i = first; i < last; ++i) {
-            sum += tile_counts[i];
-        }
-        u64 total;
-        u64 below = block_exclusive_sum<THREADS, u64>(sum, warp_totals, &total);
-        for (u64 i = first; i < last; ++i) {
-            const u64 x = tile_counts[i];
-            tile_counts[i] = below;
-            below += x;
-        }
-        if (threadIdx.x == 0) {
-            status[SETS_STATUS_COUNT] = total;
-            if (p.count_out != 0) {
-                *reinterpret_cast<i64*>(p.count_out) = (i64)total;
-            }
-        }
-        return;
-    }
-    // COUNT and WRITE: a block per tile at a time.
-    for (u64 tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-        const SetsTile t = sets_tile_ranges(p, tile, NV, status);
-        u64 from[VT];
-        const u32 commit = sets_run_tile<Key, THREADS, VT, OP>(p, t, ranks, from);
-        u64 tile_total;
-        const u64 below = block_exclusive_sum<THREADS, u64>((u64)__popc(commit), warp_totals,
-                                                            &tile_total);
-        if (p.stage == SETS_STAGE_COUNT) {
-            if (threadIdx.x == 0) {
-                tile_counts[tile] = tile_total;
-            }
-            if (p.flags & SETS_CHECK) {
-                // The tile's keys in order, and each range's first key after the key before it
-                // (the seam with the tile before); the tiles cover a and b when the partitions
-                // are in order (else FIND compares every neighbour).
-                const bool strict = (p.flags & SETS_STRICT) != 0;
-                for (u64 i = threadIdx.x + 1; i < t.a_count; i += THREADS) {
-                    const u64 x = ranks[i - 1], y = ranks[i];
-                    if (y < x || (strict && y == x)) {
-                        atomicMin(&status[SETS_STATUS_A_BAD],
-                                  ((t.a0 + i) << 1) | (y == x ? 1ull : 0ull));
-                    }
-                }
-                for (u64 i = threadIdx.x + 1; i < t.b_count; i += THREADS) {
-                    const u64 x = ranks[t.a_count + i - 1], y = ranks[t.a_count + i];
-                    if (y < x || (strict && y == x)) {
-                        atomicMin(&status[SETS_STATUS_B_BAD],
-                                  ((t.b0 + i) << 1) | (y == x ? 1ull : 0ull));
-                    }
-                }
-                if (threadIdx.x == 0 && t.a0 > 0 && t.a_count > 0) {
-                    sets_check_range<Key>(p, reinterpret_cast<const Bits*>(p.a), t.a0, t.a0 + 1,
-                                          1, &status[SETS_STATUS_A_BAD]);
-                }
-                if (threadIdx.x == 32 % THREADS && t.b0 > 0 && t.b_count > 0) {
-                    sets_check_range<Key>(p, reinterpret_cast<const Bits*>(p.b), t.b0, t.b0 + 1,
-                                          1, &status[SETS_STATUS_B_BAD]);
-                }
-            }
-            __syncthreads();
-            continue;
-        }
-        // WRITE: the committed sources compacted in shared memory, then written in order.
-        u64 at = below;
-#pragma unroll
-        for (u32 i = 0; i < VT; ++i) {
-            if (commit & (1u << i)) {
-                compacted[at++] = from[i];
-            }
-        }
-        __syncthreads();
-        const u64 offset = tile_counts[tile];
-        const Bits* a = reinterpret_cast<const Bits*>(p.a);
-        const Bits* b = reinterpret_cast<const Bits*>(p.b);
-        Bits* out_keys = reinterpret_cast<Bits*>(p.out_keys);
-        for (u64 i = threadIdx.x; i < tile_total; i += THREADS) {
-            const u64 g = offset + i;
-            if (g >= p.out_len) {
-                break;  // only an unsorted input (reported) writes more than the bound
-            }
-            const u64 source = compacted[i];
-            const bool in_b = (source & SETS_FROM_B) != 0;
-            const u64 at_input = in_b ? t.b0 + (source & ~SETS_FROM_B) : t.a0 + source;
-            out_keys[g] = in_b ? b[at_input] : a[at_input];
-            if (VALUE_BYTES != 0) {
-                typedef typename ValueWord<VALUE_BYTES>::Type Word;
-                Word* out_values = reinterpret_cast<Word*>(p.out_values);
-                if (p.flags & SETS_INDEX) {
-                    out_values[g] = (Word)(in_b ? p.a_count + at_input : at_input);
-                } else {
-                    out_values[g] =
-                        reinterpret_cast<const Word*>(in_b ? p.b_values : p.a_values)[at_input];
-                }
-            }
-        }
-        __syncthreads();
     }
 }
 

@@ -1,24 +1,24 @@
 //! Family `sets` (`cuda/sets/`, `cuda/core/balanced_path.cuh`): a multiset operation or a merge
-//! of two sorted inputs (seed 003; docs/design/sets.md, "GPU"). Five launches in stream order:
-//! PARTITION (the Balanced Path, or Merge Path, at every tile's diagonal), COUNT (each tile's
-//! outputs counted, its keys checked for order), FIND (every neighbour compared, only when a
-//! tile's partitions came out of order), SCAN (one block: the tiles' offsets and the total),
-//! WRITE (the outputs, compacted a tile at a time). The total stays on the device, and in the
-//! caller's count buffer when one is given.
+//! of two sorted inputs (seed 003; docs/design/sets.md, "GPU"). Two launches in stream order
+//! after one zeroed scratch buffer: PARTITION (a group of lanes per tile boundary: the Balanced
+//! Path, or Merge Path, at its diagonal), TILES (a single pass: each tile loads its ranges once,
+//! checks their order, runs the operation, takes its outputs' offset from the tiles before it
+//! by decoupled look-back and writes them). The last tile leaves the total on the device, and
+//! in the caller's count buffer when one is given.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
 
 use crate::codegen::{device_constants, kernel_params, FamilyTable, KernelParams, TemplateArg};
-use crate::families::scratch::{alloc_uninit, alloc_zeroed};
+use crate::families::scratch::alloc_zeroed;
 use crate::families::{at_least, keep};
 use crate::health::ContextHealth;
 use crate::radix::{KeyType, RadixKey};
 use crate::{KernelError, KernelFamily, KernelRuntime, KernelSpec, Tier, ValueType};
 
 /// Threads per block.
-const BLOCK_THREADS: u32 = 128;
+const BLOCK_THREADS: u32 = 256;
 
 device_constants! {
     /// The constants the set operations' launcher and kernel share.
@@ -26,18 +26,21 @@ device_constants! {
 
     /// `params.stage`: the partition at every tile's diagonal.
     pub(crate) const SETS_STAGE_PARTITION: u32 = 0;
-    /// Stage: each tile's outputs counted, its keys checked for order.
-    pub(crate) const SETS_STAGE_COUNT: u32 = 1;
-    /// Stage: every neighbour of a and b compared (only after a partition out of order).
-    pub(crate) const SETS_STAGE_FIND: u32 = 2;
-    /// Stage: one block scans the tiles' counts into offsets and the total.
-    pub(crate) const SETS_STAGE_SCAN: u32 = 3;
-    /// Stage: each tile's outputs written.
-    pub(crate) const SETS_STAGE_WRITE: u32 = 4;
+    /// Stage: every tile loaded, checked, run, placed after the tiles before it, written.
+    pub(crate) const SETS_STAGE_TILES: u32 = 1;
 
-    /// Key-rank slots a thread runs (the seed's VT): a tile is BLOCK_THREADS x SETS_ITEMS
-    /// inputs, one more when its right diagonal is starred.
-    pub(crate) const SETS_ITEMS: u32 = 11;
+    /// Lanes that search one tile boundary's partition together (a round of loads tests
+    /// this many points).
+    pub(crate) const SETS_PARTITION_LANES: u32 = 8;
+
+    /// Key-rank slots a thread runs (the seed's VT) for keys of up to 4 bytes: a tile is
+    /// BLOCK_THREADS x SETS_ITEMS inputs, one more when its right diagonal is starred. Larger
+    /// tiles mean fewer partitions and look-backs ("Tried and dropped" in docs/design/sets.md
+    /// has the sizes measured).
+    pub(crate) const SETS_ITEMS: u32 = 19;
+    /// Slots a thread runs for 8-byte keys (their tile's ranks fit the 48 KB of static shared
+    /// memory a block may hold).
+    pub(crate) const SETS_ITEMS_WIDE: u32 = 15;
 
     /// Template constant OP: `std::set_intersection`.
     pub(crate) const SETS_OP_INTERSECTION: u32 = 0;
@@ -61,19 +64,34 @@ device_constants! {
     /// Flag: the values written are source positions (a's from 0, b's from a's count).
     pub(crate) const SETS_INDEX: u32 = 16;
 
-    /// The tag of a b source in a tile's compacted outputs.
-    pub(crate) const SETS_FROM_B: u64 = 1 << 62;
-
     /// Status word: the number of outputs.
     pub(crate) const SETS_STATUS_COUNT: u32 = 0;
-    /// Status word: a's first position out of order (position << 1 | repeat), or all ones.
+    /// Status word: a's first position out of order, as `!(position << 1 | repeat)` (the
+    /// largest complement: the smallest position), 0 when a is in order.
     pub(crate) const SETS_STATUS_A_BAD: u32 = 1;
     /// Status word: b's first position out of order, as for a.
     pub(crate) const SETS_STATUS_B_BAD: u32 = 2;
-    /// Status word: 1 when a tile's partitions came out of order (FIND runs).
+    /// Status word: 1 when a tile's partitions came out of order (the last tile to finish then
+    /// compares every neighbour).
     pub(crate) const SETS_STATUS_DISORDER: u32 = 3;
-    /// The number of status words.
-    pub(crate) const SETS_STATUS_WORDS: u32 = 4;
+    /// Status word: the next tile to hand to a block.
+    pub(crate) const SETS_STATUS_TICKET: u32 = 4;
+    /// Status word: the tiles finished (with the order check on).
+    pub(crate) const SETS_STATUS_DONE: u32 = 5;
+    /// The number of status words (the scratch buffer's first words).
+    pub(crate) const SETS_STATUS_WORDS: u32 = 6;
+
+    /// State words each lane of a look-back reads a round (the window is 32 times this).
+    pub(crate) const SETS_LOOK_BACK_WORDS: u32 = 1;
+    /// Nanoseconds a look-back waits before reading its window again.
+    pub(crate) const SETS_LOOK_BACK_SLEEP_NS: u32 = 100;
+
+    /// A tile's state word, top bits: its own count is published (low bits).
+    pub(crate) const SETS_TILE_AGGREGATE: u64 = 1 << 62;
+    /// State: the count of every output up to and including the tile is published.
+    pub(crate) const SETS_TILE_INCLUSIVE: u64 = 2 << 62;
+    /// State: the flag bits (0: nothing published yet).
+    pub(crate) const SETS_TILE_FLAGS: u64 = 3 << 62;
 }
 
 kernel_params! {
@@ -87,8 +105,8 @@ kernel_params! {
         out_values: u64,
         /// `tiles + 1` u64: each diagonal's a index, its star in the top bit.
         partition: u64,
-        /// A u64 per tile: its count (COUNT), then its offset (SCAN).
-        tile_counts: u64,
+        /// A u64 per tile: its state word (`SETS_TILE_*`), zeroed before TILES.
+        tile_state: u64,
         status: u64,
         /// The caller's one-element i64 count on the device, or 0.
         count_out: u64,
@@ -102,8 +120,15 @@ kernel_params! {
     }
 }
 
-/// Inputs a tile holds (without the one a starred right diagonal adds).
-const TILE: u64 = BLOCK_THREADS as u64 * SETS_ITEMS as u64;
+/// Inputs a tile of `key`s holds (without the one a starred right diagonal adds).
+fn tile_items(key: KeyType) -> u64 {
+    let items = if key.bits() == 64 {
+        SETS_ITEMS_WIDE
+    } else {
+        SETS_ITEMS
+    };
+    u64::from(BLOCK_THREADS * items)
+}
 
 pub(crate) static TABLE: FamilyTable = FamilyTable {
     name: "sets",
@@ -117,9 +142,16 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::Const("OP"),
         TemplateArg::Const("VALUE_BYTES"),
     ],
-    // The tile's ranks and its compacted sources (TILE + 2 u64 each), a u64 per warp for the
-    // block scans, 32 bytes for the alignment between them.
-    static_shared_bytes: |_| 2 * 8 * (TILE + 2) + 8 * u64::from(BLOCK_THREADS / 32) + 32,
+    // The tile's ranks (tile + 2 keys) and its compacted sources (tile + 2 u16), a u32 start
+    // per thread, a u64 per warp for the block scan, five u64 words (the next tile, the
+    // offset, the last-done flag), 32 bytes for the alignment between them.
+    static_shared_bytes: |spec| {
+        (u64::from(spec.key.bits() / 8) + 2) * (tile_items(spec.key) + 2)
+            + 4 * u64::from(BLOCK_THREADS)
+            + 8 * u64::from(BLOCK_THREADS / 32)
+            + 40
+            + 32
+    },
 };
 
 /// The value widths the family moves (0: keys only).
@@ -134,7 +166,7 @@ impl KernelSpec {
     /// use oxicub_kernels::{KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::sets(KeyType::I32, 3, 4);
-    /// assert_eq!(spec.to_string(), "oxicub::sets<oxicub::KeyI32, 128, 3, 4>");
+    /// assert_eq!(spec.to_string(), "oxicub::sets<oxicub::KeyI32, 256, 3, 4>");
     /// ```
     pub fn sets(key: KeyType, op: u32, value_bytes: u8) -> KernelSpec {
         KernelSpec {
@@ -147,6 +179,7 @@ impl KernelSpec {
             consts: vec![
                 ("OP", i64::from(op)),
                 ("VALUE_BYTES", i64::from(value_bytes)),
+                ("MIN_BLOCKS", 5),
             ],
         }
     }
@@ -219,7 +252,8 @@ pub struct SetsReport {
     pub b_out_of_order: Option<(u64, bool)>,
 }
 
-/// The status words a call leaves on the device, read when the caller checks.
+/// The status words a call leaves on the device (the first words of its scratch buffer), read
+/// when the caller checks.
 #[derive(Debug)]
 pub struct SetsStatus {
     words: CudaSlice<u64>,
@@ -231,12 +265,15 @@ impl SetsStatus {
     /// [`KernelError::ContextPoisoned`].
     pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<SetsReport, KernelError> {
         self.health.check()?;
+        let status = self
+            .words
+            .slice(..(SETS_STATUS_WORDS as usize).min(self.words.len()));
         let words = self
             .health
-            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(&self.words))?;
+            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(&status))?;
         let word = |at: u32| words.get(at as usize).copied().unwrap_or(0);
         let bad = |at: u32| {
-            let w = word(at);
+            let w = !word(at);
             (w != u64::MAX).then_some((w >> 1, w & 1 == 1))
         };
         Ok(SetsReport {
@@ -320,15 +357,14 @@ pub fn set_operation<K: RadixKey, V>(
     let spec = KernelSpec::sets(K::KEY_TYPE, plan.op, value_bytes);
     let kernel = runtime.kernel(&spec)?;
     let total = m.saturating_add(n);
-    let tiles = total.div_ceil(TILE);
-    let mut status = runtime.during(
-        "cuMemcpyHtoDAsync",
-        stream.clone_htod(&[0, u64::MAX, u64::MAX, 0][..SETS_STATUS_WORDS as usize]),
-    )?;
-    // SAFETY: PARTITION writes every diagonal's word (tiles + 1) before COUNT reads one, and
-    // COUNT every tile's count before SCAN reads them.
-    let mut partition = unsafe { alloc_uninit::<u64>(runtime, stream, "partition", tiles + 1) }?;
-    let mut tile_counts = alloc_zeroed::<u64>(runtime, stream, "tile_counts", tiles.max(1))?;
+    let tiles = total.div_ceil(tile_items(K::KEY_TYPE));
+    // One zeroed buffer: the status words, a state word per tile, a partition word per tile
+    // boundary (tiles + 1; written by PARTITION before TILES reads them).
+    let status_words = u64::from(SETS_STATUS_WORDS);
+    let scratch_len = status_words
+        .saturating_add(tiles.saturating_mul(2))
+        .saturating_add(1);
+    let mut scratch = alloc_zeroed::<u64>(runtime, stream, "sets scratch", scratch_len)?;
     let mut guards = Vec::new();
     let (a_values, b_values, out_values) = match &mut values {
         SetsValues::None => (0, 0, 0),
@@ -351,6 +387,7 @@ pub fn set_operation<K: RadixKey, V>(
         }
         None => 0,
     };
+    let status = keep(&mut guards, scratch.device_ptr_mut(stream));
     let params = SetsParams {
         a: keep(&mut guards, a.device_ptr(stream)),
         b: keep(&mut guards, b.device_ptr(stream)),
@@ -358,9 +395,9 @@ pub fn set_operation<K: RadixKey, V>(
         b_values,
         out_keys: keep(&mut guards, out_keys.device_ptr_mut(stream)),
         out_values,
-        partition: keep(&mut guards, partition.device_ptr_mut(stream)),
-        tile_counts: keep(&mut guards, tile_counts.device_ptr_mut(stream)),
-        status: keep(&mut guards, status.device_ptr_mut(stream)),
+        partition: status + 8 * (status_words + tiles),
+        tile_state: status + 8 * status_words,
+        status,
         count_out: count_ptr,
         a_count: m,
         b_count: n,
@@ -371,24 +408,17 @@ pub fn set_operation<K: RadixKey, V>(
     };
     let stage = |stage: u32| SetsParams { stage, ..params };
     if tiles > 0 {
-        let over_diagonals = runtime.grid_blocks(&kernel, tiles + 1, 1);
+        let lanes = (tiles + 1).saturating_mul(u64::from(SETS_PARTITION_LANES));
+        let over_diagonals = runtime.grid_blocks(&kernel, lanes, 1);
         runtime.launch(stream, &kernel, over_diagonals, stage(SETS_STAGE_PARTITION))?;
-        let over_tiles =
-            runtime.grid_blocks(&kernel, tiles.saturating_mul(u64::from(BLOCK_THREADS)), 1);
-        runtime.launch(stream, &kernel, over_tiles, stage(SETS_STAGE_COUNT))?;
-        if plan.check {
-            let over_keys = runtime.grid_blocks(&kernel, m.max(n), 1);
-            runtime.launch(stream, &kernel, over_keys, stage(SETS_STAGE_FIND))?;
-        }
-        runtime.launch(stream, &kernel, 1, stage(SETS_STAGE_SCAN))?;
-        runtime.launch(stream, &kernel, over_tiles, stage(SETS_STAGE_WRITE))?;
-    } else {
-        // No input: the count (0) still reaches the caller's buffer.
-        runtime.launch(stream, &kernel, 1, stage(SETS_STAGE_SCAN))?;
     }
+    // Resident blocks take the tiles by ticket (one block for no input: it writes the count).
+    let over_tiles =
+        runtime.grid_blocks(&kernel, tiles.saturating_mul(u64::from(BLOCK_THREADS)), 1);
+    runtime.launch(stream, &kernel, over_tiles, stage(SETS_STAGE_TILES))?;
     drop(guards);
     Ok(SetsStatus {
-        words: status,
+        words: scratch,
         health: runtime.health().clone(),
     })
 }
