@@ -231,11 +231,15 @@ fn every_operation_and_key_type_equals_the_host() {
     fn each<K: RefKey>(cuda: &Cuda, seed: u64) {
         for order in [SortOrder::Ascending, SortOrder::Descending] {
             let d = order == SortOrder::Descending;
-            // Around one tile (128 x 11 = 1408 inputs), many tiles, few and many distinct keys.
+            // Around one tile (128 or 256 threads x 11 or 15 slots), many tiles, few and many
+            // distinct keys.
             for (m, n, distinct) in [
                 (1, 1, 1),
                 (700, 709, 50),
                 (1408, 1, 3),
+                (1920, 1, 3),
+                (1919, 2, 5),
+                (3840, 1, 2),
                 (5000, 3000, 7),
                 (40_000, 60_000, 100_000),
                 (100_000, 100_000, 30),
@@ -451,4 +455,98 @@ fn inputs_out_of_order_are_reported_like_the_host() {
     let trusted = Env::new().guarantee(guarantee::SortedInputs::new());
     let (count, _, _) = on_gpu(&cuda, op::Union, asc, &reversed, &sorted, &trusted);
     assert!(count.expect("no check") <= 200_000);
+}
+
+#[test]
+fn the_count_is_left_on_the_device() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let a: Vec<u32> = sorted_keys(300_000, 40_000, 5, false);
+    let b: Vec<u32> = sorted_keys(200_000, 40_000, 6, false);
+    let (device_a, device_b) = (
+        cuda.upload_keys(&a).expect("up"),
+        cuda.upload_keys(&b).expect("up"),
+    );
+    let mut host_out = vec![0u32; a.len() + b.len()];
+    let mut host_count = [-1i64];
+    let expected = sets::keys_with_count(
+        &Host::new(),
+        op::Union,
+        order::Ascending,
+        &a[..],
+        &b[..],
+        &mut host_out[..],
+        &mut host_count[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("host");
+    assert_eq!(host_count[0], expected as i64);
+    let mut out = cuda
+        .upload_keys(&vec![poison::<u32>(); a.len() + b.len()])
+        .expect("out");
+    let mut values = cuda
+        .upload(&vec![u64::MAX; a.len() + b.len()])
+        .expect("out");
+    let mut count = cuda.upload(&[-1i64]).expect("count");
+    let pending = sets::indices_with_count(
+        &cuda,
+        op::Union,
+        order::Ascending,
+        device_a.as_view(),
+        device_b.as_view(),
+        out.as_view_mut(),
+        values.as_view_mut(),
+        count.as_view_mut(),
+        &Env::new(),
+    )
+    .expect("front check");
+    // Read in stream order, before the pending result is checked.
+    assert_eq!(
+        cuda.download(&count.as_view()).expect("down"),
+        [expected as i64]
+    );
+    assert_eq!(pending.check().expect("sorted"), expected);
+    assert_eq!(
+        cuda.download_keys(&out).expect("down")[..expected],
+        host_out[..expected]
+    );
+    // No input: the count is written all the same (pairs form, 2-byte values).
+    let empty = cuda.upload_keys(&[0u32]).expect("up");
+    let empty_values = cuda.upload(&[0u16]).expect("up");
+    let mut out_values = cuda.upload(&[0u16]).expect("up");
+    let mut count = cuda.upload(&[-1i64]).expect("count");
+    let n = sets::pairs_with_count(
+        &cuda,
+        op::Merge,
+        order::Ascending,
+        empty.as_view().slice(..0),
+        empty_values.as_view().slice(..0),
+        empty.as_view().slice(..0),
+        empty_values.as_view().slice(..0),
+        out.as_view_mut(),
+        out_values.as_view_mut(),
+        count.as_view_mut(),
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("empty");
+    assert_eq!(
+        (n, cuda.download(&count.as_view()).expect("down")),
+        (0, vec![0])
+    );
+    // AnyBackend writes the host's count.
+    let mut any_count = [-1i64];
+    let n = sets::keys_with_count(
+        &AnyBackend::Cuda(cuda.clone()),
+        op::Intersection,
+        order::Ascending,
+        &a[..],
+        &b[..],
+        &mut host_out[..],
+        &mut any_count[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("any");
+    assert_eq!(any_count[0], n as i64);
 }

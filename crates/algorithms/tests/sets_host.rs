@@ -356,6 +356,30 @@ fn bad_inputs_are_typed_errors() {
     let sorted = [1u32, 2, 2, 5];
     let unsorted = [1u32, 3, 2, 5];
     let mut out = [0u32; 8];
+    // The count's buffer needs its one element.
+    let err = sets::keys_with_count(
+        &host,
+        op::Union,
+        order::Ascending,
+        &sorted[..],
+        &sorted[..],
+        &mut out[..],
+        &mut [0i64; 0][..],
+        &Env::new(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::BufferTooSmall {
+                arg: "count",
+                len: 0,
+                required: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = sets::keys(
         &host,
         op::Union,

@@ -50,6 +50,8 @@ pub(crate) struct SetBuffers<'a> {
     pub(crate) index_limit: Option<u64>,
     /// The output buffers the call writes.
     pub(crate) outputs: &'a [(&'static str, usize)],
+    /// `count.len()`, when the call also writes its count into a buffer.
+    pub(crate) count: Option<usize>,
 }
 
 /// The front check of every set operation entry point.
@@ -93,6 +95,14 @@ pub(crate) fn checked_sets<Op: SetOperation, E: Environment>(
                 },
             });
         }
+    }
+    if let Some(len @ 0) = buffers.count {
+        return Err(Error::BufferTooSmall {
+            arg: "count",
+            len,
+            required: 1,
+            required_from: "the count's one element",
+        });
     }
     let multiplicity = guaranteed_bounds(RoleId::KeyMultiplicity, "key_multiplicity", env)?;
     let unsorted = guaranteed_bounds(RoleId::UnsortedPositions, "unsorted_positions", env)?;

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
+use cudarc::driver::{CudaStream, CudaView};
 use oxicub_kernels::families::sets::{set_operation, SetsPlan, SetsStatus, SetsValues};
 use oxicub_params::SortOrder;
 
 use super::host::order_error_at;
-use super::{SetValues, SetsBackend};
+use super::{SetOutputs, SetValues, SetsBackend};
 use crate::backend::{zeroed, AnyBackend, Cuda, DeviceValue};
 use crate::contract::sets::{InputCheck, SetRequest};
 use crate::radix::RadixKey;
@@ -56,11 +56,16 @@ impl SetsBackend for Cuda {
         a: CudaView<'_, K>,
         b: CudaView<'_, K>,
         values: SetValues<'_, '_, Self, V>,
-        mut out_keys: CudaViewMut<'_, K>,
-        out_values: Option<CudaViewMut<'_, V>>,
+        outputs: SetOutputs<'_, '_, '_, Self, K, V>,
     ) -> Result<Pending<usize>, Error> {
         let (runtime, stream) = (self.runtime(), self.stream());
         let plan = plan(request);
+        let SetOutputs {
+            keys: mut out_keys,
+            values: out_values,
+            mut count,
+        } = outputs;
+        let count = count.as_mut();
         let status = match (values, out_values) {
             (ValuesIn::Copy((a_values, b_values)), Some(mut out)) => {
                 let values = SetsValues::Copy {
@@ -68,15 +73,15 @@ impl SetsBackend for Cuda {
                     b_values: &b_values,
                     out: &mut out,
                 };
-                set_operation(runtime, stream, plan, &a, &b, &mut out_keys, values, None)?
+                set_operation(runtime, stream, plan, &a, &b, &mut out_keys, values, count)?
             }
             (ValuesIn::Index(_), Some(mut out)) => {
                 let values = SetsValues::Index { out: &mut out };
-                set_operation(runtime, stream, plan, &a, &b, &mut out_keys, values, None)?
+                set_operation(runtime, stream, plan, &a, &b, &mut out_keys, values, count)?
             }
             _ => {
                 let values = SetsValues::<V>::None;
-                set_operation(runtime, stream, plan, &a, &b, &mut out_keys, values, None)?
+                set_operation(runtime, stream, plan, &a, &b, &mut out_keys, values, count)?
             }
         };
         let report = DeviceStatus {
@@ -98,17 +103,25 @@ impl SetsBackend for AnyBackend {
         a: &[K],
         b: &[K],
         values: SetValues<'_, '_, Self, V>,
-        out_keys: &mut [K],
-        out_values: Option<&mut [V]>,
+        outputs: SetOutputs<'_, '_, '_, Self, K, V>,
     ) -> Result<Pending<usize>, Error> {
         let cuda = match self {
             AnyBackend::Cuda(cuda) if !a.is_empty() && !b.is_empty() => cuda,
             _ => {
+                let outputs = SetOutputs {
+                    keys: outputs.keys,
+                    values: outputs.values,
+                    count: outputs.count,
+                };
                 let host = crate::Host::new();
-                return host
-                    .set_operation_checked(token, request, a, b, values, out_keys, out_values);
+                return host.set_operation_checked(token, request, a, b, values, outputs);
             }
         };
+        let SetOutputs {
+            keys: out_keys,
+            values: out_values,
+            count: out_count,
+        } = outputs;
         let bound = (request.bound as usize).max(1);
         let (device_a, device_b) = (cuda.upload_keys(a)?, cuda.upload_keys(b)?);
         let mut device_out = cuda.alloc_keys::<K>(bound)?;
@@ -129,6 +142,11 @@ impl SetsBackend for AnyBackend {
             (ValuesIn::Index(index), _) => ValuesIn::Index(*index),
             _ => ValuesIn::None,
         };
+        let device_outputs = SetOutputs {
+            keys: device_out.as_view_mut(),
+            values: device_out_values.as_mut().map(|out| out.as_view_mut()),
+            count: None,
+        };
         let result = cuda
             .set_operation_checked(
                 token,
@@ -136,8 +154,7 @@ impl SetsBackend for AnyBackend {
                 device_a.as_view(),
                 device_b.as_view(),
                 values_in,
-                device_out.as_view_mut(),
-                device_out_values.as_mut().map(|out| out.as_view_mut()),
+                device_outputs,
             )?
             .check();
         let count = match result {
@@ -150,6 +167,9 @@ impl SetsBackend for AnyBackend {
             let mut all = vec![zeroed::<V>(); bound];
             device.download_into(cuda, &mut all)?;
             out[..count].copy_from_slice(&all[..count]);
+        }
+        if let Some(first) = out_count.and_then(|count| count.first_mut()) {
+            *first = count as i64;
         }
         Ok(Pending::ready(count, None))
     }

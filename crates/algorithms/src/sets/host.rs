@@ -3,7 +3,7 @@
 //! The oracle of the GPU tests, written from the standard's semantics.
 
 use super::op::SetOp;
-use super::SetsBackend;
+use super::{SetOutputs, SetsBackend};
 use crate::backend::{DeviceValue, Host};
 use crate::contract::sets::{InputCheck, SetRequest};
 use crate::radix::{rank, RadixKey};
@@ -139,9 +139,13 @@ impl SetsBackend for Host {
         a: &[K],
         b: &[K],
         values: ValuesIn<(&[V], &[V]), V>,
-        out_keys: &mut [K],
-        mut out_values: Option<&mut [V]>,
+        outputs: SetOutputs<'_, '_, '_, Self, K, V>,
     ) -> Result<Pending<usize>, Error> {
+        let SetOutputs {
+            keys: out_keys,
+            values: mut out_values,
+            count,
+        } = outputs;
         let (a_ranks, b_ranks) = (ranks_of(a, request.order), ranks_of(b, request.order));
         let unsorted =
             order_error("a", &a_ranks, request).or_else(|| order_error("b", &b_ranks, request));
@@ -165,6 +169,9 @@ impl SetsBackend for Host {
             }
             written += 1;
         });
+        if let Some(first) = count.and_then(|count| count.first_mut()) {
+            *first = written as i64;
+        }
         Ok(Pending::ready(written, None))
     }
 }

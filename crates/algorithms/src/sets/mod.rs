@@ -102,9 +102,19 @@ pub trait SetsBackend: Backend {
         a: Self::Slice<'_, K>,
         b: Self::Slice<'_, K>,
         values: SetValues<'_, '_, Self, V>,
-        out_keys: Self::SliceMut<'_, K>,
-        out_values: Option<Self::SliceMut<'_, V>>,
+        outputs: SetOutputs<'_, '_, '_, Self, K, V>,
     ) -> Result<Pending<usize>, Error>;
+}
+
+/// Where a set operation writes on backend `B`: the keys, the values (or source positions) and
+/// the count.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct SetOutputs<'k, 'v, 'c, B: Backend + ?Sized, K: 'k, V: 'v> {
+    pub(crate) keys: B::SliceMut<'k, K>,
+    pub(crate) values: Option<B::SliceMut<'v, V>>,
+    /// One element that gets the number written, on the backend (on the GPU in stream order).
+    pub(crate) count: Option<B::SliceMut<'c, i64>>,
 }
 
 /// The order both inputs of a set operation are sorted in: `order::Ascending`,
@@ -140,7 +150,7 @@ where
     }
 }
 
-/// The keys of `operation` over `a` and `b` (both sorted in `order`) into `out_keys`; the
+// The keys of `operation` over `a` and `b` (both sorted in `order`) into `out_keys`; the
 /// checked result is the number written. See the [module docs](self) for the semantics.
 ///
 /// ```
@@ -173,6 +183,71 @@ where
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
+    keys_counted_into(backend, operation, order, a, b, out_keys, None, env)
+}
+
+/// [`keys`], the number written also into `count[0]` on the backend: on
+/// [`Cuda`](crate::Cuda) by the kernel, in stream order, with no host synchronisation, so the
+/// next kernel on the stream (or a `num_segments::Deferred` parameter) can read it. `count`
+/// needs one element ([`Error::BufferTooSmall`] otherwise). The checked result is the same
+/// count; after an order error `count[0]` is unspecified.
+///
+/// ```
+/// use oxicub_algorithms::{sets::{self, op}, Host};
+/// use oxicub_env::Env;
+/// use oxicub_params::order;
+///
+/// let (a, b) = ([1u64, 4, 9], [4u64, 9, 16]);
+/// let (mut out, mut count) = ([0u64; 3], [0i64; 1]);
+/// let n = sets::keys_with_count(&Host::new(), op::Intersection, order::Ascending, &a[..], &b[..], &mut out[..], &mut count[..], &Env::new())?
+///     .check()?;
+/// assert_eq!((n, count[0], &out[..n]), (2, 2, &[4, 9][..]));
+/// # Ok::<(), oxicub_algorithms::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn keys_with_count<B, K, Op, O, E>(
+    backend: &B,
+    operation: Op,
+    order: O,
+    a: B::Slice<'_, K>,
+    b: B::Slice<'_, K>,
+    out_keys: B::SliceMut<'_, K>,
+    count: B::SliceMut<'_, i64>,
+    env: &E,
+) -> Result<Pending<usize>, Error>
+where
+    B: SetsBackend,
+    K: RadixKey,
+    Op: SetOperation,
+    O: SetOrder,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
+    keys_counted_into(backend, operation, order, a, b, out_keys, Some(count), env)
+}
+
+/// The body of [`keys`] and [`keys_with_count`].
+#[allow(clippy::too_many_arguments)]
+fn keys_counted_into<B, K, Op, O, E>(
+    backend: &B,
+    operation: Op,
+    order: O,
+    a: B::Slice<'_, K>,
+    b: B::Slice<'_, K>,
+    out_keys: B::SliceMut<'_, K>,
+    count: Option<B::SliceMut<'_, i64>>,
+    env: &E,
+) -> Result<Pending<usize>, Error>
+where
+    B: SetsBackend,
+    K: RadixKey,
+    Op: SetOperation,
+    O: SetOrder,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
     let outputs = [("out_keys", out_keys.len())];
     let buffers = SetBuffers {
         a: a.len(),
@@ -180,17 +255,15 @@ where
         values: None,
         index_limit: None,
         outputs: &outputs,
+        count: count.as_ref().map(Buffer::len),
     };
     let request = checked_sets(&operation, order.sort_order(), buffers, env)?;
-    backend.set_operation_checked::<K, u32>(
-        Token::new(),
-        &request,
-        a,
-        b,
-        ValuesIn::None,
-        out_keys,
-        None,
-    )
+    let outputs = SetOutputs {
+        keys: out_keys,
+        values: None,
+        count,
+    };
+    backend.set_operation_checked::<K, u32>(Token::new(), &request, a, b, ValuesIn::None, outputs)
 }
 
 /// The keys of `operation` over `a` and `b`, each carrying its value (`a_values[i]` belongs to
@@ -236,6 +309,96 @@ where
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
+    let (a, b) = ((a, a_values), (b, b_values));
+    pairs_counted_into(
+        backend,
+        operation,
+        order,
+        a,
+        b,
+        (out_keys, out_values),
+        None,
+        env,
+    )
+}
+
+/// [`pairs`], the number written also into `count[0]` on the backend (as
+/// [`keys_with_count`]).
+///
+/// ```
+/// use oxicub_algorithms::{sets::{self, op}, Host};
+/// use oxicub_env::Env;
+/// use oxicub_params::order;
+///
+/// let (a, b) = ([2i16, 5], [5i16, 7]);
+/// let (a_weights, b_weights) = ([0.5f32, 1.5], [2.5f32, 3.5]);
+/// let (mut keys, mut weights, mut count) = ([0i16; 4], [0f32; 4], [0i64; 1]);
+/// let n = sets::pairs_with_count(&Host::new(), op::Merge, order::Ascending, &a[..], &a_weights[..], &b[..], &b_weights[..], &mut keys[..], &mut weights[..], &mut count[..], &Env::new())?
+///     .check()?;
+/// assert_eq!((count[0], keys, weights), (4, [2, 5, 5, 7], [0.5, 1.5, 2.5, 3.5]));
+/// # let _ = n;
+/// # Ok::<(), oxicub_algorithms::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn pairs_with_count<B, K, V, Op, O, E>(
+    backend: &B,
+    operation: Op,
+    order: O,
+    a: B::Slice<'_, K>,
+    a_values: B::Slice<'_, V>,
+    b: B::Slice<'_, K>,
+    b_values: B::Slice<'_, V>,
+    out_keys: B::SliceMut<'_, K>,
+    out_values: B::SliceMut<'_, V>,
+    count: B::SliceMut<'_, i64>,
+    env: &E,
+) -> Result<Pending<usize>, Error>
+where
+    B: SetsBackend,
+    K: RadixKey,
+    V: DeviceValue,
+    Op: SetOperation,
+    O: SetOrder,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
+    let (a, b) = ((a, a_values), (b, b_values));
+    pairs_counted_into(
+        backend,
+        operation,
+        order,
+        a,
+        b,
+        (out_keys, out_values),
+        Some(count),
+        env,
+    )
+}
+
+/// The body of [`pairs`] and [`pairs_with_count`]: each input and the outputs as (keys,
+/// values).
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn pairs_counted_into<B, K, V, Op, O, E>(
+    backend: &B,
+    operation: Op,
+    order: O,
+    (a, a_values): (B::Slice<'_, K>, B::Slice<'_, V>),
+    (b, b_values): (B::Slice<'_, K>, B::Slice<'_, V>),
+    (out_keys, out_values): (B::SliceMut<'_, K>, B::SliceMut<'_, V>),
+    count: Option<B::SliceMut<'_, i64>>,
+    env: &E,
+) -> Result<Pending<usize>, Error>
+where
+    B: SetsBackend,
+    K: RadixKey,
+    V: DeviceValue,
+    Op: SetOperation,
+    O: SetOrder,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
     check_sort_value_width::<V>();
     let outputs = [
         ("out_keys", out_keys.len()),
@@ -247,17 +410,16 @@ where
         values: Some((a_values.len(), b_values.len())),
         index_limit: None,
         outputs: &outputs,
+        count: count.as_ref().map(Buffer::len),
     };
     let request = checked_sets(&operation, order.sort_order(), buffers, env)?;
-    backend.set_operation_checked(
-        Token::new(),
-        &request,
-        a,
-        b,
-        ValuesIn::Copy((a_values, b_values)),
-        out_keys,
-        Some(out_values),
-    )
+    let outputs = SetOutputs {
+        keys: out_keys,
+        values: Some(out_values),
+        count,
+    };
+    let values = ValuesIn::Copy((a_values, b_values));
+    backend.set_operation_checked(Token::new(), &request, a, b, values, outputs)
 }
 
 /// The keys of `operation` over `a` and `b`, each with its source position: `i` for `a[i]`,
@@ -297,6 +459,73 @@ where
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
+    let outputs = (out_keys, out_indices);
+    indices_counted_into(backend, operation, order, a, b, outputs, None, env)
+}
+
+/// [`indices`], the number written also into `count[0]` on the backend (as
+/// [`keys_with_count`]).
+///
+/// ```
+/// use oxicub_algorithms::{sets::{self, op}, Host};
+/// use oxicub_env::Env;
+/// use oxicub_params::order;
+///
+/// let (a, b) = ([3u32, 3, 8], [3u32, 5]);
+/// let (mut keys, mut from, mut count) = ([0u32; 5], [0u64; 5], [0i64; 1]);
+/// sets::indices_with_count(&Host::new(), op::SymmetricDifference, order::Ascending, &a[..], &b[..], &mut keys[..], &mut from[..], &mut count[..], &Env::new())?
+///     .check()?;
+/// assert_eq!((count[0], &keys[..3], &from[..3]), (3, &[3, 5, 8][..], &[1, 4, 2][..]));
+/// # Ok::<(), oxicub_algorithms::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn indices_with_count<B, K, I, Op, O, E>(
+    backend: &B,
+    operation: Op,
+    order: O,
+    a: B::Slice<'_, K>,
+    b: B::Slice<'_, K>,
+    out_keys: B::SliceMut<'_, K>,
+    out_indices: B::SliceMut<'_, I>,
+    count: B::SliceMut<'_, i64>,
+    env: &E,
+) -> Result<Pending<usize>, Error>
+where
+    B: SetsBackend,
+    K: RadixKey,
+    I: SourceIndex,
+    Op: SetOperation,
+    O: SetOrder,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
+    let outputs = (out_keys, out_indices);
+    indices_counted_into(backend, operation, order, a, b, outputs, Some(count), env)
+}
+
+/// The body of [`indices`] and [`indices_with_count`].
+#[allow(clippy::too_many_arguments)]
+fn indices_counted_into<B, K, I, Op, O, E>(
+    backend: &B,
+    operation: Op,
+    order: O,
+    a: B::Slice<'_, K>,
+    b: B::Slice<'_, K>,
+    (out_keys, out_indices): (B::SliceMut<'_, K>, B::SliceMut<'_, I>),
+    count: Option<B::SliceMut<'_, i64>>,
+    env: &E,
+) -> Result<Pending<usize>, Error>
+where
+    B: SetsBackend,
+    K: RadixKey,
+    I: SourceIndex,
+    Op: SetOperation,
+    O: SetOrder,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
     let outputs = [
         ("out_keys", out_keys.len()),
         ("out_indices", out_indices.len()),
@@ -307,15 +536,14 @@ where
         values: None,
         index_limit: Some(I::MAX_ITEMS),
         outputs: &outputs,
+        count: count.as_ref().map(Buffer::len),
     };
     let request = checked_sets(&operation, order.sort_order(), buffers, env)?;
-    backend.set_operation_checked(
-        Token::new(),
-        &request,
-        a,
-        b,
-        ValuesIn::Index(I::from_index),
-        out_keys,
-        Some(out_indices),
-    )
+    let outputs = SetOutputs {
+        keys: out_keys,
+        values: Some(out_indices),
+        count,
+    };
+    let values = ValuesIn::Index(I::from_index);
+    backend.set_operation_checked(Token::new(), &request, a, b, values, outputs)
 }
