@@ -97,9 +97,6 @@ __device__ __forceinline__ u32 sets_serial(const Bits* ranks, u32 a_count, u32 b
     }
     Bits x = ranks[ai], y = ranks[a_count + bi];
     bool bad = false;
-    auto out_of_order = [&](Bits before, Bits after) {
-        return after < before || (strict && after == before);
-    };
 #pragma unroll
     for (u32 i = 0; i < VT; ++i) {
         const bool live = ai + bi < end;
@@ -144,9 +141,16 @@ __device__ __forceinline__ u32 sets_serial(const Bits* ranks, u32 a_count, u32 b
         // branch. A set operation often advances neither or one: it loads what advanced.
         const Bits nx = OP == SETS_OP_MERGE || next_a ? ranks[ai] : x;
         const Bits ny = OP == SETS_OP_MERGE || next_b ? ranks[a_count + bi] : y;
-        if (check) {
-            bad = bad || (next_a && ai < a_count && out_of_order(x, nx)) ||
-                  (next_b && bi < b_count && out_of_order(y, ny));
+        if (check && OP == SETS_OP_MERGE) {
+            // A side that did not advance reloads the same rank, which is never below itself:
+            // only equality needs to know whether it advanced (no branch: a merge advances a
+            // side every slot).
+            bad |= (ai < a_count) & ((nx < x) | (strict & next_a & (nx == x)));
+            bad |= (bi < b_count) & ((ny < y) | (strict & next_b & (ny == y)));
+        } else if (check) {
+            // A set operation often advances neither side: test only what advanced.
+            bad = bad || (next_a && ai < a_count && (nx < x || (strict && nx == x))) ||
+                  (next_b && bi < b_count && (ny < y || (strict && ny == y)));
         }
         x = nx;
         y = ny;
@@ -332,6 +336,16 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
                 raw[j] = thread_b[j * THREADS];
             }
         }
+        // With the check on, the key before each range (the seam with the tile before), loaded
+        // with the tile's keys so its latency is not paid later: a's by thread 0, b's by
+        // thread 32.
+        const bool a_seam = threadIdx.x == 0 && t.a0 > 0 && t.a_count > 0;
+        const bool b_seam = threadIdx.x == 32 % THREADS && t.b0 > 0 && t.b_count > 0;
+        const bool seam = (p.flags & SETS_CHECK) && (a_seam || b_seam);
+        Bits seam_raw = 0;
+        if (seam) {
+            seam_raw = a_seam ? a[t.a0 - 1] : b[t.b0 - 1];
+        }
 #pragma unroll
         for (u32 j = 0; j <= VT; ++j) {
             const u32 k = threadIdx.x + j * THREADS;
@@ -421,12 +435,9 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
                                          rb[bad_b] == rb[bad_b - 1]);
                 }
             }
-            const bool a_seam = threadIdx.x == 0 && t.a0 > 0 && t.a_count > 0;
-            const bool b_seam = threadIdx.x == 32 % THREADS && t.b0 > 0 && t.b_count > 0;
-            if (a_seam || b_seam) {
-                const Bits* keys = a_seam ? a : b;
+            if (seam) {
                 const u64 first = a_seam ? t.a0 : t.b0;
-                const Bits x = sets_rank<Key>(keys[first - 1], descending);
+                const Bits x = sets_rank<Key>(seam_raw, descending);
                 const Bits y = ranks[a_seam ? 0 : t.a_count];
                 if (y < x || ((p.flags & SETS_STRICT) && y == x)) {
                     sets_report_disorder(&status[a_seam ? SETS_STATUS_A_BAD : SETS_STATUS_B_BAD],
