@@ -47,12 +47,14 @@ pub struct Measured {
 
 pub type Runner = fn(&Gpu, &Workload, usize) -> Result<Measured>;
 
-/// The opt-out variant of a workload (no determinism, unsorted output: the fastest contract), shown
-/// in its own column next to the default contract; None where oxicub has none.
+/// The opt-out variant of a workload (no determinism, unsorted output, sorted inputs promised:
+/// the fastest contract), shown in its own column next to the default contract; None where
+/// oxicub has none.
 pub fn opt_out_runner(w: &Workload) -> Option<Runner> {
     match w.kind {
         Kind::TopK { .. } => Some(topk_opt_out),
         Kind::Batched { .. } => batched::opt_out_runner(w),
+        Kind::Set { .. } => sets::opt_out_runner(w),
         _ => None,
     }
 }

@@ -9,13 +9,22 @@ use crate::gen::Digest;
 use crate::oxicub::{Measured, Runner};
 use crate::workloads::{Kind, SetOp, Workload};
 
+use oxicub::contract::{SortOrdering, SortTieBreak};
 use oxicub::sets::{self, op};
-use oxicub::{locality_sort, order, Cuda, Env, Pending};
+use oxicub::{guarantee, locality_sort, order, Cuda, Env, Environment, Pending};
 
 /// The runner of a set operation workload.
 pub fn runner(w: &Workload) -> Option<Runner> {
     match w.kind {
         Kind::Set { .. } => Some(set_operation),
+        _ => None,
+    }
+}
+
+/// The opt-out runner of a set operation workload: sorted inputs promised, no order check.
+pub fn opt_out_runner(w: &Workload) -> Option<Runner> {
+    match w.kind {
+        Kind::Set { .. } => Some(set_operation_sorted_inputs),
         _ => None,
     }
 }
@@ -45,6 +54,33 @@ fn sorted_input(
 }
 
 fn set_operation(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> {
+    run_with(
+        gpu,
+        w,
+        rotations,
+        &Env::new(),
+        "sets::keys, u32 ascending, default contract (inputs checked for order), the count \
+         read back each call",
+    )
+}
+
+fn set_operation_sorted_inputs(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> {
+    let env = Env::new().guarantee(guarantee::SortedInputs::new());
+    run_with(
+        gpu,
+        w,
+        rotations,
+        &env,
+        "opt-out: guarantee::SortedInputs (no order check), the count read back each call",
+    )
+}
+
+fn run_with<E>(gpu: &Gpu, w: &Workload, rotations: usize, env: &E, note: &str) -> Result<Measured>
+where
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
     let Kind::Set { op: which, n, mask } = w.kind else {
         unreachable!("a set operation runner got {:?}", w.kind)
     };
@@ -56,25 +92,15 @@ fn set_operation(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> 
         .ctx("allocating the output")?;
     let run = |out: &mut cudarc::driver::CudaSlice<u32>| -> Result<usize> {
         let (a, b, out) = (a.as_view(), b.as_view(), out.as_view_mut());
-        let env = Env::new();
+        let asc = order::Ascending;
         match which {
-            SetOp::Intersection => {
-                sets::keys(&cuda, op::Intersection, order::Ascending, a, b, out, &env)
+            SetOp::Intersection => sets::keys(&cuda, op::Intersection, asc, a, b, out, env),
+            SetOp::Union => sets::keys(&cuda, op::Union, asc, a, b, out, env),
+            SetOp::Difference => sets::keys(&cuda, op::Difference, asc, a, b, out, env),
+            SetOp::SymmetricDifference => {
+                sets::keys(&cuda, op::SymmetricDifference, asc, a, b, out, env)
             }
-            SetOp::Union => sets::keys(&cuda, op::Union, order::Ascending, a, b, out, &env),
-            SetOp::Difference => {
-                sets::keys(&cuda, op::Difference, order::Ascending, a, b, out, &env)
-            }
-            SetOp::SymmetricDifference => sets::keys(
-                &cuda,
-                op::SymmetricDifference,
-                order::Ascending,
-                a,
-                b,
-                out,
-                &env,
-            ),
-            SetOp::Merge => sets::keys(&cuda, op::Merge, order::Ascending, a, b, out, &env),
+            SetOp::Merge => sets::keys(&cuda, op::Merge, asc, a, b, out, env),
         }
         .and_then(Pending::check)
         .ctx("oxicub::sets::keys")
@@ -85,8 +111,6 @@ fn set_operation(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> 
     Ok(Measured {
         timing,
         digest: Digest::of_words(&words),
-        note: "sets::keys, u32 ascending, default contract (inputs checked for order), \
-               the count read back each call"
-            .into(),
+        note: note.into(),
     })
 }
