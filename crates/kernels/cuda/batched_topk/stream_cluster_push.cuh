@@ -92,15 +92,12 @@ __device__ __forceinline__ void bt_push(u32 to, u32 bar, u32 v) {
 
 // An mbarrier of one arrival (the receiving block's thread 0, with the bytes it expects).
 __device__ __forceinline__ void bt_mbarrier_init(u64* bar) {
-    const u32 at = (u32)__cvta_generic_to_shared(bar);
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(at) : "memory");
+    mbarrier_init_one(bar);
 }
 
 // The arrival on `bar`, which then completes once `bytes` more have landed (before or after).
 __device__ __forceinline__ void bt_mbarrier_expect(u64* bar, u32 bytes) {
-    const u32 at = (u32)__cvta_generic_to_shared(bar);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-                 :: "r"(at), "r"(bytes) : "memory");
+    mbarrier_expect_bytes(bar, bytes);
 }
 
 // Waits for the first phase of `bar`; the pushes it counted are then visible to this thread.

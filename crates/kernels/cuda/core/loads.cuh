@@ -1,5 +1,6 @@
-// oxicub core: loads and stores: prefetches, the keys of a 16-byte vector, a register picked by
-// a runtime index, a thread's words of a shared array as vectors.
+// oxicub core: loads and stores: prefetches, bulk copies to shared memory and their mbarriers,
+// the keys of a 16-byte vector, a register picked by a runtime index, a thread's words of a
+// shared array as vectors.
 namespace oxicub {
 
 // A bulk prefetch of `bytes` (a multiple of 16) at `p` (16-byte aligned) into L2 (sm_90).
@@ -8,6 +9,51 @@ __device__ __forceinline__ void prefetch_l2(const void* p, u32 bytes) {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 #endif
 }
+
+#if __CUDA_ARCH__ >= 900
+// A CTA-scope mbarrier counting one arrival a phase (before any use, then a barrier).
+__device__ __forceinline__ void mbarrier_init_one(u64* bar) {
+    const u32 at = (u32)__cvta_generic_to_shared(bar);
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(at) : "memory");
+}
+
+// The phase's one arrival on `bar`, which then completes once `bytes` more have landed.
+__device__ __forceinline__ void mbarrier_expect_bytes(u64* bar, u32 bytes) {
+    const u32 at = (u32)__cvta_generic_to_shared(bar);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(at), "r"(bytes)
+                 : "memory");
+}
+
+// Waits until the phase of parity `phase` of `bar` completes; what it counted is then visible
+// to this thread.
+__device__ __forceinline__ void mbarrier_wait_parity(u64* bar, u32 phase) {
+    const u32 at = (u32)__cvta_generic_to_shared(bar);
+    asm volatile("{\n\t.reg .pred done;\n"
+                 "MBAR_WAIT_%=:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                 "@!done bra MBAR_WAIT_%=;\n}" ::"r"(at),
+                 "r"(phase)
+                 : "memory");
+}
+
+// A bulk copy of `bytes` (a multiple of 16) from global `src` to shared `dst` (both 16-byte
+// aligned), counted on `bar`. The shared bytes' earlier generic accesses must be ordered before
+// it (fence_proxy_async_shared after the block's barrier).
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, u32 bytes,
+                                                    u64* bar) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+            "r"((u32)__cvta_generic_to_shared(dst)),
+        "l"(src), "r"(bytes), "r"((u32)__cvta_generic_to_shared(bar))
+        : "memory");
+}
+
+// Orders this thread's (and, after a barrier, the block's) generic accesses to shared memory
+// before later async-proxy ones (a bulk copy into the same bytes).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+#endif
 
 // Key `e` of a 16-byte vector (e a compile-time constant after unrolling, so the vector stays
 // in registers).

@@ -74,28 +74,42 @@ __device__ __forceinline__ SetsTile sets_tile_ranges(const SetsParams& p, u64 ti
     return t;
 }
 
-// The serial operation of one thread over the tile's ranks (a's at ranks[0..a_count), b's at
-// ranks[a_count..]): slots from (ai, bi) while ai + bi < end, each a key-rank slot (a pair of
+// Where a tile's ranks sit in its shared array: a's at a[0..a_count) = array[a_shift..], b's at
+// b[0..b_count) = array[b_shift..]. Each input starts at the offset its first key has within a
+// 16-byte line of global memory (and b past a's last key, rounded up to a line), so a bulk
+// copy can bring the aligned middle of each range in one piece. A source index (16 bits) is a
+// position in the array: b's from b_shift on.
+template <class Bits>
+struct SetsTileRanks {
+    Bits* a;
+    Bits* b;
+    u32 a_shift, b_shift;
+};
+
+// The serial operation of one thread over the tile's ranks (r.a[0..a_count), r.b[0..b_count)):
+// slots from (ai, bi) while ai + bi < end, each a key-rank slot (a pair of
 // equal ranks, or the smaller one alone; a merge takes one element a slot). Returns the commit
-// mask; `sources` holds each committed slot's source as a 16-bit index into the ranks, two a
+// mask; `sources` holds each committed slot's source as a 16-bit index into the tile's ranks
+// array (SetsTileRanks), two a
 // word (fewer registers, more resident blocks). A merge commits every slot: its sources go
 // straight to `merged` (the thread's outputs in shared memory) and it returns 0. A slot past
 // `end` commits nothing and advances nothing; a merge's slot reloads both current ranks (an
-// index that did not advance reloads the same rank; every index read is at most the tile's
-// count, inside the array). With CHECK on, `*disorder` is set when a rank loaded is out
+// index that did not advance reloads the same rank; r.a[a_count] and r.b[b_count] are inside
+// the array). With CHECK on, `*disorder` is set when a rank loaded is out
 // of order with the one before it in its input (the threads' walks cover every neighbouring
 // pair of the tile once their ends meet the next thread's starts, which the caller checks).
 template <u32 OP, u32 VT, class Bits>
-__device__ __forceinline__ u32 sets_serial(const Bits* ranks, u32 a_count, u32 b_count, u32& ai,
-                                           u32& bi, u32 end, u32 (&sources)[(VT + 1) / 2],
-                                           u16* merged, u32 flags, bool* disorder) {
+__device__ __forceinline__ u32 sets_serial(const SetsTileRanks<Bits>& r, u32 a_count, u32 b_count,
+                                           u32& ai, u32& bi, u32 end,
+                                           u32 (&sources)[(VT + 1) / 2], u16* merged, u32 flags,
+                                           bool* disorder) {
     const bool check = (flags & SETS_CHECK) != 0, strict = (flags & SETS_STRICT) != 0;
     u32 commit = 0;
 #pragma unroll
     for (u32 i = 0; i < (VT + 1) / 2; ++i) {
         sources[i] = 0;
     }
-    Bits x = ranks[ai], y = ranks[a_count + bi];
+    Bits x = r.a[ai], y = r.b[bi];
     bool bad = false;
 #pragma unroll
     for (u32 i = 0; i < VT; ++i) {
@@ -104,7 +118,7 @@ __device__ __forceinline__ u32 sets_serial(const Bits* ranks, u32 a_count, u32 b
         // a before b (pa), b before a (pb); an exhausted side is after every key.
         const bool pa = !b_in || (a_in && x < y);
         const bool pb = !a_in || (b_in && y < x);
-        const u32 from_a = ai, from_b = a_count + bi;
+        const u32 from_a = r.a_shift + ai, from_b = r.b_shift + bi;
         bool keep;
         u32 from;
         if (OP == SETS_OP_MERGE) {
@@ -139,8 +153,8 @@ __device__ __forceinline__ u32 sets_serial(const Bits* ranks, u32 a_count, u32 b
         bi += next_b ? 1u : 0u;
         // A merge advances one side every slot: reloading both ranks is cheaper than a
         // branch. A set operation often advances neither or one: it loads what advanced.
-        const Bits nx = OP == SETS_OP_MERGE || next_a ? ranks[ai] : x;
-        const Bits ny = OP == SETS_OP_MERGE || next_b ? ranks[a_count + bi] : y;
+        const Bits nx = OP == SETS_OP_MERGE || next_a ? r.a[ai] : x;
+        const Bits ny = OP == SETS_OP_MERGE || next_b ? r.b[bi] : y;
         if (check && OP == SETS_OP_MERGE) {
             // A side that did not advance reloads the same rank, which is never below itself:
             // only equality needs to know whether it advanced (no branch: a merge advances a
@@ -247,6 +261,72 @@ __device__ __forceinline__ u64 sets_look_back(const u64* state, u64 tile) {
     }
 }
 
+// A tile's keys as ranks: a's a_count keys from global `ga` to shared `sa`, b's from `gb` to
+// `sb` (SetsTileRanks: each at its 16-byte-line offset). On sm_90 thread 0 bulk-copies each
+// range's whole lines, a few threads fill the partial lines at its ends (fewer than a line of
+// keys each), and every thread waits on the mbarrier; the ranks are then computed in place
+// unless the transform is the identity (unsigned keys, ascending). The bulk copy replaces a
+// load, an address and a store per key ("Tried and dropped" in docs/design/sets.md has the
+// register-staged loads it replaced). Below sm_90 each thread loads and stores its share.
+template <class Key, u32 THREADS>
+__device__ __forceinline__ void sets_load_tile(const typename Key::Bits* ga, u32 a_count,
+                                               typename Key::Bits* sa,
+                                               const typename Key::Bits* gb, u32 b_count,
+                                               typename Key::Bits* sb, bool descending, u64* bar,
+                                               u32* phase) {
+    typedef typename Key::Bits Bits;
+#if __CUDA_ARCH__ >= 900
+    constexpr u32 LINE = 16 / sizeof(Bits);
+    static_assert(4 * LINE <= THREADS, "a thread per key of the partial lines");
+    // A range's head (keys before its first line boundary) and body (its whole lines); the
+    // tail is the rest.
+    auto head_of = [](const Bits* g, u32 count) {
+        const u32 offset = (u32)((reinterpret_cast<u64>(g) / sizeof(Bits)) % LINE);
+        const u32 head = (LINE - offset) % LINE;
+        return head < count ? head : count;
+    };
+    const u32 a_head = head_of(ga, a_count), b_head = head_of(gb, b_count);
+    const u32 a_body = (a_count - a_head) / LINE * LINE, b_body = (b_count - b_head) / LINE * LINE;
+    if (threadIdx.x == 0) {
+        // The block's last reads of these bytes were before the barrier that ended the tile.
+        fence_proxy_async_shared();
+        mbarrier_expect_bytes(bar, (a_body + b_body) * (u32)sizeof(Bits));
+        if (a_body != 0) {
+            bulk_copy_to_shared(sa + a_head, ga + a_head, a_body * (u32)sizeof(Bits), bar);
+        }
+        if (b_body != 0) {
+            bulk_copy_to_shared(sb + b_head, gb + b_head, b_body * (u32)sizeof(Bits), bar);
+        }
+    }
+    if (threadIdx.x < 4 * LINE) {
+        // Threads [0, LINE): a's head, then a's tail, b's head, b's tail.
+        const u32 part = threadIdx.x / LINE, i = threadIdx.x % LINE;
+        const bool on_a = part < 2;
+        const u32 head = on_a ? a_head : b_head;
+        const u32 at = part % 2 == 0 ? i : head + (on_a ? a_body : b_body) + i;
+        const u32 end = part % 2 == 0 ? head : (on_a ? a_count : b_count);
+        if (at < end) {
+            (on_a ? sa : sb)[at] = (on_a ? ga : gb)[at];
+        }
+    }
+    mbarrier_wait_parity(bar, *phase);
+    *phase ^= 1u;
+    if (Key::KEY_KIND != KIND_UNSIGNED || descending) {
+        __syncthreads();  // the partial lines' keys
+        for (u32 k = threadIdx.x; k < a_count + b_count; k += THREADS) {
+            Bits* at = k < a_count ? sa + k : sb + (k - a_count);
+            *at = sets_rank<Key>(*at, descending);
+        }
+    }
+#else
+    for (u32 k = threadIdx.x; k < a_count + b_count; k += THREADS) {
+        const bool on_a = k < a_count;
+        const u32 at = on_a ? k : k - a_count;
+        (on_a ? sa : sb)[at] = sets_rank<Key>((on_a ? ga : gb)[at], descending);
+    }
+#endif
+}
+
 // TILES: tickets hand the tiles to resident blocks in order (a tile's look-back waits only for
 // tiles already taken by running blocks, so it always ends).
 template <class Key, u32 THREADS, u32 OP, int VALUE_BYTES>
@@ -255,7 +335,10 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
     constexpr u32 VT = sizeof(Bits) == 8 ? SETS_ITEMS_WIDE : SETS_ITEMS;
     constexpr u32 NV = THREADS * VT;
     static_assert(NV + 1 < 65536, "tile-local sources are 16-bit");
-    __shared__ Bits ranks[NV + 2];
+    constexpr u32 LINE = 16 / sizeof(Bits);  // keys in a 16-byte line
+    static_assert(NV + 2 + 3 * LINE < 65536, "tile-local sources are 16-bit");
+    __shared__ __align__(16) Bits ranks[NV + 2 + 3 * LINE];
+    __shared__ u64 tile_loaded;  // mbarrier: the tile's bulk copies have landed
     __shared__ u16 compacted[NV + 2];
     __shared__ u32 thread_starts[THREADS];  // each thread's (ai << 16 | bi) in the tile
     __shared__ u64 warp_totals[THREADS / 32];
@@ -282,6 +365,12 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
     // their look-backs. So a set operation takes it only after its look-back, for the time of
     // its writes; a merge, which looks back at nothing, as soon as it starts a tile.
     const u64* partition = reinterpret_cast<const u64*>(p.partition);
+#if __CUDA_ARCH__ >= 900
+    if (threadIdx.x == 0) {
+        mbarrier_init_one(&tile_loaded);
+    }
+    u32 load_phase = 0;
+#endif
     u64 next[3];
     auto issue_ticket = [&]() {
         next[0] = atomicAdd(reinterpret_cast<unsigned long long*>(&status[SETS_STATUS_TICKET]),
@@ -319,39 +408,27 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         const u32 count = t.a_count + t.b_count;
         const Bits* tile_a = a + t.a0;
         const Bits* tile_b = b + t.b0;
-        // The tile's keys: every load issued before any is used, then their ranks stored. Item
-        // j of the thread is key tid + j THREADS of the tile (a's, then b's): each load
-        // addresses a per-thread base plus a constant, b's base taken a_count keys back (as an
-        // integer: it may point before b).
-        const Bits* thread_a = tile_a + threadIdx.x;
-        const Bits* thread_b = reinterpret_cast<const Bits*>(
-            reinterpret_cast<u64>(tile_b + threadIdx.x) - (u64)t.a_count * sizeof(Bits));
-        Bits raw[VT + 1];
-#pragma unroll
-        for (u32 j = 0; j <= VT; ++j) {
-            const u32 k = threadIdx.x + j * THREADS;
-            if (k < t.a_count) {
-                raw[j] = thread_a[j * THREADS];
-            } else if (k < count) {
-                raw[j] = thread_b[j * THREADS];
-            }
-        }
+        SetsTileRanks<Bits> r;
+        r.a_shift = (u32)((reinterpret_cast<u64>(tile_a) / sizeof(Bits)) % LINE);
+        r.b_shift = (r.a_shift + t.a_count + LINE - 1) / LINE * LINE +
+                    (u32)((reinterpret_cast<u64>(tile_b) / sizeof(Bits)) % LINE);
+        r.a = ranks + r.a_shift;
+        r.b = ranks + r.b_shift;
+        sets_load_tile<Key, THREADS>(tile_a, t.a_count, r.a, tile_b, t.b_count, r.b, descending,
+#if __CUDA_ARCH__ >= 900
+                                     &tile_loaded, &load_phase
+#else
+                                     nullptr, nullptr
+#endif
+        );
         // With the check on, the key before each range (the seam with the tile before), loaded
-        // with the tile's keys so its latency is not paid later: a's by thread 0, b's by
-        // thread 32.
+        // while the tile's keys land: a's by thread 0, b's by thread 32.
         const bool a_seam = threadIdx.x == 0 && t.a0 > 0 && t.a_count > 0;
         const bool b_seam = threadIdx.x == 32 % THREADS && t.b0 > 0 && t.b_count > 0;
         const bool seam = (p.flags & SETS_CHECK) && (a_seam || b_seam);
         Bits seam_raw = 0;
         if (seam) {
             seam_raw = a_seam ? a[t.a0 - 1] : b[t.b0 - 1];
-        }
-#pragma unroll
-        for (u32 j = 0; j <= VT; ++j) {
-            const u32 k = threadIdx.x + j * THREADS;
-            if (k < count) {
-                ranks[k] = sets_rank<Key>(raw[j], descending);
-            }
         }
         if (OP == SETS_OP_MERGE && threadIdx.x == 0) {
             read_bounds();
@@ -368,8 +445,8 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         };
         const u32 d0 = diagonal(threadIdx.x);
         const u32 d1 = threadIdx.x + 1 == THREADS ? count : diagonal(threadIdx.x + 1);
-        auto at_a = [&](u32 i) { return ranks[i]; };
-        auto at_b = [&](u32 i) { return ranks[t.a_count + i]; };
+        auto at_a = [&](u32 i) { return r.a[i]; };
+        auto at_b = [&](u32 i) { return r.b[i]; };
         bool star = false;
         u32 a_start;
         if (OP == SETS_OP_MERGE) {
@@ -387,7 +464,7 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         const u32 a_first = ai, b_first = bi;
         u32 sources[(VT + 1) / 2];
         bool walk_disorder;
-        const u32 commit = sets_serial<OP, VT>(ranks, t.a_count, t.b_count, ai, bi, d1, sources,
+        const u32 commit = sets_serial<OP, VT>(r, t.a_count, t.b_count, ai, bi, d1, sources,
                                                compacted + d0, p.flags, &walk_disorder);
         u64 tile_total;
         u32 below;
@@ -423,22 +500,21 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
                 const bool strict = (p.flags & SETS_STRICT) != 0;
                 const u32 a_end = ai < t.a_count ? ai + 1 : t.a_count;
                 const u32 b_end = bi < t.b_count ? bi + 1 : t.b_count;
-                const u32 bad_a = sets_first_out_of_order(ranks, a_first + 1, a_end, strict);
-                const Bits* rb = ranks + t.a_count;
-                const u32 bad_b = sets_first_out_of_order(rb, b_first + 1, b_end, strict);
+                const u32 bad_a = sets_first_out_of_order(r.a, a_first + 1, a_end, strict);
+                const u32 bad_b = sets_first_out_of_order(r.b, b_first + 1, b_end, strict);
                 if (bad_a != ~0u) {
                     sets_report_disorder(&status[SETS_STATUS_A_BAD], t.a0 + bad_a,
-                                         ranks[bad_a] == ranks[bad_a - 1]);
+                                         r.a[bad_a] == r.a[bad_a - 1]);
                 }
                 if (bad_b != ~0u) {
                     sets_report_disorder(&status[SETS_STATUS_B_BAD], t.b0 + bad_b,
-                                         rb[bad_b] == rb[bad_b - 1]);
+                                         r.b[bad_b] == r.b[bad_b - 1]);
                 }
             }
             if (seam) {
                 const u64 first = a_seam ? t.a0 : t.b0;
                 const Bits x = sets_rank<Key>(seam_raw, descending);
-                const Bits y = ranks[a_seam ? 0 : t.a_count];
+                const Bits y = a_seam ? r.a[0] : r.b[0];
                 if (y < x || ((p.flags & SETS_STRICT) && y == x)) {
                     sets_report_disorder(&status[a_seam ? SETS_STATUS_A_BAD : SETS_STATUS_B_BAD],
                                          first, y == x);
@@ -484,8 +560,8 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
 #pragma unroll 4
         for (u32 i = threadIdx.x; i < written; i += THREADS) {
             const u32 source = compacted[i];
-            const bool in_b = source >= t.a_count;
-            const u32 at_input = in_b ? source - t.a_count : source;
+            const bool in_b = source >= r.b_shift;
+            const u32 at_input = source - (in_b ? r.b_shift : r.a_shift);
             bool exact;
             const Bits key = sets_key<Key>(ranks[source], descending, &exact);
             out_keys[i] = exact ? key : (in_b ? tile_b : tile_a)[at_input];

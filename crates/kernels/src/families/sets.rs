@@ -142,14 +142,17 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
         TemplateArg::Const("OP"),
         TemplateArg::Const("VALUE_BYTES"),
     ],
-    // The tile's ranks (tile + 2 keys) and its compacted sources (tile + 2 u16), a u32 start
-    // per thread, a u64 per warp for the block scan, five u64 words (the next tile, the
-    // offset, the last-done flag), 32 bytes for the alignment between them.
+    // The tile's ranks (tile + 2 keys and three 16-byte lines for the ranges' line offsets)
+    // and its compacted sources (tile + 2 u16), a u32 start per thread, a u64 per warp for the
+    // block scan, five u64 words (the next tile, the offset, the last-done flag), the
+    // mbarrier, 32 bytes for the alignment between them.
     static_shared_bytes: |spec| {
         (u64::from(spec.key.bits() / 8) + 2) * (tile_items(spec.key) + 2)
+            + 48
             + 4 * u64::from(BLOCK_THREADS)
             + 8 * u64::from(BLOCK_THREADS / 32)
             + 40
+            + 8
             + 32
     },
 };
