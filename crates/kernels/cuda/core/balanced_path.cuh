@@ -43,6 +43,13 @@ struct SerialSearch {
         }
         return first_false(lo, hi, pred);
     }
+
+    // first_false with a guess at the answer: a thread's probes cost a few cycles, so the
+    // guess is not used.
+    template <class I, class P>
+    __device__ __forceinline__ I first_false_around(I lo, I hi, I, P pred) const {
+        return first_false(lo, hi, pred);
+    }
 };
 
 // A group of G lanes (G a power of two up to 32, the groups aligned within the warp; every lane
@@ -78,6 +85,29 @@ struct GroupSearch {
         return lo + count(m < hi && pred(m));
     }
 
+    // first_false whose first round spreads its G probes over guess +- GUESS_RADIUS: when the
+    // answer lies there (a merge path of keys drawn alike stays within a few thousand of the
+    // diagonal's proportional split), the rounds left search a few hundred entries, not all.
+    // Wherever the answer is, the round narrows the range by its probes.
+    static constexpr u64 GUESS_RADIUS = 2048;
+    template <class P>
+    __device__ __forceinline__ u64 first_false_around(u64 lo, u64 hi, u64 guess, P pred) const {
+        if (hi - lo > 2 * GUESS_RADIUS + G) {
+            const u64 first = guess > lo + GUESS_RADIUS ? guess - GUESS_RADIUS : lo;
+            const u64 last = guess + GUESS_RADIUS < hi ? guess + GUESS_RADIUS : hi - 1;
+            // Probe k at first + (last - first) k / (G - 1): both ends, nondecreasing.
+            auto probe = [&](u64 k) { return first + (last - first) * k / (G - 1); };
+            const u64 held = count(pred(probe(lane())));
+            if (held != 0) {
+                lo = probe(held - 1) + 1;
+            }
+            if (held != G) {
+                hi = probe(held);
+            }
+        }
+        return first_false(lo, hi, pred);
+    }
+
     // first_false whose first round tests the last G entries (where the answers looked for this
     // way usually are): one round when the answer is among them.
     template <class P>
@@ -98,7 +128,11 @@ __device__ __forceinline__ I merge_path_lower(const S& search, A a, I a_count, B
                                               I diag) {
     const I lo = diag > b_count ? diag - b_count : (I)0;
     const I hi = diag < a_count ? diag : a_count;
-    return search.first_false(lo, hi, [&](I m) { return !(b(diag - 1 - m) < a(m)); });
+    // The guess: a's share of the diagonal in proportion to a's share of the inputs.
+    const u64 total = (u64)a_count + (u64)b_count;
+    const I guess = total == 0 ? lo : (I)((double)diag * (double)a_count / (double)total);
+    return search.first_false_around(lo, hi, guess < lo ? lo : (guess > hi ? hi : guess),
+                                     [&](I m) { return !(b(diag - 1 - m) < a(m)); });
 }
 
 // The first i in [begin, end) with at(i) >= x (UPPER: at(i) > x), else end, searched from the
