@@ -183,7 +183,22 @@ where
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
-    keys_counted_into(backend, operation, order, a, b, out_keys, None, env)
+    let outputs = SetOutputs {
+        keys: out_keys,
+        values: None,
+        count: None,
+    };
+    run_checked::<B, K, u32, Op, O, E>(
+        backend,
+        operation,
+        order,
+        a,
+        b,
+        ValuesIn::None,
+        None,
+        outputs,
+        env,
+    )
 }
 
 /// [`keys`], the number written also into `count[0]` on the backend: on
@@ -224,46 +239,22 @@ where
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
-    keys_counted_into(backend, operation, order, a, b, out_keys, Some(count), env)
-}
-
-/// The body of [`keys`] and [`keys_with_count`].
-#[allow(clippy::too_many_arguments)]
-fn keys_counted_into<B, K, Op, O, E>(
-    backend: &B,
-    operation: Op,
-    order: O,
-    a: B::Slice<'_, K>,
-    b: B::Slice<'_, K>,
-    out_keys: B::SliceMut<'_, K>,
-    count: Option<B::SliceMut<'_, i64>>,
-    env: &E,
-) -> Result<Pending<usize>, Error>
-where
-    B: SetsBackend,
-    K: RadixKey,
-    Op: SetOperation,
-    O: SetOrder,
-    E: Environment,
-    E::Ordering: SortOrdering,
-    E::TieBreak: SortTieBreak,
-{
-    let outputs = [("out_keys", out_keys.len())];
-    let buffers = SetBuffers {
-        a: a.len(),
-        b: b.len(),
-        values: None,
-        index_limit: None,
-        outputs: &outputs,
-        count: count.as_ref().map(Buffer::len),
-    };
-    let request = checked_sets(&operation, order.sort_order(), buffers, env)?;
     let outputs = SetOutputs {
         keys: out_keys,
         values: None,
-        count,
+        count: Some(count),
     };
-    backend.set_operation_checked::<K, u32>(Token::new(), &request, a, b, ValuesIn::None, outputs)
+    run_checked::<B, K, u32, Op, O, E>(
+        backend,
+        operation,
+        order,
+        a,
+        b,
+        ValuesIn::None,
+        None,
+        outputs,
+        env,
+    )
 }
 
 /// The keys of `operation` over `a` and `b`, each carrying its value (`a_values[i]` belongs to
@@ -309,17 +300,13 @@ where
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
-    let (a, b) = ((a, a_values), (b, b_values));
-    pairs_counted_into(
-        backend,
-        operation,
-        order,
-        a,
-        b,
-        (out_keys, out_values),
-        None,
-        env,
-    )
+    let outputs = SetOutputs {
+        keys: out_keys,
+        values: Some(out_values),
+        count: None,
+    };
+    let values = ValuesIn::Copy((a_values, b_values));
+    run_checked(backend, operation, order, a, b, values, None, outputs, env)
 }
 
 /// [`pairs`], the number written also into `count[0]` on the backend (as
@@ -363,63 +350,13 @@ where
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
-    let (a, b) = ((a, a_values), (b, b_values));
-    pairs_counted_into(
-        backend,
-        operation,
-        order,
-        a,
-        b,
-        (out_keys, out_values),
-        Some(count),
-        env,
-    )
-}
-
-/// The body of [`pairs`] and [`pairs_with_count`]: each input and the outputs as (keys,
-/// values).
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-fn pairs_counted_into<B, K, V, Op, O, E>(
-    backend: &B,
-    operation: Op,
-    order: O,
-    (a, a_values): (B::Slice<'_, K>, B::Slice<'_, V>),
-    (b, b_values): (B::Slice<'_, K>, B::Slice<'_, V>),
-    (out_keys, out_values): (B::SliceMut<'_, K>, B::SliceMut<'_, V>),
-    count: Option<B::SliceMut<'_, i64>>,
-    env: &E,
-) -> Result<Pending<usize>, Error>
-where
-    B: SetsBackend,
-    K: RadixKey,
-    V: DeviceValue,
-    Op: SetOperation,
-    O: SetOrder,
-    E: Environment,
-    E::Ordering: SortOrdering,
-    E::TieBreak: SortTieBreak,
-{
-    check_sort_value_width::<V>();
-    let outputs = [
-        ("out_keys", out_keys.len()),
-        ("out_values", out_values.len()),
-    ];
-    let buffers = SetBuffers {
-        a: a.len(),
-        b: b.len(),
-        values: Some((a_values.len(), b_values.len())),
-        index_limit: None,
-        outputs: &outputs,
-        count: count.as_ref().map(Buffer::len),
-    };
-    let request = checked_sets(&operation, order.sort_order(), buffers, env)?;
     let outputs = SetOutputs {
         keys: out_keys,
         values: Some(out_values),
-        count,
+        count: Some(count),
     };
     let values = ValuesIn::Copy((a_values, b_values));
-    backend.set_operation_checked(Token::new(), &request, a, b, values, outputs)
+    run_checked(backend, operation, order, a, b, values, None, outputs, env)
 }
 
 /// The keys of `operation` over `a` and `b`, each with its source position: `i` for `a[i]`,
@@ -459,8 +396,24 @@ where
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
-    let outputs = (out_keys, out_indices);
-    indices_counted_into(backend, operation, order, a, b, outputs, None, env)
+    let outputs = SetOutputs {
+        keys: out_keys,
+        values: Some(out_indices),
+        count: None,
+    };
+    let index_limit = Some(I::MAX_ITEMS);
+    let values = ValuesIn::Index(I::from_index);
+    run_checked(
+        backend,
+        operation,
+        order,
+        a,
+        b,
+        values,
+        index_limit,
+        outputs,
+        env,
+    )
 }
 
 /// [`indices`], the number written also into `count[0]` on the backend (as
@@ -500,50 +453,73 @@ where
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
-    let outputs = (out_keys, out_indices);
-    indices_counted_into(backend, operation, order, a, b, outputs, Some(count), env)
+    let outputs = SetOutputs {
+        keys: out_keys,
+        values: Some(out_indices),
+        count: Some(count),
+    };
+    let index_limit = Some(I::MAX_ITEMS);
+    let values = ValuesIn::Index(I::from_index);
+    run_checked(
+        backend,
+        operation,
+        order,
+        a,
+        b,
+        values,
+        index_limit,
+        outputs,
+        env,
+    )
 }
 
-/// The body of [`indices`] and [`indices_with_count`].
+/// The body of every entry point: the front check of the inputs, the values beside them (their
+/// lengths for pairs; for indices `index_limit`, the most positions the index type numbers) and
+/// the outputs (the second one named
+/// `out_values` for pairs, `out_indices` for indices), then the backend.
 #[allow(clippy::too_many_arguments)]
-fn indices_counted_into<B, K, I, Op, O, E>(
+fn run_checked<B, K, V, Op, O, E>(
     backend: &B,
     operation: Op,
     order: O,
     a: B::Slice<'_, K>,
     b: B::Slice<'_, K>,
-    (out_keys, out_indices): (B::SliceMut<'_, K>, B::SliceMut<'_, I>),
-    count: Option<B::SliceMut<'_, i64>>,
+    values: SetValues<'_, '_, B, V>,
+    index_limit: Option<u64>,
+    outputs: SetOutputs<'_, '_, '_, B, K, V>,
     env: &E,
 ) -> Result<Pending<usize>, Error>
 where
     B: SetsBackend,
     K: RadixKey,
-    I: SourceIndex,
+    V: DeviceValue,
     Op: SetOperation,
     O: SetOrder,
     E: Environment,
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
-    let outputs = [
-        ("out_keys", out_keys.len()),
-        ("out_indices", out_indices.len()),
+    check_sort_value_width::<V>();
+    let (value_lens, values_arg) = match &values {
+        ValuesIn::Copy((a_values, b_values)) => {
+            (Some((a_values.len(), b_values.len())), "out_values")
+        }
+        ValuesIn::Index(_) => (None, "out_indices"),
+        ValuesIn::None => (None, "out_values"),
+    };
+    let lens = [
+        ("out_keys", outputs.keys.len()),
+        (values_arg, outputs.values.as_ref().map_or(0, Buffer::len)),
     ];
+    let named = if outputs.values.is_some() { 2 } else { 1 };
     let buffers = SetBuffers {
         a: a.len(),
         b: b.len(),
-        values: None,
-        index_limit: Some(I::MAX_ITEMS),
-        outputs: &outputs,
-        count: count.as_ref().map(Buffer::len),
+        values: value_lens,
+        index_limit,
+        outputs: &lens[..named],
+        count: outputs.count.as_ref().map(Buffer::len),
     };
     let request = checked_sets(&operation, order.sort_order(), buffers, env)?;
-    let outputs = SetOutputs {
-        keys: out_keys,
-        values: Some(out_indices),
-        count,
-    };
-    let values = ValuesIn::Index(I::from_index);
     backend.set_operation_checked(Token::new(), &request, a, b, values, outputs)
 }
