@@ -79,11 +79,14 @@ __device__ __forceinline__ SetsTile sets_tile_ranges(const SetsParams& p, u64 ti
 // 16-byte line of global memory (and b past a's last key, rounded up to a line), so a bulk
 // copy can bring the aligned middle of each range in one piece. A source index (16 bits) is a
 // position in the array: b's from b_shift on.
+// A batched call's regions (batch.cuh) sit at the same places in a parallel u32 array.
 template <class Bits>
 struct SetsTileRanks {
     Bits* a;
     Bits* b;
     u32 a_shift, b_shift;
+    u32* region_a;  // batched calls only
+    u32* region_b;
 };
 
 // The serial operation of one thread over the tile's ranks (r.a[0..a_count), r.b[0..b_count)):
@@ -91,18 +94,20 @@ struct SetsTileRanks {
 // equal ranks, or the smaller one alone; a merge takes one element a slot). Returns the commit
 // mask; `sources` holds each committed slot's source as a 16-bit index into the tile's ranks
 // array (SetsTileRanks), two a
-// word (fewer registers, more resident blocks). A merge commits every slot: its sources go
-// straight to `merged` (the thread's outputs in shared memory) and it returns 0. A slot past
-// `end` commits nothing and advances nothing; a merge's slot reloads both current ranks (an
-// index that did not advance reloads the same rank; r.a[a_count] and r.b[b_count] are inside
-// the array). With CHECK on, `*disorder` is set when a rank loaded is out
+// word (fewer registers, more resident blocks). A merge of one pair commits every slot: its
+// sources go straight to `merged` (the thread's outputs in shared memory) and it returns 0. A
+// slot past `end` commits nothing and advances nothing; a merge's slot reloads both current
+// ranks (an index that did not advance reloads the same rank; r.a[a_count] and r.b[b_count]
+// are inside the array). A batched call compares composite ranks (batch.cuh) and commits only
+// elements of a pair (odd regions). With CHECK on, `*disorder` is set when a rank loaded is out
 // of order with the one before it in its input (the threads' walks cover every neighbouring
 // pair of the tile once their ends meet the next thread's starts, which the caller checks).
-template <u32 OP, u32 VT, class Bits>
+template <u32 OP, u32 VT, bool BATCHED, class Bits>
 __device__ __forceinline__ u32 sets_serial(const SetsTileRanks<Bits>& r, u32 a_count, u32 b_count,
                                            u32& ai, u32& bi, u32 end,
                                            u32 (&sources)[(VT + 1) / 2], u16* merged, u32 flags,
                                            bool* disorder) {
+    constexpr bool DIRECT = OP == SETS_OP_MERGE && !BATCHED;
     const bool check = (flags & SETS_CHECK) != 0, strict = (flags & SETS_STRICT) != 0;
     u32 commit = 0;
 #pragma unroll
@@ -110,35 +115,42 @@ __device__ __forceinline__ u32 sets_serial(const SetsTileRanks<Bits>& r, u32 a_c
         sources[i] = 0;
     }
     Bits x = r.a[ai], y = r.b[bi];
+    u32 gx = BATCHED ? r.region_a[ai] : 0u, gy = BATCHED ? r.region_b[bi] : 0u;
     bool bad = false;
 #pragma unroll
     for (u32 i = 0; i < VT; ++i) {
         const bool live = ai + bi < end;
         const bool a_in = ai < a_count, b_in = bi < b_count;
         // a before b (pa), b before a (pb); an exhausted side is after every key.
-        const bool pa = !b_in || (a_in && x < y);
-        const bool pb = !a_in || (b_in && y < x);
+        const bool x_below = BATCHED ? gx < gy || (gx == gy && x < y) : x < y;
+        const bool y_below = BATCHED ? gy < gx || (gx == gy && y < x) : y < x;
+        const bool pa = !b_in || (a_in && x_below);
+        const bool pb = !a_in || (b_in && y_below);
         const u32 from_a = r.a_shift + ai, from_b = r.b_shift + bi;
         bool keep;
-        u32 from;
+        bool take_b;
         if (OP == SETS_OP_MERGE) {
-            from = pb ? from_b : from_a;
+            take_b = pb;
             keep = true;
         } else if (OP == SETS_OP_INTERSECTION) {
-            from = from_a;
+            take_b = false;
             keep = !pa && !pb;
         } else if (OP == SETS_OP_UNION) {
-            from = pb ? from_b : from_a;
+            take_b = pb;
             keep = true;
         } else if (OP == SETS_OP_DIFFERENCE) {
-            from = from_a;
+            take_b = false;
             keep = pa;
         } else {
-            from = pa ? from_a : from_b;
+            take_b = !pa;
             keep = pa != pb;
         }
+        const u32 from = take_b ? from_b : from_a;
+        if (BATCHED) {
+            keep = keep && ((take_b ? gy : gx) & 1u) != 0;  // a gap's elements are never written
+        }
         keep = keep && live;
-        if (OP == SETS_OP_MERGE) {
+        if (DIRECT) {
             if (live) {
                 merged[i] = (u16)from;  // every slot is an output, in the thread's order
             }
@@ -153,14 +165,23 @@ __device__ __forceinline__ u32 sets_serial(const SetsTileRanks<Bits>& r, u32 a_c
         bi += next_b ? 1u : 0u;
         // A merge advances one side every slot: reloading both ranks is cheaper than a
         // branch. A set operation often advances neither or one: it loads what advanced.
-        const Bits nx = OP == SETS_OP_MERGE || next_a ? r.a[ai] : x;
-        const Bits ny = OP == SETS_OP_MERGE || next_b ? r.b[bi] : y;
-        if (check && OP == SETS_OP_MERGE) {
+        const Bits nx = DIRECT || next_a ? r.a[ai] : x;
+        const Bits ny = DIRECT || next_b ? r.b[bi] : y;
+        const u32 ngx = BATCHED && next_a ? r.region_a[ai] : gx;
+        const u32 ngy = BATCHED && next_b ? r.region_b[bi] : gy;
+        if (check && DIRECT) {
             // A side that did not advance reloads the same rank, which is never below itself:
             // only equality needs to know whether it advanced (no branch: a merge advances a
             // side every slot).
             bad |= (ai < a_count) & ((nx < x) | (strict & next_a & (nx == x)));
             bad |= (bi < b_count) & ((ny < y) | (strict & next_b & (ny == y)));
+        } else if (check && BATCHED) {
+            // Composite order; equal ranks repeat a key only within a pair (a gap's are all 0).
+            auto below = [&](u32 ng, Bits n, u32 g, Bits o) {
+                return ng < g || (ng == g && (n < o || (strict && n == o && (g & 1u) != 0)));
+            };
+            bad = bad || (next_a && ai < a_count && below(ngx, nx, gx, x)) ||
+                  (next_b && bi < b_count && below(ngy, ny, gy, y));
         } else if (check) {
             // A set operation often advances neither side: test only what advanced.
             bad = bad || (next_a && ai < a_count && (nx < x || (strict && nx == x))) ||
@@ -168,6 +189,8 @@ __device__ __forceinline__ u32 sets_serial(const SetsTileRanks<Bits>& r, u32 a_c
         }
         x = nx;
         y = ny;
+        gx = ngx;
+        gy = ngy;
     }
     *disorder = bad;
     return commit;
@@ -176,24 +199,39 @@ __device__ __forceinline__ u32 sets_serial(const SetsTileRanks<Bits>& r, u32 a_c
 // The first position out of order in ranks[first, last) (against the rank before it, which
 // must exist: first >= 1), else ~0u. A thread's rescan of its own walk, after the walk found
 // one.
-template <class Bits>
-__device__ __forceinline__ u32 sets_first_out_of_order(const Bits* ranks, u32 first, u32 last,
-                                                       bool strict) {
+// A batched call compares composite ranks (`regions` parallel to `ranks`).
+template <bool BATCHED, class Bits>
+__device__ __forceinline__ u32 sets_first_out_of_order(const Bits* ranks, const u32* regions,
+                                                       u32 first, u32 last, bool strict) {
     for (u32 i = first; i < last; ++i) {
-        if (ranks[i] < ranks[i - 1] || (strict && ranks[i] == ranks[i - 1])) {
+        const bool same = !BATCHED || regions[i] == regions[i - 1];
+        const bool in_pair = !BATCHED || (regions[i] & 1u) != 0;
+        if ((BATCHED && regions[i] < regions[i - 1]) ||
+            (same && (ranks[i] < ranks[i - 1] || (strict && in_pair && ranks[i] == ranks[i - 1])))) {
             return i;
         }
     }
     return ~0u;
 }
 
-// Every neighbour of keys[first, last) compared (position i against i - 1) by the block.
-template <class Key, u32 THREADS>
-__device__ __forceinline__ void sets_check_all(const SetsParams& p, const typename Key::Bits* keys,
-                                               u64 count, u64* word) {
+// Every neighbour of keys[first, last) compared (position i against i - 1) by the block; in a
+// batched call only neighbours within one segment of `side` (a search per position: the error
+// path only).
+template <class Key, u32 THREADS, bool BATCHED>
+__device__ __forceinline__ void sets_check_all(const SetsParams& p, const SetsSide& side,
+                                               const typename Key::Bits* keys, u64 count,
+                                               u64* word) {
     const bool descending = (p.flags & SETS_DESCENDING) != 0;
     const bool strict = (p.flags & SETS_STRICT) != 0;
+    const u64 pairs = BATCHED ? sets_pairs(p) : 0;
     for (u64 i = threadIdx.x + 1; i < count; i += THREADS) {
+        if (BATCHED) {
+            // Same segment: an odd region with no boundary at i.
+            const u64 region = sets_region_of(SerialSearch(), side, pairs, i);
+            if ((region & 1) == 0 || sets_boundary(side, region - 1) == i) {
+                continue;
+            }
+        }
         const auto x = sets_rank<Key>(keys[i - 1], descending);
         const auto y = sets_rank<Key>(keys[i], descending);
         if (y < x || (strict && y == x)) {
@@ -327,32 +365,182 @@ __device__ __forceinline__ void sets_load_tile(const typename Key::Bits* ga, u32
 #endif
 }
 
+// Slots a thread runs: a batched call's tile also holds a region per element.
+template <class Bits, bool BATCHED>
+__device__ __forceinline__ constexpr u32 sets_items() {
+    return BATCHED ? (sizeof(Bits) == 8 ? SETS_ITEMS_BATCHED_WIDE : SETS_ITEMS_BATCHED)
+                   : (sizeof(Bits) == 8 ? SETS_ITEMS_WIDE : SETS_ITEMS);
+}
+
+// A batched tile's regions (batch.cuh), beside its ranks: every boundary inside the tile's
+// range of a (positions a0 < x < a0 + a_count) adds one at x's slot, the first slot starts at
+// the region of a0 (region_a0), and one scan over a's slots then b's turns the marks into
+// regions (b's first slot holds b0's region less what a's slots summed). A gap's ranks become
+// 0: its elements pair up among themselves, in any order the caller left them.
+template <u32 THREADS, class Bits>
+__device__ __forceinline__ void sets_tile_regions(const SetsSide& side_a, const SetsSide& side_b,
+                                                  u64 pairs, const SetsTile& t,
+                                                  const SetsTileRanks<Bits>& r, u64 region_a0,
+                                                  u64 region_b0, u32* regions, u32* a_marks,
+                                                  u64* warp_totals) {
+    const u32 n = t.a_count + t.b_count;
+    auto slot = [&](u32 k) { return k < t.a_count ? r.a_shift + k : r.b_shift + (k - t.a_count); };
+    for (u32 k = threadIdx.x; k < n; k += THREADS) {
+        regions[slot(k)] = 0;
+    }
+    if (threadIdx.x == 0) {
+        *a_marks = 0;
+    }
+    __syncthreads();
+    auto mark = [&](const SetsSide& side, u64 first, u64 begin, u32 count, u32 shift) {
+        u32 marks = 0;
+        for (u64 k = first + threadIdx.x; k < 2 * pairs; k += THREADS) {
+            const u64 x = sets_boundary(side, k);
+            if (x >= begin + count) {
+                break;  // the boundaries are in order: the rest are past the tile
+            }
+            if (x > begin) {
+                atomicAdd(&regions[shift + (u32)(x - begin)], 1u);
+                ++marks;
+            }
+        }
+        return marks;
+    };
+    const u32 marks = mark(side_a, region_a0, t.a0, t.a_count, r.a_shift);
+    mark(side_b, region_b0, t.b0, t.b_count, r.b_shift);
+    if (marks != 0) {
+        atomicAdd(a_marks, marks);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        // Sums wrap modulo 2^32: b's start may lie below a's end.
+        if (t.a_count != 0) {
+            regions[r.a_shift] += (u32)region_a0;
+        }
+        if (t.b_count != 0) {
+            regions[r.b_shift] += (u32)region_b0 - (t.a_count != 0 ? (u32)region_a0 + *a_marks : 0u);
+        }
+    }
+    __syncthreads();
+    // An inclusive scan: each thread a run of consecutive slots.
+    const u32 per = (n + THREADS - 1) / THREADS;
+    const u32 k0 = threadIdx.x * per < n ? threadIdx.x * per : n;
+    const u32 k1 = k0 + per < n ? k0 + per : n;
+    u32 sum = 0;
+    for (u32 k = k0; k < k1; ++k) {
+        sum += regions[slot(k)];
+    }
+    u32 total;
+    u32 run = block_exclusive_sum<THREADS, u32>(sum, reinterpret_cast<u32*>(warp_totals), &total);
+    for (u32 k = k0; k < k1; ++k) {
+        const u32 at = slot(k);
+        run += regions[at];
+        regions[at] = run;
+        if ((run & 1u) == 0) {
+            (k < t.a_count ? r.a : r.b)[k < t.a_count ? k : k - t.a_count] = 0;
+        }
+    }
+    __syncthreads();
+}
+
+// A batched thread's share of the pairs' offsets: every pair q starting on a diagonal in
+// [start, end) (its walk) gets `first` (where the thread's outputs go) plus the thread's
+// outputs of regions before 2q + 1.
+template <u32 VT, class Bits>
+__device__ __forceinline__ void sets_write_pair_offsets(
+    const SetsSide& side_a, const SetsSide& side_b, u64 pairs, const SetsTileRanks<Bits>& r,
+    const u32* regions, const SetsTile& t, u32 a_first, u32 b_first, u64 start, u64 end,
+    u32 commit, const u32 (&sources)[(VT + 1) / 2], u64 first, i64* out_offsets) {
+    if (start >= end) {
+        return;
+    }
+    const u32 ga = a_first < t.a_count ? r.region_a[a_first] : ~0u;
+    const u32 gb = b_first < t.b_count ? r.region_b[b_first] : ~0u;
+    const u64 g = ga < gb ? ga : gb;
+    // Pair g / 2 + 1's elements all come after the thread's first: it starts in the walk or
+    // later, so the first pair that does is at most it. Empty pairs before it may start on
+    // the walk's first diagonal too, as many as there are: the search gallops down from it.
+    auto before = [&](u64 q) { return sets_pair_start(side_a, side_b, q) < start; };
+    u64 hi = g / 2 + 1 < pairs ? g / 2 + 1 : pairs;
+    u64 lo = hi;
+    for (u64 step = 1; lo > 0; step *= 2) {
+        const u64 probe = lo > step ? lo - step : 0;
+        if (before(probe)) {
+            lo = probe + 1;
+            break;
+        }
+        hi = probe;
+        lo = probe;
+    }
+    u64 q = SerialSearch().first_false(lo, hi, before);
+    u64 at = q < pairs ? sets_pair_start(side_a, side_b, q) : ~0ull;
+    u32 count = 0;
+    // Pairs q up to the region `region` (2q < region): offset before the output of that region.
+    auto flush = [&](u64 region) {
+        while (at < end && 2 * q < region) {
+            out_offsets[q] = (i64)(first + count);
+            ++q;
+            at = q < pairs ? sets_pair_start(side_a, side_b, q) : ~0ull;
+        }
+    };
+#pragma unroll
+    for (u32 i = 0; i < VT; ++i) {
+        if (commit & (1u << i)) {
+            flush(regions[(sources[i / 2] >> (16 * (i % 2))) & 0xFFFFu]);
+            ++count;
+        }
+    }
+    flush(~0ull);
+}
+
 // TILES: tickets hand the tiles to resident blocks in order (a tile's look-back waits only for
 // tiles already taken by running blocks, so it always ends).
-template <class Key, u32 THREADS, u32 OP, int VALUE_BYTES>
+template <class Key, u32 THREADS, u32 OP, int VALUE_BYTES, bool BATCHED>
 __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
     typedef typename Key::Bits Bits;
-    constexpr u32 VT = sizeof(Bits) == 8 ? SETS_ITEMS_WIDE : SETS_ITEMS;
+    constexpr u32 VT = sets_items<Bits, BATCHED>();
     constexpr u32 NV = THREADS * VT;
+    constexpr bool DIRECT = OP == SETS_OP_MERGE && !BATCHED;  // outputs at the diagonal
+    constexpr u32 WORDS = BATCHED ? 3 : 1;  // partition words per tile boundary
     static_assert(NV + 1 < 65536, "tile-local sources are 16-bit");
     constexpr u32 LINE = 16 / sizeof(Bits);  // keys in a 16-byte line
-    static_assert(NV + 2 + 3 * LINE < 65536, "tile-local sources are 16-bit");
-    __shared__ __align__(16) Bits ranks[NV + 2 + 3 * LINE];
+    constexpr u32 SLOTS = NV + 2 + 3 * LINE;
+    static_assert(SLOTS < 65536, "tile-local sources are 16-bit");
+    __shared__ __align__(16) Bits ranks[SLOTS];
+    __shared__ u32 regions[BATCHED ? SLOTS : 1];  // a batched call's regions (batch.cuh)
     __shared__ u64 tile_loaded;  // mbarrier: the tile's bulk copies have landed
     __shared__ u16 compacted[NV + 2];
     __shared__ u32 thread_starts[THREADS];  // each thread's (ai << 16 | bi) in the tile
     __shared__ u64 warp_totals[THREADS / 32];
-    __shared__ u64 shared_next[3];  // the next tile's ticket and partition words
+    __shared__ u64 shared_next[5];  // the next tile's ticket and partition words
     __shared__ u64 shared_word[2];  // the tile's outputs' offset; whether it finished last
+    __shared__ u32 a_marks;  // a batched tile's boundaries inside its range of a
     u64* status = reinterpret_cast<u64*>(p.status);
     u64* state = reinterpret_cast<u64*>(p.tile_state);
     const Bits* a = reinterpret_cast<const Bits*>(p.a);
     const Bits* b = reinterpret_cast<const Bits*>(p.b);
     const bool descending = (p.flags & SETS_DESCENDING) != 0;
+    const SetsSide side_a = sets_side_a(p), side_b = sets_side_b(p);
+    const u64 pairs = BATCHED ? sets_pairs(p) : 0;
+    i64* out_offsets = reinterpret_cast<i64*>(p.out_offsets);
+    if (BATCHED && blockIdx.x == 0 && threadIdx.x == 0) {
+        // The smallest invalid pair's offending value (the partition stage found the pair).
+        if (status[SETS_STATUS_VIOLATION] != 0) {
+            const u64 violation = ~status[SETS_STATUS_VIOLATION];
+            i64 value = 0;
+            sets_resolve_pair(p, violation >> 8, &value);
+            status[SETS_STATUS_VALUE] = (u64)value;
+        }
+    }
     if (p.tiles == 0) {
-        // No input: the count (0) still reaches the caller's buffer.
+        // No input: the count (0) still reaches the caller's buffer, and every pair's offset.
         if (blockIdx.x == 0 && threadIdx.x == 0 && p.count_out != 0) {
             *reinterpret_cast<i64*>(p.count_out) = 0;
+        }
+        if (BATCHED && blockIdx.x == 0) {
+            for (u64 q = threadIdx.x; q <= pairs; q += THREADS) {
+                out_offsets[q] = 0;
+            }
         }
         return;
     }
@@ -371,19 +559,27 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
     }
     u32 load_phase = 0;
 #endif
-    u64 next[3];
+    // next: the ticket, the partition at the tile's two diagonals, and (batched) the regions
+    // of its first a and first b.
+    u64 next[5];
     auto issue_ticket = [&]() {
         next[0] = atomicAdd(reinterpret_cast<unsigned long long*>(&status[SETS_STATUS_TICKET]),
                             1ull);
     };
     auto read_bounds = [&]() {
-        next[1] = next[0] < p.tiles ? partition[next[0]] : 0;
-        next[2] = next[0] < p.tiles ? partition[next[0] + 1] : 0;
+        const bool on = next[0] < p.tiles;
+        next[1] = on ? partition[WORDS * next[0]] : 0;
+        next[2] = on ? partition[WORDS * (next[0] + 1)] : 0;
+        if (BATCHED) {
+            next[3] = on ? partition[WORDS * next[0] + 1] : 0;
+            next[4] = on ? partition[WORDS * next[0] + 2] : 0;
+        }
     };
     auto store_next = [&]() {
-        shared_next[0] = next[0];
-        shared_next[1] = next[1];
-        shared_next[2] = next[2];
+#pragma unroll
+        for (u32 i = 0; i < (BATCHED ? 5u : 3u); ++i) {
+            shared_next[i] = next[i];
+        }
     };
     // Thread 0's last count of a finished tile (the atomic's answer is looked at one tile
     // later, so no tile waits for it), and whether one of its counts was the last.
@@ -402,7 +598,8 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
             break;
         }
         const SetsTile t = sets_tile_ranges(p, tile, NV, shared_next[1], shared_next[2], status);
-        if (OP == SETS_OP_MERGE && threadIdx.x == 0) {
+        const u64 region_a0 = BATCHED ? shared_next[3] : 0, region_b0 = BATCHED ? shared_next[4] : 0;
+        if (DIRECT && threadIdx.x == 0) {
             issue_ticket();
         }
         const u32 count = t.a_count + t.b_count;
@@ -414,6 +611,8 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
                     (u32)((reinterpret_cast<u64>(tile_b) / sizeof(Bits)) % LINE);
         r.a = ranks + r.a_shift;
         r.b = ranks + r.b_shift;
+        r.region_a = regions + (BATCHED ? r.a_shift : 0);
+        r.region_b = regions + (BATCHED ? r.b_shift : 0);
         sets_load_tile<Key, THREADS>(tile_a, t.a_count, r.a, tile_b, t.b_count, r.b, descending,
 #if __CUDA_ARCH__ >= 900
                                      &tile_loaded, &load_phase
@@ -430,10 +629,14 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         if (seam) {
             seam_raw = a_seam ? a[t.a0 - 1] : b[t.b0 - 1];
         }
-        if (OP == SETS_OP_MERGE && threadIdx.x == 0) {
+        if (DIRECT && threadIdx.x == 0) {
             read_bounds();
         }
         __syncthreads();
+        if (BATCHED) {
+            sets_tile_regions<THREADS>(side_a, side_b, pairs, t, r, region_a0, region_b0,
+                                       regions, &a_marks, warp_totals);
+        }
         // The thread's diagonals within the tile: the tile's first diagonal is VT * tid on the
         // slot path, less one when the tile's first b went to the tile before.
         auto diagonal = [&](u32 thread) -> u32 {
@@ -447,9 +650,17 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         const u32 d1 = threadIdx.x + 1 == THREADS ? count : diagonal(threadIdx.x + 1);
         auto at_a = [&](u32 i) { return r.a[i]; };
         auto at_b = [&](u32 i) { return r.b[i]; };
+        auto at_ca = [&](u32 i) { return SetsComposite<Bits>{r.region_a[i], r.a[i]}; };
+        auto at_cb = [&](u32 i) { return SetsComposite<Bits>{r.region_b[i], r.b[i]}; };
         bool star = false;
         u32 a_start;
-        if (OP == SETS_OP_MERGE) {
+        if (BATCHED && OP == SETS_OP_MERGE) {
+            a_start = merge_path_lower(SerialSearch(), at_ca, t.a_count, at_cb, t.b_count, d0);
+        } else if (BATCHED) {
+            // A gap's elements repeat (all rank 0): the duplicates' path.
+            a_start = balanced_path<true>(SerialSearch(), at_ca, t.a_count, at_cb, t.b_count, d0,
+                                          &star);
+        } else if (OP == SETS_OP_MERGE) {
             a_start = merge_path_lower(SerialSearch(), at_a, t.a_count, at_b, t.b_count, d0);
         } else if (p.flags & SETS_NO_DUPLICATES) {
             a_start =
@@ -464,11 +675,12 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         const u32 a_first = ai, b_first = bi;
         u32 sources[(VT + 1) / 2];
         bool walk_disorder;
-        const u32 commit = sets_serial<OP, VT>(r, t.a_count, t.b_count, ai, bi, d1, sources,
-                                               compacted + d0, p.flags, &walk_disorder);
+        const u32 commit = sets_serial<OP, VT, BATCHED>(r, t.a_count, t.b_count, ai, bi, d1,
+                                                        sources, compacted + d0, p.flags,
+                                                        &walk_disorder);
         u64 tile_total;
         u32 below;
-        if (OP == SETS_OP_MERGE) {
+        if (DIRECT) {
             // Every slot is an output, already in place at the thread's diagonal.
             below = d0;
             tile_total = count;
@@ -479,7 +691,7 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         }
         // A set operation publishes its tile's count at once (after its DISORDER report), for
         // the look-backs of the tiles after it; a merge's tile writes at its diagonal.
-        if (OP != SETS_OP_MERGE && threadIdx.x == 0) {
+        if (!DIRECT && threadIdx.x == 0) {
             __threadfence();
             const u64 flag = tile == 0 ? SETS_TILE_INCLUSIVE : SETS_TILE_AGGREGATE;
             reinterpret_cast<volatile u64*>(state)[tile] = flag | tile_total;
@@ -500,8 +712,10 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
                 const bool strict = (p.flags & SETS_STRICT) != 0;
                 const u32 a_end = ai < t.a_count ? ai + 1 : t.a_count;
                 const u32 b_end = bi < t.b_count ? bi + 1 : t.b_count;
-                const u32 bad_a = sets_first_out_of_order(r.a, a_first + 1, a_end, strict);
-                const u32 bad_b = sets_first_out_of_order(r.b, b_first + 1, b_end, strict);
+                const u32 bad_a = sets_first_out_of_order<BATCHED>(r.a, r.region_a, a_first + 1,
+                                                                   a_end, strict);
+                const u32 bad_b = sets_first_out_of_order<BATCHED>(r.b, r.region_b, b_first + 1,
+                                                                   b_end, strict);
                 if (bad_a != ~0u) {
                     sets_report_disorder(&status[SETS_STATUS_A_BAD], t.a0 + bad_a,
                                          r.a[bad_a] == r.a[bad_a - 1]);
@@ -511,7 +725,13 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
                                          r.b[bad_b] == r.b[bad_b - 1]);
                 }
             }
-            if (seam) {
+            // A batched seam counts only within one segment: the first key's region is odd and
+            // no boundary sits at it.
+            const bool seam_in_pair =
+                !BATCHED ||
+                (a_seam ? (region_a0 & 1) != 0 && sets_boundary(side_a, region_a0 - 1) != t.a0
+                        : (region_b0 & 1) != 0 && sets_boundary(side_b, region_b0 - 1) != t.b0);
+            if (seam && seam_in_pair) {
                 const u64 first = a_seam ? t.a0 : t.b0;
                 const Bits x = sets_rank<Key>(seam_raw, descending);
                 const Bits y = a_seam ? r.a[0] : r.b[0];
@@ -524,17 +744,17 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         u32 at = below;
 #pragma unroll
         for (u32 i = 0; i < VT; ++i) {
-            if (OP != SETS_OP_MERGE && (commit & (1u << i))) {
+            if (!DIRECT && (commit & (1u << i))) {
                 compacted[at++] = (u16)(sources[i / 2] >> (16 * (i % 2)));
             }
         }
         if (threadIdx.x < 32) {
             u64 before = tile * NV;
-            if (OP != SETS_OP_MERGE) {
+            if (!DIRECT) {
                 before = tile == 0 ? 0 : sets_look_back(state, tile);
             }
             if (threadIdx.x == 0) {
-                if (OP != SETS_OP_MERGE && tile != 0) {
+                if (!DIRECT && tile != 0) {
                     reinterpret_cast<volatile u64*>(state)[tile] =
                         SETS_TILE_INCLUSIVE | (before + tile_total);
                 }
@@ -549,9 +769,27 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         }
         __syncthreads();
         const u64 offset = shared_word[0];
-        if (OP != SETS_OP_MERGE && threadIdx.x == 0) {
+        if (!DIRECT && threadIdx.x == 0) {
             issue_ticket();
             read_bounds();
+        }
+        if (BATCHED) {
+            // Each pair's offset, by the thread whose walk passes the pair's start.
+            const u64 diagonal0 = t.a0 + t.b0;
+            sets_write_pair_offsets<VT>(side_a, side_b, pairs, r, regions, t, a_first, b_first,
+                                        diagonal0 + a_first + b_first, diagonal0 + ai + bi,
+                                        commit, sources, offset + below, out_offsets);
+            if (tile + 1 == p.tiles && threadIdx.x == 0) {
+                // The pairs that start at the very end (empty ones), and the end.
+                const u64 total = p.a_count + p.b_count;
+                const u64 count = offset + tile_total;
+                u64 q = SerialSearch().first_false((u64)0, pairs, [&](u64 s) {
+                    return sets_pair_start(side_a, side_b, s) < total;
+                });
+                for (; q <= pairs; ++q) {
+                    out_offsets[q] = (i64)count;
+                }
+            }
         }
         // Only an unsorted input (reported) has more outputs than the bound.
         const u64 room = offset < p.out_len ? p.out_len - offset : 0;
@@ -599,18 +837,20 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
     if (shared_word[1] != 0) {
         __threadfence();  // the other tiles' DISORDER reports, fenced before they counted
         if (*reinterpret_cast<volatile u64*>(&status[SETS_STATUS_DISORDER]) != 0) {
-            sets_check_all<Key, THREADS>(p, a, p.a_count, &status[SETS_STATUS_A_BAD]);
-            sets_check_all<Key, THREADS>(p, b, p.b_count, &status[SETS_STATUS_B_BAD]);
+            sets_check_all<Key, THREADS, BATCHED>(p, side_a, a, p.a_count,
+                                                  &status[SETS_STATUS_A_BAD]);
+            sets_check_all<Key, THREADS, BATCHED>(p, side_b, b, p.b_count,
+                                                  &status[SETS_STATUS_B_BAD]);
         }
     }
 }
 
-template <class Key, u32 THREADS, u32 OP, int VALUE_BYTES>
+template <class Key, u32 THREADS, u32 OP, int VALUE_BYTES, int BATCHED>
 __device__ __forceinline__ void sets(const SetsParams& p) {
     typedef typename Key::Bits Bits;
-    constexpr u64 NV = (u64)THREADS * (sizeof(Bits) == 8 ? SETS_ITEMS_WIDE : SETS_ITEMS);
+    constexpr u64 NV = (u64)THREADS * sets_items<Bits, BATCHED != 0>();
     if (p.stage == SETS_STAGE_TILES) {
-        sets_tiles<Key, THREADS, OP, VALUE_BYTES>(p);
+        sets_tiles<Key, THREADS, OP, VALUE_BYTES, BATCHED != 0>(p);
         return;
     }
     // PARTITION: a group of SETS_PARTITION_LANES lanes per tile boundary: the Balanced Path
@@ -622,9 +862,72 @@ __device__ __forceinline__ void sets(const SetsParams& p) {
     auto at_a = [&](u64 i) { return sets_rank<Key>(a[i], descending); };
     auto at_b = [&](u64 i) { return sets_rank<Key>(b[i], descending); };
     u64* partition = reinterpret_cast<u64*>(p.partition);
+    u64* status = reinterpret_cast<u64*>(p.status);
     const u64 total = p.a_count + p.b_count;
     const u64 stride = grid_threads(THREADS) / G;
     const GroupSearch<G> search;
+    if (BATCHED) {
+        // A thread per pair checks both its segments (the smallest invalid pair is reported).
+        const u64 pairs = sets_pairs(p);
+        for (u64 seg = global_thread_index(THREADS); seg < pairs; seg += grid_threads(THREADS)) {
+            i64 value = 0;
+            const u64 word = sets_resolve_pair(p, seg, &value);
+            if (word != 0) {
+                atomicMax(reinterpret_cast<unsigned long long*>(&status[SETS_STATUS_VIOLATION]),
+                          ~word);
+            }
+        }
+        if (global_thread_index(THREADS) == 0 && (p.a_layout & SEGMENT_COUNT_DEFERRED)) {
+            const i64 n = *reinterpret_cast<const i64*>(p.num_segments_ptr);
+            if (n < (i64)p.num_segments_min || n > (i64)p.num_segments_max) {
+                status[SETS_STATUS_COUNT_BAD] = 1;
+                status[SETS_STATUS_COUNT_VALUE] = (u64)n;
+            }
+        }
+        // Each tile boundary: its region (the events, each boundary's sum over both inputs,
+        // are in order), the path within the region, and the regions of the first a and first
+        // b at the split.
+        const SetsSide side_a = sets_side_a(p), side_b = sets_side_b(p);
+        const u64 events = 2 * pairs;
+        for (u64 q = global_thread_index(THREADS) / G; q <= p.tiles; q += stride) {
+            const u64 diag = q * NV < total ? q * NV : total;
+            const u64 region = search.first_false((u64)0, events, [&](u64 k) {
+                return sets_boundary(side_a, k) + sets_boundary(side_b, k) <= diag;
+            });
+            const u64 a_lo = region == 0 ? 0 : sets_boundary(side_a, region - 1);
+            const u64 b_lo = region == 0 ? 0 : sets_boundary(side_b, region - 1);
+            u64 a_hi = region == events ? p.a_count : sets_boundary(side_a, region);
+            u64 b_hi = region == events ? p.b_count : sets_boundary(side_b, region);
+            a_hi = a_hi < a_lo ? a_lo : a_hi;
+            b_hi = b_hi < b_lo ? b_lo : b_hi;
+            const u64 a_n = a_hi - a_lo, b_n = b_hi - b_lo;
+            u64 local = diag > a_lo + b_lo ? diag - a_lo - b_lo : 0;
+            local = local < a_n + b_n ? local : a_n + b_n;
+            bool star = false;
+            u64 ai;
+            auto in_a = [&](u64 i) { return at_a(a_lo + i); };
+            auto in_b = [&](u64 i) { return at_b(b_lo + i); };
+            auto gap = [](u64) { return (Bits)0; };  // a gap's elements are alike
+            if (OP == SETS_OP_MERGE) {
+                ai = (region & 1) ? merge_path_lower(search, in_a, a_n, in_b, b_n, local)
+                                  : merge_path_lower(search, gap, a_n, gap, b_n, local);
+            } else if (region & 1) {
+                ai = balanced_path<true>(search, in_a, a_n, in_b, b_n, local, &star);
+            } else {
+                ai = balanced_path<true>(search, gap, a_n, gap, b_n, local, &star);
+            }
+            ai += a_lo;
+            const u64 bi = b_lo + local - (ai - a_lo) + (star ? 1u : 0u);
+            const u64 region_a = sets_region_of(search, side_a, pairs, ai);
+            const u64 region_b = sets_region_of(search, side_b, pairs, bi);
+            if ((threadIdx.x & (G - 1)) == 0) {
+                partition[3 * q] = ai | (star ? 1ull << 63 : 0ull);
+                partition[3 * q + 1] = region_a;
+                partition[3 * q + 2] = region_b;
+            }
+        }
+        return;
+    }
     // Every lane of a group runs the same trip count (a group's threads are consecutive).
     for (u64 q = global_thread_index(THREADS) / G; q <= p.tiles; q += stride) {
         const u64 diag = q * NV < total ? q * NV : total;

@@ -35,7 +35,7 @@ macro_rules! kernel_params {
     ($(#[$meta:meta])* struct $name:ident { $($(#[$field_meta:meta])* $field:ident : $ty:ty),* $(,)? }) => {
         $(#[$meta])*
         #[repr(C)]
-        #[derive(Clone, Copy, Debug)]
+        #[derive(Clone, Copy, Debug, Default)]
         pub(crate) struct $name {
             $($(#[$field_meta])* pub(crate) $field: $ty,)*
         }
