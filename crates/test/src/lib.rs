@@ -34,6 +34,7 @@ pub mod fuzz;
 pub mod oracle;
 pub mod seed_sets;
 pub mod seed_sort;
+pub mod set_batches;
 
 pub use cases::{all_keys, sample_keys, SplitMix64};
 pub use oxicub_algorithms::Cuda;

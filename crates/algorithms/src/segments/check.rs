@@ -72,10 +72,31 @@ where
     S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
     N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
 {
+    let Segments {
+        layout,
+        sizes,
+        num_segments,
+    } = segments;
+    check_parts((layout, sizes, num_segments), bounds, num_keys)
+}
+
+/// [`check`] of segments given as their parts (a batched set operation's two inputs share one
+/// number of segments).
+pub(crate) fn check_parts<'p, B, L, S, N>(
+    (layout, sizes, num_segments): (&'p L, &'p S, &'p N),
+    bounds: SegmentBounds,
+    num_keys: usize,
+) -> Result<(SegmentsRequest, SegmentArgsOn<'p, B>), Error>
+where
+    B: Backend + ?Sized,
+    L: Layout<B>,
+    S: ParamFor<role::SegmentSize> + PerSegmentOn<B>,
+    N: ParamFor<role::NumSegments> + SingleValue + ValuesOn<B>,
+{
     let args = SegmentArgs {
-        layout: segments.layout.arg(),
-        sizes: segments.sizes.values(),
-        num_segments: segments.num_segments.values(),
+        layout: layout.arg(),
+        sizes: sizes.values(),
+        num_segments: num_segments.values(),
     };
     let num_keys = num_keys as u64;
     let max_segments = match args.num_segments {

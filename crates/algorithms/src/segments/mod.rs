@@ -46,7 +46,8 @@ pub(crate) mod listed;
 mod outcome;
 
 pub(crate) use check::{
-    check, check_buffers, check_deferred, check_per_segment, SegmentArgs, SegmentsRequest,
+    check, check_buffers, check_deferred, check_parts, check_per_segment, SegmentArgs,
+    SegmentsRequest,
 };
 pub use heads::{offsets_from_head_flags, offsets_from_head_indices};
 pub use heads_cuda::{offsets_from_head_flags_on_device, offsets_from_head_indices_on_device};

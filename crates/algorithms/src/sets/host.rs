@@ -2,13 +2,17 @@
 //! transform, inverted for descending inputs, so one ascending comparison serves both orders).
 //! The oracle of the GPU tests, written from the standard's semantics.
 
+use std::ops::Range;
+
 use super::op::SetOp;
 use super::{SetOutputs, SetsBackend};
 use crate::backend::{DeviceValue, Host};
-use crate::contract::sets::{InputCheck, SetRequest};
+use crate::contract::sets::{rename_side, BatchArgsOn, BatchRequest, InputCheck, SetRequest};
 use crate::radix::{rank, RadixKey};
 use crate::sealed::Token;
+use crate::segments::host::{resolve_num_segments, resolve_segment};
 use crate::segments::Pending;
+use crate::segments::{LayoutArg, SegmentArgs, SegmentsRequest, Violation};
 use crate::values::ValuesIn;
 use crate::Error;
 use oxicub_params::SortOrder;
@@ -34,12 +38,6 @@ pub(crate) fn first_out_of_order(ranks: &[u64], check: InputCheck) -> Option<(us
         .windows(2)
         .position(|w| w[1] < w[0] || (strict && w[1] == w[0]))
         .map(|i| (i + 1, ranks[i + 1] == ranks[i]))
-}
-
-/// The error for input `arg`'s first position out of order, if any.
-pub(crate) fn order_error(arg: &'static str, ranks: &[u64], request: &SetRequest) -> Option<Error> {
-    first_out_of_order(ranks, request.check)
-        .map(|(position, repeat)| order_error_at(arg, position as u64, repeat, request))
 }
 
 /// The error for input `arg` out of order at `position` (`repeat`: its key equals the one
@@ -131,29 +129,53 @@ fn ranks_of<K: RadixKey>(keys: &[K], order: SortOrder) -> Vec<u64> {
     keys.iter().map(|&k| rank(k, descending)).collect()
 }
 
-impl SetsBackend for Host {
-    fn set_operation_checked<K: RadixKey, V: DeviceValue>(
-        &self,
-        _: Token,
-        request: &SetRequest,
-        a: &[K],
-        b: &[K],
-        values: ValuesIn<(&[V], &[V]), V>,
-        outputs: SetOutputs<'_, '_, '_, Self, K, V>,
-    ) -> Result<Pending<usize>, Error> {
-        let SetOutputs {
-            keys: out_keys,
-            values: mut out_values,
-            count,
-        } = outputs;
-        let (a_ranks, b_ranks) = (ranks_of(a, request.order), ranks_of(b, request.order));
-        let unsorted =
-            order_error("a", &a_ranks, request).or_else(|| order_error("b", &b_ranks, request));
-        if let Some(error) = unsorted {
-            return Ok(Pending::ready(0, Some(error)));
+/// `request`'s operation over each pair of ranges of `a` and `b` (one pair for a single call),
+/// the pairs' outputs one after another; `out_offsets[i]` gets where pair `i`'s begin, and
+/// `out_offsets[pairs]` (like `count[0]`) the number written. The order is checked within each
+/// range only (keys between ranges are not keys of any pair).
+fn run_pairs<K: RadixKey, V: DeviceValue>(
+    request: &SetRequest,
+    a: &[K],
+    b: &[K],
+    values: ValuesIn<(&[V], &[V]), V>,
+    outputs: SetOutputs<'_, '_, '_, Host, K, V>,
+    pairs: &[(Range<usize>, Range<usize>)],
+    mut out_offsets: Option<&mut [i64]>,
+) -> Pending<usize> {
+    let SetOutputs {
+        keys: out_keys,
+        values: mut out_values,
+        count,
+    } = outputs;
+    let (a_ranks, b_ranks) = (ranks_of(a, request.order), ranks_of(b, request.order));
+    // The first position out of order within one input's ranges (side 0: a's, 1: b's).
+    let first_unsorted = |ranks: &[u64], side: usize| {
+        pairs.iter().find_map(|pair| {
+            let range = if side == 0 { &pair.0 } else { &pair.1 };
+            first_out_of_order(&ranks[range.clone()], request.check)
+                .map(|(at, repeat)| (range.start + at, repeat))
+        })
+    };
+    let unsorted = [
+        ("a", first_unsorted(&a_ranks, 0)),
+        ("b", first_unsorted(&b_ranks, 1)),
+    ]
+    .into_iter()
+    .find_map(|(arg, bad)| bad.map(|(at, repeat)| order_error_at(arg, at as u64, repeat, request)));
+    if let Some(error) = unsorted {
+        return Pending::ready(0, Some(error));
+    }
+    let mut written = 0;
+    for (i, (a_range, b_range)) in pairs.iter().enumerate() {
+        if let Some(offsets) = out_offsets.as_deref_mut() {
+            offsets[i] = written as i64;
         }
-        let mut written = 0;
-        set_operation(request.op, &a_ranks, &b_ranks, |source| {
+        let (a_ranks, b_ranks) = (&a_ranks[a_range.clone()], &b_ranks[b_range.clone()]);
+        set_operation(request.op, a_ranks, b_ranks, |source| {
+            let source = match source {
+                Source::A(i) => Source::A(a_range.start + i),
+                Source::B(j) => Source::B(b_range.start + j),
+            };
             out_keys[written] = match source {
                 Source::A(i) => a[i],
                 Source::B(j) => b[j],
@@ -169,9 +191,82 @@ impl SetsBackend for Host {
             }
             written += 1;
         });
-        if let Some(first) = count.and_then(|count| count.first_mut()) {
-            *first = written as i64;
+    }
+    if let Some(offsets) = out_offsets {
+        offsets[pairs.len()] = written as i64;
+    }
+    if let Some(first) = count.and_then(|count| count.first_mut()) {
+        *first = written as i64;
+    }
+    Pending::ready(written, None)
+}
+
+/// The ranges of one input's first `pairs` segments, checked as the device checks them: each
+/// segment's layout, then (offsets) its begin against the end before it.
+fn side_ranges(
+    side: &'static str,
+    request: &SegmentsRequest,
+    args: &SegmentArgs<&[i64]>,
+    pair: u64,
+) -> Result<Range<usize>, Error> {
+    let (begin, size) = resolve_segment(request, args, pair)
+        .map_err(|(violation, value)| rename_side(violation.error(pair, value), side))?;
+    if let LayoutArg::Offsets { end, .. } = args.layout {
+        if pair > 0 && (begin as i64) < end[pair as usize - 1] {
+            let error = Violation::Overlaps.error(pair, begin as i64);
+            return Err(rename_side(error, side));
         }
-        Ok(Pending::ready(written, None))
+    }
+    Ok(begin as usize..(begin + size) as usize)
+}
+
+impl SetsBackend for Host {
+    fn set_operation_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        _: Token,
+        request: &SetRequest,
+        a: &[K],
+        b: &[K],
+        values: ValuesIn<(&[V], &[V]), V>,
+        outputs: SetOutputs<'_, '_, '_, Self, K, V>,
+    ) -> Result<Pending<usize>, Error> {
+        let whole = [(0..a.len(), 0..b.len())];
+        Ok(run_pairs(request, a, b, values, outputs, &whole, None))
+    }
+
+    fn batched_set_operation_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        _: Token,
+        request: &BatchRequest,
+        args: BatchArgsOn<'_, Self>,
+        a: &[K],
+        b: &[K],
+        values: ValuesIn<(&[V], &[V]), V>,
+        outputs: SetOutputs<'_, '_, '_, Self, K, V>,
+        out_offsets: &mut [i64],
+    ) -> Result<Pending<usize>, Error> {
+        let (count, error) = resolve_num_segments(&request.a, args.a.num_segments);
+        if let Some(error) = error {
+            return Ok(Pending::ready(0, Some(error)));
+        }
+        let mut pairs = Vec::with_capacity(count as usize);
+        for pair in 0..count {
+            let ranges = side_ranges("a", &request.a, &args.a, pair)
+                .and_then(|a| Ok((a, side_ranges("b", &request.b, &args.b, pair)?)));
+            match ranges {
+                Ok(ranges) => pairs.push(ranges),
+                Err(error) => return Ok(Pending::ready(0, Some(error))),
+            }
+        }
+        let offsets = Some(out_offsets);
+        Ok(run_pairs(
+            &request.set,
+            a,
+            b,
+            values,
+            outputs,
+            &pairs,
+            offsets,
+        ))
     }
 }

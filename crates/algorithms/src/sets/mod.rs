@@ -62,17 +62,19 @@
 //! outputs compacted a tile at a time; the inputs' order checked within the same pass) and
 //! [`AnyBackend`](crate::AnyBackend).
 
+mod batched;
 mod cuda;
 mod host;
 pub mod op;
 
+pub use batched::{batched_indices, batched_keys, batched_pairs, Batch, BatchLayout, BatchOn};
 pub use op::SetOperation;
 
 use oxicub_env::Environment;
 use oxicub_params::SortOrder;
 
 use crate::backend::{Backend, Buffer, DeviceValue};
-use crate::contract::sets::{checked_sets, SetBuffers, SetRequest};
+use crate::contract::sets::{checked_sets, BatchArgsOn, BatchRequest, SetBuffers, SetRequest};
 use crate::contract::{SortOrdering, SortTieBreak};
 use crate::radix::RadixKey;
 use crate::sealed::{Sealed, Token};
@@ -103,6 +105,21 @@ pub trait SetsBackend: Backend {
         b: Self::Slice<'_, K>,
         values: SetValues<'_, '_, Self, V>,
         outputs: SetOutputs<'_, '_, '_, Self, K, V>,
+    ) -> Result<Pending<usize>, Error>;
+
+    /// A batched set operation after the front check.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn batched_set_operation_checked<K: RadixKey, V: DeviceValue>(
+        &self,
+        token: Token,
+        request: &BatchRequest,
+        args: BatchArgsOn<'_, Self>,
+        a: Self::Slice<'_, K>,
+        b: Self::Slice<'_, K>,
+        values: SetValues<'_, '_, Self, V>,
+        outputs: SetOutputs<'_, '_, '_, Self, K, V>,
+        out_offsets: Self::SliceMut<'_, i64>,
     ) -> Result<Pending<usize>, Error>;
 }
 
@@ -473,10 +490,7 @@ where
     )
 }
 
-/// The body of every entry point: the front check of the inputs, the values beside them (their
-/// lengths for pairs; for indices `index_limit`, the most positions the index type numbers) and
-/// the outputs (the second one named
-/// `out_values` for pairs, `out_indices` for indices), then the backend.
+/// The body of every entry point: the front check, then the backend.
 #[allow(clippy::too_many_arguments)]
 fn run_checked<B, K, V, Op, O, E>(
     backend: &B,
@@ -499,8 +513,46 @@ where
     E::Ordering: SortOrdering,
     E::TieBreak: SortTieBreak,
 {
+    let request = checked_request(
+        &operation,
+        &order,
+        &a,
+        &b,
+        &values,
+        index_limit,
+        &outputs,
+        env,
+    )?;
+    backend.set_operation_checked(Token::new(), &request, a, b, values, outputs)
+}
+
+/// The front check of every entry point, batched or not: the inputs, the values beside them
+/// (their lengths for pairs; for indices `index_limit`, the most positions the index type
+/// numbers) and the outputs (the second one named `out_values` for pairs, `out_indices` for
+/// indices) against the operation's bound over the whole of `a` and `b`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn checked_request<B, K, V, Op, O, E>(
+    operation: &Op,
+    order: &O,
+    a: &B::Slice<'_, K>,
+    b: &B::Slice<'_, K>,
+    values: &SetValues<'_, '_, B, V>,
+    index_limit: Option<u64>,
+    outputs: &SetOutputs<'_, '_, '_, B, K, V>,
+    env: &E,
+) -> Result<SetRequest, Error>
+where
+    B: SetsBackend,
+    K: RadixKey,
+    V: DeviceValue,
+    Op: SetOperation,
+    O: SetOrder,
+    E: Environment,
+    E::Ordering: SortOrdering,
+    E::TieBreak: SortTieBreak,
+{
     check_sort_value_width::<V>();
-    let (value_lens, values_arg) = match &values {
+    let (value_lens, values_arg) = match values {
         ValuesIn::Copy((a_values, b_values)) => {
             (Some((a_values.len(), b_values.len())), "out_values")
         }
@@ -520,6 +572,5 @@ where
         outputs: &lens[..named],
         count: outputs.count.as_ref().map(Buffer::len),
     };
-    let request = checked_sets(&operation, order.sort_order(), buffers, env)?;
-    backend.set_operation_checked(Token::new(), &request, a, b, values, outputs)
+    checked_sets(operation, order.sort_order(), buffers, env)
 }
