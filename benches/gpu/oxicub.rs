@@ -54,7 +54,7 @@ pub fn opt_out_runner(w: &Workload) -> Option<Runner> {
     match w.kind {
         Kind::TopK { .. } => Some(topk_opt_out),
         Kind::Batched { .. } => batched::opt_out_runner(w),
-        Kind::Set { .. } => sets::opt_out_runner(w),
+        Kind::Set { .. } | Kind::BatchedSet { .. } => sets::opt_out_runner(w),
         _ => None,
     }
 }
@@ -123,6 +123,6 @@ pub fn runner(w: &Workload) -> Option<Runner> {
             segsort::runner(w)
         }
         Kind::Locality { .. } => locality::runner(w),
-        Kind::Set { .. } => sets::runner(w),
+        Kind::Set { .. } | Kind::BatchedSet { .. } => sets::runner(w),
     }
 }

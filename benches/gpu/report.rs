@@ -49,7 +49,7 @@ impl Cell {
             _ => None,
         }
     }
-    fn text(&self) -> String {
+    pub fn text(&self) -> String {
         match &self.state {
             State::Timed { median_ms, .. } => fmt_ms(*median_ms),
             State::Mismatch { median_ms, .. } => format!("MISMATCH ({})", fmt_ms(*median_ms)),
@@ -94,12 +94,13 @@ pub struct Column {
 }
 
 /// CUB and thrust come from the same library (CCCL) and never cover the same workload, so they
-/// share a column.
+/// share a column. "thrust loop" and "thrust tagged" are two ways of one batched workload; the
+/// column shows the faster (gpu.rs: `column_cell`).
 pub const COLUMNS: &[Column] = &[
     Column {
         key: "cccl",
         title: "CUB/thrust",
-        imps: &["cub", "thrust"],
+        imps: &["cub", "thrust", "thrust loop", "thrust tagged"],
     },
     Column {
         key: "torch",

@@ -31,6 +31,16 @@ impl SetOp {
             SetOp::Merge => "merge",
         }
     }
+    /// The plan kind of the batched operation (`Kind::BatchedSet`).
+    pub fn batched_plan_kind(self) -> &'static str {
+        match self {
+            SetOp::Intersection => "batched_set_intersection",
+            SetOp::Union => "batched_set_union",
+            SetOp::Difference => "batched_set_difference",
+            SetOp::SymmetricDifference => "batched_set_symdiff",
+            SetOp::Merge => "batched_merge",
+        }
+    }
     fn label(self) -> &'static str {
         match self {
             SetOp::Intersection => "set intersection",
@@ -98,6 +108,16 @@ pub enum Kind {
     /// A multiset operation or a merge of two sorted int32 arrays of n keys each, keys in
     /// [0, mask]: A is stream `seed`, B is stream `seed + 1`.
     Set { op: SetOp, n: u64, mask: u32 },
+    /// A `Set` operation over `pairs` pairs of sorted u32 segments in one call, pair i's
+    /// result after pair i - 1's: A's segment sizes are the power-law lengths of stream `seed`,
+    /// B's of stream `seed + 1` (`batched_set_offsets`); A's keys are stream `seed + 2` under
+    /// `mask`, B's stream `seed + 3`, each segment sorted ascending.
+    BatchedSet {
+        op: SetOp,
+        pairs: u64,
+        max_exp: u32,
+        mask: u32,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -117,6 +137,13 @@ const DUP_MASK: u32 = 0xFFF; // keys in [0, 4096): each key about 4096 times per
 const POWERLAW_SEGMENTS: u64 = 1536;
 const POWERLAW_MAX_EXP: u32 = 16; // lengths 1 .. 2^17 - 1; about 1.7e7 keys in all
 const LOCALITY_LOG2: u32 = 26;
+// Adjacency-list intersection (common neighbours, triangle counting): many short sorted lists.
+// Lengths 1 .. 2^9 - 1 average about 85, so about 5.5e6 keys a side (max_exp 16 would give
+// 7.6e8). Keys in [0, 1024): a pair of long lists shares a good part of its keys, a short one
+// little, and long lists repeat keys, so the multiset semantics show.
+const BATCHED_SET_PAIRS: u64 = 1 << 16;
+const BATCHED_SET_MAX_EXP: u32 = 8;
+const BATCHED_SET_MASK: u32 = 0x3FF;
 
 /// Every workload of the issue, in table order.
 pub fn all() -> Vec<Workload> {
@@ -277,6 +304,22 @@ pub fn all() -> Vec<Workload> {
         },
         401,
     );
+    let op = SetOp::Intersection;
+    add(
+        op.batched_plan_kind().to_owned(),
+        format!(
+            "batched {} 2^16 pairs u32, lengths 1..2^{}",
+            op.label(),
+            BATCHED_SET_MAX_EXP + 1
+        ),
+        Kind::BatchedSet {
+            op,
+            pairs: BATCHED_SET_PAIRS,
+            max_exp: BATCHED_SET_MAX_EXP,
+            mask: BATCHED_SET_MASK,
+        },
+        601,
+    );
     v
 }
 
@@ -301,7 +344,25 @@ pub fn input_bytes(kind: &Kind) -> u64 {
             4 * segments * (1u64 << (max_exp + 1))
         }
         Kind::Set { n, .. } => 8 * n,
+        // As for the power-law segmented sort: a bound (the keys of both sides at the longest
+        // lengths, and both offset arrays).
+        Kind::BatchedSet { pairs, max_exp, .. } => {
+            8 * pairs * (1u64 << (max_exp + 1)) + 16 * (pairs + 1)
+        }
     }
+}
+
+/// The segment offsets (length pairs + 1 each) of a batched set operation's A and B.
+pub fn batched_set_offsets(seed: u64, pairs: u64, max_exp: u32) -> [Vec<u64>; 2] {
+    [
+        gen::powerlaw_offsets(seed, pairs, max_exp),
+        gen::powerlaw_offsets(seed + 1, pairs, max_exp),
+    ]
+}
+
+/// The key counts of a batched set operation's A and B.
+fn batched_set_lens(seed: u64, pairs: u64, max_exp: u32) -> [u64; 2] {
+    batched_set_offsets(seed, pairs, max_exp).map(|off| *off.last().unwrap_or(&0))
 }
 
 impl Workload {
@@ -314,6 +375,10 @@ impl Workload {
                 4 * *gen::powerlaw_offsets(self.seed, segments, max_exp)
                     .last()
                     .unwrap_or(&0)
+            }
+            Kind::BatchedSet { pairs, max_exp, .. } => {
+                let [na, nb] = batched_set_lens(self.seed, pairs, max_exp);
+                4 * (na + nb) + 16 * (pairs + 1)
             }
             k => input_bytes(&k),
         };
@@ -353,6 +418,12 @@ impl Workload {
             Kind::Locality { n, .. } => 8 * n,
             // both inputs read + the output written
             Kind::Set { n, .. } => 8 * n + 4 * out_len,
+            // both inputs' keys and int64 offsets (pairs + 1 each) read, the output keys and
+            // their pairs + 1 int64 offsets written
+            Kind::BatchedSet { pairs, max_exp, .. } => {
+                let [na, nb] = batched_set_lens(self.seed, pairs, max_exp);
+                4 * (na + nb) + 2 * 8 * (pairs + 1) + 4 * out_len + 8 * (pairs + 1)
+            }
         }
     }
 
@@ -386,6 +457,17 @@ impl Workload {
                 LocalityKeys::Random => ("locality_random", n, 0, 0),
             },
             Kind::Set { op, n, mask } => (op.plan_kind(), n, u64::from(mask), 0),
+            Kind::BatchedSet {
+                op,
+                pairs,
+                max_exp,
+                mask,
+            } => (
+                op.batched_plan_kind(),
+                pairs,
+                u64::from(max_exp),
+                u64::from(mask),
+            ),
         };
         format!(
             "{} {} {} {} {} {} {} {} {}",
@@ -514,7 +596,9 @@ fn top_bits(seed: u64, a: u64, b: u64, k: usize) -> Vec<u32> {
 /// - top-k: the k selected keys sorted descending (per row, rows in order, for batched);
 /// - sorts: the whole sorted output;
 /// - sorts with values (pairs, argsort): the sorted keys, then their values (gen.rs: `Digest`);
-/// - set operations and merge: the output keys, in order.
+/// - set operations and merge: the output keys, in order;
+/// - batched set operations: the output keys (pair after pair), then the pairs + 1 int64 output
+///   offsets (where each pair's keys begin), so a result split wrongly between pairs fails.
 pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
     let seed = w.seed;
     match w.kind {
@@ -579,6 +663,48 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
                 out_len: out.len() as u64,
             }
         }
+        Kind::BatchedSet {
+            op,
+            pairs,
+            max_exp,
+            mask,
+        } => batched_set_reference(op, seed, pairs, max_exp, mask),
+    }
+}
+
+/// Each pair's segments of A and B sorted, then `set_op` on them, the pairs' results one after
+/// another, then their offsets.
+fn batched_set_reference(op: SetOp, seed: u64, pairs: u64, max_exp: u32, mask: u32) -> Reference {
+    let [a_off, b_off] = batched_set_offsets(seed, pairs, max_exp);
+    let segment = |off: &[u64], key_seed: u64, p: u64| {
+        let (lo, hi) = (off[p as usize], off[p as usize + 1]);
+        let mut v: Vec<u32> = (lo..hi).map(|i| gen::u32_at(key_seed, i, mask)).collect();
+        v.sort_unstable();
+        v
+    };
+    let parts = par_ranges(pairs, |lo, hi| {
+        let mut keys = Vec::new();
+        let mut lens = Vec::with_capacity((hi - lo) as usize);
+        for p in lo..hi {
+            let (a, b) = (segment(&a_off, seed + 2, p), segment(&b_off, seed + 3, p));
+            let out = set_op(op, &a, &b);
+            lens.push(out.len() as i64);
+            keys.extend_from_slice(&out);
+        }
+        (keys, lens)
+    });
+    let mut keys = Vec::new();
+    let mut offsets = vec![0i64];
+    for (k, lens) in parts {
+        keys.extend_from_slice(&k);
+        for len in lens {
+            offsets.push(offsets[offsets.len() - 1] + len);
+        }
+    }
+    let out_len = keys.len() as u64;
+    Reference {
+        digest: Digest::of_words(&keys).add(Digest::of_i64_at(out_len, &offsets)),
+        out_len,
     }
 }
 

@@ -16,6 +16,7 @@
 #include "gen.cuh"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -76,6 +77,38 @@ class DeviceBuffer {
  private:
   T* p_ = nullptr;
   size_t n_ = 0;
+};
+
+// thrust allocates temporary storage on every call unless it is given an allocator, as a user who
+// cares gives it one (thrust::cuda::par(alloc)): this one keeps one device block and hands it out
+// again when it is large enough.
+class CachingAllocator {
+ public:
+  using value_type = char;
+  CachingAllocator() = default;
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+  ~CachingAllocator() {
+    if (block_) cudaFree(block_);
+  }
+  char* allocate(std::ptrdiff_t n) {
+    if (in_use_) throw std::runtime_error("CachingAllocator: one allocation at a time");
+    if ((size_t)n > size_) {
+      if (block_) CUDA_CHECK(cudaFree(block_));
+      block_ = nullptr;
+      size_ = 0;
+      CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&block_), (size_t)n));
+      size_ = (size_t)n;
+    }
+    in_use_ = true;
+    return block_;
+  }
+  void deallocate(char*, size_t) { in_use_ = false; }
+
+ private:
+  char* block_ = nullptr;
+  size_t size_ = 0;
+  bool in_use_ = false;
 };
 
 // Fill `out` on `s` from the shared generator (gen.cuh); defined in cub_peers.cu, the unit that
@@ -209,5 +242,6 @@ bool run_cub_segsort(const PlanItem& it, cudaStream_t s);
 bool run_cub_radix_sort(const PlanItem& it, cudaStream_t s);
 bool run_thrust_setops(const PlanItem& it, cudaStream_t s);
 bool run_cub_merge(const PlanItem& it, cudaStream_t s);
+bool run_thrust_batched_setops(const PlanItem& it, cudaStream_t s);
 
 }  // namespace oxb

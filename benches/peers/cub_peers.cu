@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
         handled = true;
       }
       handled = handled || run_cub_topk(it, s) || run_cub_batched_topk(it, s) || run_cub_segsort(it, s) ||
-                run_cub_radix_sort(it, s) || run_thrust_setops(it, s) || run_cub_merge(it, s);
+                run_cub_radix_sort(it, s) || run_thrust_setops(it, s) || run_cub_merge(it, s) ||
+                run_thrust_batched_setops(it, s);
       if (!handled) emit_status(it.name, "cub", "unsupported", "no CUB/thrust peer for kind " + it.kind);
     } catch (const std::exception& e) {
       ++failures;

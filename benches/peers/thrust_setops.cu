@@ -7,9 +7,9 @@
 // A is stream `seed`, B is stream `seed + 1`; both are sorted on the device before timing.
 //
 // thrust allocates temporary storage on every call; a user who cares passes an allocator, so we
-// do: a caching allocator that keeps its largest block. thrust's set operations return the output
-// end, which copies the output size back to the host and waits: that wait is part of what a
-// thrust user pays, so it stays inside the timed region.
+// do: a caching allocator that keeps its largest block (common.cuh). thrust's set operations
+// return the output end, which copies the output size back to the host and waits: that wait is
+// part of what a thrust user pays, so it stays inside the timed region.
 #include "common.cuh"
 
 #include <thrust/execution_policy.h>
@@ -17,39 +17,6 @@
 #include <thrust/sort.h>
 
 namespace oxb {
-namespace {
-
-// Keeps one device block and hands it out again when it is large enough.
-class CachingAllocator {
- public:
-  using value_type = char;
-  CachingAllocator() = default;
-  CachingAllocator(const CachingAllocator&) = delete;
-  CachingAllocator& operator=(const CachingAllocator&) = delete;
-  ~CachingAllocator() {
-    if (block_) cudaFree(block_);
-  }
-  char* allocate(std::ptrdiff_t n) {
-    if (in_use_) throw std::runtime_error("CachingAllocator: one allocation at a time");
-    if ((size_t)n > size_) {
-      if (block_) CUDA_CHECK(cudaFree(block_));
-      block_ = nullptr;
-      size_ = 0;
-      CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&block_), (size_t)n));
-      size_ = (size_t)n;
-    }
-    in_use_ = true;
-    return block_;
-  }
-  void deallocate(char*, size_t) { in_use_ = false; }
-
- private:
-  char* block_ = nullptr;
-  size_t size_ = 0;
-  bool in_use_ = false;
-};
-
-}  // namespace
 
 bool run_thrust_setops(const PlanItem& it, cudaStream_t s) {
   const std::string& kd = it.kind;

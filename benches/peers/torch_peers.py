@@ -27,6 +27,7 @@ torch's caching allocator serves the outputs without cudaMalloc in the timed run
   locality_near    torch.sort(x, stable=True) of int32 keys i + rand(0, R) (gen.cuh: oxb_near_i32)
   locality_random  torch.sort(x, stable=True) of random int32 keys (oxb_u32, full mask, as int32)
   set_*       not available in torch (no multiset operations): reported as unsupported.
+  batched_set_* the same, pair by pair: reported as unsupported.
   merge       not available in torch (no merge of sorted arrays): reported as unsupported.
 
 Result digest (same as common.cuh and benches/gpu/gen.rs): over 32-bit words w[0..n),
@@ -255,7 +256,7 @@ def run_item(torch, gen, it):
         med, mn, res = time_runs(torch, it, lambda r: torch.sort(xs[r], stable=True).values)
         result(it, med, mn, digest_words(res.cpu().numpy().view(np.uint32)),
                "torch.sort(x, stable=True), int32 keys")
-    elif it.kind.startswith("set_"):
+    elif it.kind.startswith(("set_", "batched_set_")):
         emit({"workload": it.name, "impl": "torch", "status": "unsupported",
               "note": "torch has no multiset intersection/union/difference"})
     elif it.kind == "merge":
