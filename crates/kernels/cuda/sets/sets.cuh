@@ -382,7 +382,7 @@ __device__ __forceinline__ void sets_tile_regions(const SetsSide& side_a, const 
                                                   u64 pairs, const SetsTile& t,
                                                   const SetsTileRanks<Bits>& r, u64 region_a0,
                                                   u64 region_b0, u32* regions, u32* a_marks,
-                                                  u64* warp_totals) {
+                                                  u32 (&before)[2], u64* warp_totals) {
     const u32 n = t.a_count + t.b_count;
     auto slot = [&](u32 k) { return k < t.a_count ? r.a_shift + k : r.b_shift + (k - t.a_count); };
     for (u32 k = threadIdx.x; k < n; k += THREADS) {
@@ -390,6 +390,19 @@ __device__ __forceinline__ void sets_tile_regions(const SetsSide& side_a, const 
     }
     if (threadIdx.x == 0) {
         *a_marks = 0;
+        // The regions of the elements before the tile: its first's, less the boundaries at
+        // the first (few: one per empty pair there and the segment that begins there).
+        auto region_before = [&](const SetsSide& side, u64 region, u64 x0) -> u32 {
+            if (x0 == 0) {
+                return ~0u;
+            }
+            while (region > 0 && sets_boundary(side, region - 1) == x0) {
+                --region;
+            }
+            return (u32)region;
+        };
+        before[0] = region_before(side_a, region_a0, t.a0);
+        before[1] = region_before(side_b, region_b0, t.b0);
     }
     __syncthreads();
     auto mark = [&](const SetsSide& side, u64 first, u64 begin, u32 count, u32 shift) {
@@ -443,44 +456,36 @@ __device__ __forceinline__ void sets_tile_regions(const SetsSide& side_a, const 
     __syncthreads();
 }
 
-// A batched thread's share of the pairs' offsets: every pair q starting on a diagonal in
-// [start, end) (its walk) gets `first` (where the thread's outputs go) plus the thread's
-// outputs of regions before 2q + 1.
+// A batched thread's share of the pairs' offsets: every pair q starting on a diagonal in its
+// walk gets `first` (where the thread's outputs go) plus the thread's outputs of regions up to
+// 2q. The elements of regions up to 2q are the first E(2q) of the batch (E: the pair's start),
+// so pair q starts in the walk exactly when the element consumed before the walk is of region
+// at most 2q and the walk's last is of region above it: the pairs are read off the regions,
+// with no search. `before` holds the regions of a's and b's element before the tile (~0u:
+// none).
 template <u32 VT, class Bits>
 __device__ __forceinline__ void sets_write_pair_offsets(
-    const SetsSide& side_a, const SetsSide& side_b, u64 pairs, const SetsTileRanks<Bits>& r,
-    const u32* regions, const SetsTile& t, u32 a_first, u32 b_first, u64 start, u64 end,
-    u32 commit, const u32 (&sources)[(VT + 1) / 2], u64 first, i64* out_offsets) {
-    if (start >= end) {
-        return;
+    u64 pairs, const SetsTileRanks<Bits>& r, const u32* regions, const SetsTile& t,
+    const u32 (&before)[2], u32 a_first, u32 b_first, u32 a_end, u32 b_end, u32 commit,
+    const u32 (&sources)[(VT + 1) / 2], u64 first, i64* out_offsets) {
+    if (a_first + b_first == a_end + b_end) {
+        return;  // an empty walk
     }
-    const u32 ga = a_first < t.a_count ? r.region_a[a_first] : ~0u;
-    const u32 gb = b_first < t.b_count ? r.region_b[b_first] : ~0u;
-    const u64 g = ga < gb ? ga : gb;
-    // Pair g / 2 + 1's elements all come after the thread's first: it starts in the walk or
-    // later, so the first pair that does is at most it. Empty pairs before it may start on
-    // the walk's first diagonal too, as many as there are: the search gallops down from it.
-    auto before = [&](u64 q) { return sets_pair_start(side_a, side_b, q) < start; };
-    u64 hi = g / 2 + 1 < pairs ? g / 2 + 1 : pairs;
-    u64 lo = hi;
-    for (u64 step = 1; lo > 0; step *= 2) {
-        const u64 probe = lo > step ? lo - step : 0;
-        if (before(probe)) {
-            lo = probe + 1;
-            break;
-        }
-        hi = probe;
-        lo = probe;
-    }
-    u64 q = SerialSearch().first_false(lo, hi, before);
-    u64 at = q < pairs ? sets_pair_start(side_a, side_b, q) : ~0ull;
+    constexpr u32 NONE = ~0u;
+    const u32 a_prev = a_first > 0 ? r.region_a[a_first - 1] : before[0];
+    const u32 b_prev = b_first > 0 ? r.region_b[b_first - 1] : before[1];
+    // The last element consumed before the walk is the later of the two (regions first).
+    const u32 prev = a_prev == NONE ? b_prev : (b_prev == NONE ? a_prev : max(a_prev, b_prev));
+    const u32 a_last = a_end > a_first ? r.region_a[a_end - 1] : 0u;
+    const u32 b_last = b_end > b_first ? r.region_b[b_end - 1] : 0u;
+    const u64 last = max(a_last, b_last);
+    u64 q = prev == NONE ? 0 : ((u64)prev + 1) / 2;
+    const u64 q_end = (last + 1) / 2 < pairs ? (last + 1) / 2 : pairs;
     u32 count = 0;
     // Pairs q up to the region `region` (2q < region): offset before the output of that region.
     auto flush = [&](u64 region) {
-        while (at < end && 2 * q < region) {
+        for (; q < q_end && 2 * q < region; ++q) {
             out_offsets[q] = (i64)(first + count);
-            ++q;
-            at = q < pairs ? sets_pair_start(side_a, side_b, q) : ~0ull;
         }
     };
 #pragma unroll
@@ -515,6 +520,7 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
     __shared__ u64 shared_next[5];  // the next tile's ticket and partition words
     __shared__ u64 shared_word[2];  // the tile's outputs' offset; whether it finished last
     __shared__ u32 a_marks;  // a batched tile's boundaries inside its range of a
+    __shared__ u32 regions_before[2];  // a batched tile's regions before its a and its b
     u64* status = reinterpret_cast<u64*>(p.status);
     u64* state = reinterpret_cast<u64*>(p.tile_state);
     const Bits* a = reinterpret_cast<const Bits*>(p.a);
@@ -635,7 +641,7 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         __syncthreads();
         if (BATCHED) {
             sets_tile_regions<THREADS>(side_a, side_b, pairs, t, r, region_a0, region_b0,
-                                       regions, &a_marks, warp_totals);
+                                       regions, &a_marks, regions_before, warp_totals);
         }
         // The thread's diagonals within the tile: the tile's first diagonal is VT * tid on the
         // slot path, less one when the tile's first b went to the tile before.
@@ -775,10 +781,8 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
         }
         if (BATCHED) {
             // Each pair's offset, by the thread whose walk passes the pair's start.
-            const u64 diagonal0 = t.a0 + t.b0;
-            sets_write_pair_offsets<VT>(side_a, side_b, pairs, r, regions, t, a_first, b_first,
-                                        diagonal0 + a_first + b_first, diagonal0 + ai + bi,
-                                        commit, sources, offset + below, out_offsets);
+            sets_write_pair_offsets<VT>(pairs, r, regions, t, regions_before, a_first, b_first,
+                                        ai, bi, commit, sources, offset + below, out_offsets);
             if (tile + 1 == p.tiles && threadIdx.x == 0) {
                 // The pairs that start at the very end (empty ones), and the end.
                 const u64 total = p.a_count + p.b_count;

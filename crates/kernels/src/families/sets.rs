@@ -48,7 +48,7 @@ device_constants! {
     pub(crate) const SETS_ITEMS_WIDE: u32 = 15;
     /// Slots a thread of a batched call runs for keys of up to 4 bytes (its tile also holds a
     /// u32 region per element).
-    pub(crate) const SETS_ITEMS_BATCHED: u32 = 15;
+    pub(crate) const SETS_ITEMS_BATCHED: u32 = 17;
     /// Slots a thread of a batched call runs for 8-byte keys.
     pub(crate) const SETS_ITEMS_BATCHED_WIDE: u32 = 11;
 
