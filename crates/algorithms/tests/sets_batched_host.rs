@@ -10,7 +10,7 @@ use oxicub_env::Env;
 use oxicub_params::{num_segments, order, segment_size, SortOrder};
 use oxicub_test::cases::poison;
 use oxicub_test::oracle::RefKey;
-use oxicub_test::set_batches::{power_law_sizes, set_batch, SetBatch};
+use oxicub_test::set_batches::{host_batched, power_law_sizes, set_batch, SetBatch};
 
 /// A batched call's results: the checked count (or the error's text), the keys, the source
 /// positions and the offsets.
@@ -26,32 +26,7 @@ fn batched<K: RefKey, Op: SetOperation>(
     order: SortOrder,
     batch: &SetBatch<K>,
 ) -> Batched<K> {
-    let bound = operation.bound(batch.a.len() as u64, batch.b.len() as u64) as usize;
-    let (mut keys, mut from) = (vec![poison::<K>(); bound], vec![u64::MAX; bound]);
-    let mut offsets = vec![-1i64; batch.pairs() + 1];
-    let pairs = Batch::new(
-        Offsets::new(&batch.a_begin[..], &batch.a_end[..]),
-        segment_size::PerSegment::<()>::new(()),
-        Offsets::new(&batch.b_begin[..], &batch.b_end[..]),
-        segment_size::PerSegment::<()>::new(()),
-        num_segments::uniform(batch.pairs() as i64).expect("count"),
-    );
-    let count = sets::batched_indices(
-        &Host::new(),
-        operation,
-        choice(order),
-        &pairs,
-        &batch.a[..],
-        &batch.b[..],
-        &mut keys[..],
-        &mut from[..],
-        &mut offsets[..],
-        &Env::new(),
-    )
-    .expect("the front check passes")
-    .check()
-    .map_err(|e| e.to_string());
-    (count, keys, from, offsets)
+    host_batched(operation, order, batch, &Env::new())
 }
 
 /// The same, one single call per pair: positions moved from the pair's slices into the whole

@@ -111,3 +111,57 @@ pub fn power_law_sizes(pairs: usize, max: usize, seed: u64) -> Vec<(usize, usize
         .map(|_| (size(&mut rng), size(&mut rng)))
         .collect()
 }
+
+/// A batched call's results: the checked count (or the error's text), the keys, the source
+/// positions, the pairs' offsets.
+pub type BatchedResult<K> = (Result<usize, String>, Vec<K>, Vec<u64>, Vec<i64>);
+
+/// `sets::batched_indices` of `operation` over `batch` on the host backend, in `order`, every
+/// output poisoned first (keys with [`crate::cases::poison`], positions with `u64::MAX`,
+/// offsets with -1): the oracle of the GPU tests.
+pub fn host_batched<K, Op, E>(
+    operation: Op,
+    order: oxicub_params::SortOrder,
+    batch: &SetBatch<K>,
+    env: &E,
+) -> BatchedResult<K>
+where
+    K: RefKey,
+    Op: oxicub_algorithms::sets::SetOperation,
+    E: oxicub_env::Environment,
+    E::Ordering: oxicub_algorithms::contract::SortOrdering,
+    E::TieBreak: oxicub_algorithms::contract::SortTieBreak,
+{
+    use oxicub_algorithms::segments::Offsets;
+    use oxicub_algorithms::sets::{self, Batch};
+    use oxicub_params::{num_segments, order, segment_size};
+    let bound = operation.bound(batch.a.len() as u64, batch.b.len() as u64) as usize;
+    let (mut keys, mut from) = (
+        vec![crate::cases::poison::<K>(); bound],
+        vec![u64::MAX; bound],
+    );
+    let mut offsets = vec![-1i64; batch.pairs() + 1];
+    let pairs = Batch::new(
+        Offsets::new(&batch.a_begin[..], &batch.a_end[..]),
+        segment_size::PerSegment::<()>::new(()),
+        Offsets::new(&batch.b_begin[..], &batch.b_end[..]),
+        segment_size::PerSegment::<()>::new(()),
+        num_segments::uniform(batch.pairs() as i64).expect("a count"),
+    );
+    let count = sets::batched_indices(
+        &oxicub_algorithms::Host::new(),
+        operation,
+        order::Choice::<order::Either>::new(order).expect("an order"),
+        &pairs,
+        &batch.a[..],
+        &batch.b[..],
+        &mut keys[..],
+        &mut from[..],
+        &mut offsets[..],
+        env,
+    )
+    .expect("the front check passes")
+    .check()
+    .map_err(|e| e.to_string());
+    (count, keys, from, offsets)
+}
