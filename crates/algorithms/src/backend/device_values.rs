@@ -281,7 +281,21 @@ impl<V: DeviceValue> DeviceValues<V> {
     /// Copies the values into `out` (exactly `len()` elements; waits for the stream).
     pub fn download_into(&self, cuda: &Cuda, out: &mut [V]) -> Result<(), Error> {
         Error::check_len("out", out.len(), self.len, "the number of values")?;
-        if self.len == 0 {
+        self.download_prefix_into(cuda, out)
+    }
+
+    /// Copies the first `out.len()` values into `out` (at most `len()`; waits for the stream):
+    /// what a call wrote, when it wrote fewer than the buffer holds.
+    pub(crate) fn download_prefix_into(&self, cuda: &Cuda, out: &mut [V]) -> Result<(), Error> {
+        if out.len() > self.len {
+            return Err(Error::BufferTooSmall {
+                arg: "values",
+                len: self.len,
+                required: out.len(),
+                required_from: "the values to copy back",
+            });
+        }
+        if out.is_empty() {
             return Ok(());
         }
         let bytes = self.bytes.slice(..std::mem::size_of_val(out));

@@ -13,7 +13,7 @@ use oxicub_params::SortOrder;
 
 use super::host::order_error_at;
 use super::{SetOutputs, SetValues, SetsBackend};
-use crate::backend::{zeroed, AnyBackend, Cuda, DeviceValue};
+use crate::backend::{AnyBackend, Cuda, DeviceValue};
 use crate::contract::sets::{
     rename_side, BatchArgs, BatchArgsOn, BatchRequest, InputCheck, SetRequest,
 };
@@ -359,12 +359,15 @@ where
         Ok(count) => count,
         Err(error) => return Ok(Pending::ready(0, Some(error))),
     };
-    let written = cuda.download_keys(&device_out)?;
-    out_keys[..count].copy_from_slice(&written[..count]);
+    // Only what the call wrote comes back.
+    if count > 0 {
+        let written = cuda.download(&device_out.bits().slice(..count))?;
+        for (out, bits) in out_keys[..count].iter_mut().zip(written) {
+            *out = K::from_bits(bits);
+        }
+    }
     if let (Some(out), Some(device)) = (out_values, &device_out_values) {
-        let mut all = vec![zeroed::<V>(); bound];
-        device.download_into(cuda, &mut all)?;
-        out[..count].copy_from_slice(&all[..count]);
+        device.download_prefix_into(cuda, &mut out[..count])?;
     }
     if let (Some(out), Some(device)) = (out_offsets, &device_offsets) {
         out.copy_from_slice(&cuda.download(&device.as_view())?);
