@@ -21,13 +21,11 @@ use crate::{KernelError, KernelSpec};
 /// ```
 pub fn driver_available() -> Result<(), KernelError> {
     static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    // SAFETY: `is_culib_present` only tries to dlopen the candidate library names.
-    let present = *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() });
-    if present {
+    if *PRESENT.get_or_init(|| crate::culib::loads("cuda")) {
         Ok(())
     } else {
         Err(KernelError::DriverUnavailable {
-            tried: cudarc::get_lib_name_candidates("cuda").join(", "),
+            tried: crate::culib::lib_name_candidates("cuda").join(", "),
         })
     }
 }

@@ -28,6 +28,7 @@
 
 mod cache;
 mod codegen;
+mod culib;
 mod device;
 mod error;
 pub mod families;

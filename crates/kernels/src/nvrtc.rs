@@ -53,7 +53,7 @@ impl fmt::Display for Arch {
 
 /// The library names cudarc tries for NVRTC, for error messages.
 fn nvrtc_candidates() -> String {
-    cudarc::get_lib_name_candidates("nvrtc").join(", ")
+    crate::culib::lib_name_candidates("nvrtc").join(", ")
 }
 
 /// Checks that the NVRTC library can be loaded, without panicking when it cannot (cudarc's
@@ -67,10 +67,7 @@ fn nvrtc_candidates() -> String {
 /// ```
 pub fn nvrtc_available() -> Result<(), KernelError> {
     static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: `is_culib_present` only tries to dlopen the candidate library names; loading
-    // NVRTC runs no initialisers with preconditions on our side.
-    let present = *PRESENT.get_or_init(|| unsafe { nvrtc_sys::is_culib_present() });
-    if present {
+    if *PRESENT.get_or_init(|| crate::culib::loads("nvrtc")) {
         Ok(())
     } else {
         Err(KernelError::NvrtcUnavailable {
