@@ -1,5 +1,6 @@
 //! Batched top-k from several threads at once (issue 23): threads sharing one [`Cuda`] backend
-//! (its stream and kernel runtime), and threads on backends of their own, each running calls
+//! (its stream and kernel runtime), threads on streams of their own sharing one runtime
+//! (`Cuda::on_stream`), and threads on backends of their own, each running calls
 //! whose kernel variants (tiers, key types, k, strided and offsets layouts) are compiled,
 //! loaded and launched concurrently. Every result is compared with the host backend's, bit for
 //! bit, with the outputs poisoned before each run. Each test skips without a GPU (fails with
@@ -197,6 +198,29 @@ fn threads_on_their_own_streams_get_the_hosts_results() {
                 assert!(Arc::ptr_eq(own.stream(), &stream));
                 start.wait();
                 run_jobs(jobs, &own, t, &format!("thread {t} (own stream)"));
+            });
+        }
+    });
+}
+
+/// Threads on streams of their own that share one kernel runtime (`Cuda::on_stream`: a stream
+/// per request without a module load per stream) may run batched top-k at once: each launch in
+/// its own stream's order, each result the host backend's exactly.
+#[test]
+fn threads_on_streams_sharing_one_runtime_get_the_hosts_results() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let jobs = jobs();
+    let start = Barrier::new(THREADS);
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let (cuda, jobs, start) = (&cuda, &jobs, &start);
+            scope.spawn(move || {
+                let stream = cuda.context().new_stream().expect("stream");
+                let side = cuda.on_stream(Arc::clone(&stream)).expect("backend");
+                assert!(Arc::ptr_eq(side.stream(), &stream));
+                assert!(std::ptr::eq(side.runtime(), cuda.runtime()));
+                start.wait();
+                run_jobs(jobs, &side, t, &format!("thread {t} (shared runtime)"));
             });
         }
     });

@@ -1,4 +1,4 @@
-//! The environment: requirements in fixed slots (a typestate), guarantees, and the stream.
+//! The environment: requirements in fixed slots (a typestate) and guarantees.
 
 use crate::guarantees::Guarantees;
 use crate::requirement::{
@@ -10,15 +10,12 @@ use frunk::hlist::{HCons, HNil};
 use oxicub_params::role::Role;
 use oxicub_params::{Bounds, Guarantee, Param, ParamError};
 
-/// The stream slot of an environment that names no stream: the algorithm uses its backend's own.
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct NoStream;
-
-/// What a caller requires of an algorithm's result, what it guarantees about the inputs, and the
-/// stream to run on.
+/// What a caller requires of an algorithm's result and what it guarantees about the inputs. (The
+/// stream a call runs on is its backend's: `Cuda::on_stream` gives a backend on another stream
+/// that shares the loaded kernels.)
 ///
 /// `D`, `T` and `O` are the determinism, tie-break and output-ordering slots: [`Unset`] until a
-/// requirement fills them. `G` is the list of guarantees (a frunk HList), `S` the stream. Build
+/// requirement fills them. `G` is the list of guarantees (a frunk HList). Build
 /// one with [`require!`](crate::require) and query it through [`Requirements`]; an unset slot
 /// resolves to the committed default contract: `gpu_to_gpu`, `prefer_smaller_index`,
 /// `stable_sorted`.
@@ -34,18 +31,16 @@ pub struct NoStream;
 /// assert_eq!(r.tie_break, TieBreak::Unspecified);
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct Env<D = Unset, T = Unset, O = Unset, G = HNil, S = NoStream> {
+pub struct Env<D = Unset, T = Unset, O = Unset, G = HNil> {
     guarantees: G,
-    stream: S,
     requirements: PhantomData<(D, T, O)>,
 }
 
 impl Env {
-    /// The empty environment: every requirement at its default, no guarantee, no stream.
+    /// The empty environment: every requirement at its default, no guarantee.
     pub const fn new() -> Self {
         Env {
             guarantees: HNil,
-            stream: NoStream,
             requirements: PhantomData,
         }
     }
@@ -57,7 +52,7 @@ impl Default for Env {
     }
 }
 
-impl<D, T, O, G, S> Env<D, T, O, G, S> {
+impl<D, T, O, G> Env<D, T, O, G> {
     /// Adds a requirement. Each slot can be filled once, and a tie-break only goes with a
     /// deterministic result set; both rules are checked at compile time.
     pub fn with<R: Requirement>(self, requirement: R) -> <R::Slot as Place<Self, R>>::Output
@@ -83,38 +78,27 @@ impl<D, T, O, G, S> Env<D, T, O, G, S> {
     pub fn guarantee<R: Role, const MIN: i64, const MAX: i64>(
         self,
         guarantee: Guarantee<R, MIN, MAX>,
-    ) -> Env<D, T, O, HCons<Guarantee<R, MIN, MAX>, G>, S> {
+    ) -> Env<D, T, O, HCons<Guarantee<R, MIN, MAX>, G>> {
         Env {
             guarantees: HCons {
                 head: guarantee,
                 tail: self.guarantees,
             },
-            stream: self.stream,
-            requirements: PhantomData,
-        }
-    }
-
-    /// Runs on `stream` (the algorithms crate fills this with a CUDA stream).
-    pub fn on_stream<S2>(self, stream: S2) -> Env<D, T, O, G, S2> {
-        Env {
-            guarantees: self.guarantees,
-            stream,
             requirements: PhantomData,
         }
     }
 
     /// Rebuilds the environment with other requirement slots: only this module may do that,
     /// after checking the rules.
-    fn retype<D2, T2, O2>(self) -> Env<D2, T2, O2, G, S> {
+    fn retype<D2, T2, O2>(self) -> Env<D2, T2, O2, G> {
         Env {
             guarantees: self.guarantees,
-            stream: self.stream,
             requirements: PhantomData,
         }
     }
 }
 
-impl<D, T, O, G: Guarantees, S> Env<D, T, O, G, S> {
+impl<D, T, O, G: Guarantees> Env<D, T, O, G> {
     /// The tightest bounds on `param` from everything known: its type, its runtime bounds and
     /// this environment's guarantees. Where all are static, a contradiction is a compile error.
     pub fn bounds_of<P: Param>(&self, param: &P) -> Result<Bounds, ParamError> {
@@ -186,37 +170,37 @@ macro_rules! tie_breaks_allowed_with_deterministic {
 }
 tie_breaks_allowed_with_deterministic!(Unspecified, PreferSmallerIndex, PreferLargerIndex);
 
-impl<R, D, T, O, G, S> Place<Env<D, T, O, G, S>, R> for slot::Determinism
+impl<R, D, T, O, G> Place<Env<D, T, O, G>, R> for slot::Determinism
 where
     R: DeterminismRequirement,
     D: DeterminismNotYetRequired,
     T: TieBreakAllowedWith<R>,
 {
-    type Output = Env<R, T, O, G, S>;
-    fn place(env: Env<D, T, O, G, S>) -> Self::Output {
+    type Output = Env<R, T, O, G>;
+    fn place(env: Env<D, T, O, G>) -> Self::Output {
         env.retype()
     }
 }
 
-impl<R, D, T, O, G, S> Place<Env<D, T, O, G, S>, R> for slot::TieBreak
+impl<R, D, T, O, G> Place<Env<D, T, O, G>, R> for slot::TieBreak
 where
     R: TieBreakRequirement,
     D: AcceptsTieBreak,
     T: TieBreakNotYetRequired,
 {
-    type Output = Env<D, R, O, G, S>;
-    fn place(env: Env<D, T, O, G, S>) -> Self::Output {
+    type Output = Env<D, R, O, G>;
+    fn place(env: Env<D, T, O, G>) -> Self::Output {
         env.retype()
     }
 }
 
-impl<R, D, T, O, G, S> Place<Env<D, T, O, G, S>, R> for slot::OutputOrdering
+impl<R, D, T, O, G> Place<Env<D, T, O, G>, R> for slot::OutputOrdering
 where
     R: OrderingRequirement,
     O: OrderingNotYetRequired,
 {
-    type Output = Env<D, T, R, G, S>;
-    fn place(env: Env<D, T, O, G, S>) -> Self::Output {
+    type Output = Env<D, T, R, G>;
+    fn place(env: Env<D, T, O, G>) -> Self::Output {
         env.retype()
     }
 }
@@ -350,7 +334,7 @@ pub trait Requirements {
     }
 }
 
-impl<D, T, O, G, S> Requirements for Env<D, T, O, G, S>
+impl<D, T, O, G> Requirements for Env<D, T, O, G>
 where
     D: ResolveDeterminism,
     T: ResolveTieBreak<D>,
@@ -361,8 +345,8 @@ where
     type Ordering = O::Resolved;
 }
 
-/// Everything an algorithm reads from its environment: the requirements, the guarantees and the
-/// stream. Algorithms take `E: Environment`.
+/// Everything an algorithm reads from its environment: the requirements and the guarantees.
+/// Algorithms take `E: Environment`.
 ///
 /// ```
 /// use oxicub_env::{require, determinism, Environment, Requirements, Determinism};
@@ -384,25 +368,17 @@ where
 pub trait Environment: Requirements {
     /// The guarantee list.
     type Guarantees: Guarantees;
-    /// The stream slot ([`NoStream`] when none was given).
-    type Stream;
     /// The guarantees.
     fn guarantees(&self) -> &Self::Guarantees;
-    /// The stream.
-    fn stream(&self) -> &Self::Stream;
 }
 
-impl<D, T, O, G, S> Environment for Env<D, T, O, G, S>
+impl<D, T, O, G> Environment for Env<D, T, O, G>
 where
     Self: Requirements,
     G: Guarantees,
 {
     type Guarantees = G;
-    type Stream = S;
     fn guarantees(&self) -> &G {
         &self.guarantees
-    }
-    fn stream(&self) -> &S {
-        &self.stream
     }
 }

@@ -48,8 +48,8 @@ mod guarantees;
 mod requirement;
 
 pub use env::{
-    AcceptsTieBreak, DeterminismNotYetRequired, Env, Environment, NoStream, OrderingNotYetRequired,
-    Place, Requirements, ResolveDeterminism, ResolveOrdering, ResolveTieBreak, Resolved,
+    AcceptsTieBreak, DeterminismNotYetRequired, Env, Environment, OrderingNotYetRequired, Place,
+    Requirements, ResolveDeterminism, ResolveOrdering, ResolveTieBreak, Resolved,
     TieBreakAllowedWith, TieBreakNotYetRequired,
 };
 pub use guarantees::{merged_bounds, merged_static_bounds, Guarantees};

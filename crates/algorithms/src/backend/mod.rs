@@ -174,12 +174,44 @@ impl Cuda {
     }
 
     /// A backend on an existing cudarc stream (and its context), for code that already uses
-    /// cudarc.
+    /// cudarc. It has a kernel runtime of its own (modules loaded on first use); for more
+    /// streams of the same context, [`Cuda::on_stream`] shares this one's.
     pub fn from_stream(stream: Arc<CudaStream>) -> Result<Cuda, Error> {
         let runtime = KernelRuntime::new(stream.context().clone())?;
         Ok(Cuda {
             stream,
             runtime: Arc::new(runtime),
+        })
+    }
+
+    /// The same backend on another stream of its context: calls through it run on `stream`,
+    /// with this backend's kernel runtime (the modules it loaded, its cache and its health),
+    /// so a stream per request or per layer costs no module loads. A stream of another
+    /// context is [`Error::InvalidArgument`].
+    ///
+    /// ```no_run
+    /// use oxicub_algorithms::Cuda;
+    ///
+    /// let cuda = Cuda::new(0)?;
+    /// let side = cuda.on_stream(cuda.context().new_stream().expect("a stream"))?;
+    /// assert!(std::ptr::eq(side.runtime(), cuda.runtime()));
+    /// # Ok::<(), oxicub_algorithms::Error>(())
+    /// ```
+    pub fn on_stream(&self, stream: Arc<CudaStream>) -> Result<Cuda, Error> {
+        if !Arc::ptr_eq(stream.context(), self.stream.context()) {
+            return Err(Error::InvalidArgument {
+                arg: "stream",
+                reason: format!(
+                    "belongs to another context (device {}) than this backend's (device {}): \
+                     use Cuda::from_stream for it",
+                    stream.context().ordinal(),
+                    self.stream.context().ordinal()
+                ),
+            });
+        }
+        Ok(Cuda {
+            stream,
+            runtime: Arc::clone(&self.runtime),
         })
     }
 
