@@ -30,6 +30,9 @@
 #![warn(missing_docs)]
 
 pub use oxicub_env as env;
+/// The kernels' layer: specs, the runtime, the compile cache, the launchers (every type the
+/// algorithms' signatures mention is nameable from `oxicub`).
+pub use oxicub_kernels as kernels;
 pub use oxicub_params as params;
 
 pub use oxicub_env::{

@@ -7,7 +7,7 @@ use oxicub_kernels::KernelError;
 /// [`Error::Kernel`].
 ///
 /// ```
-/// use oxicub_algorithms::{radix, Error, Host};
+/// use oxicub::{radix, Error, Host};
 ///
 /// let keys = [1u32, 2, 3];
 /// let mut codes = [0u32; 2];

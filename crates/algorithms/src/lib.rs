@@ -16,14 +16,14 @@
 //! * [`Error`]: the one error type; argument errors name the argument.
 //!
 //! ```
-//! use oxicub_algorithms::{radix, AnyBackend};
+//! use oxicub::{radix, AnyBackend};
 //!
 //! let backend = AnyBackend::auto();
 //! println!("running on {backend}");
 //! let mut codes = [0u32; 2];
 //! radix::transform_keys(&backend, &[2.0f32, -2.0][..], &mut codes[..])?;
 //! assert!(codes[1] < codes[0]);
-//! # Ok::<(), oxicub_algorithms::Error>(())
+//! # Ok::<(), oxicub::Error>(())
 //! ```
 
 #![deny(missing_docs)]

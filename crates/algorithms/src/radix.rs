@@ -2,11 +2,11 @@
 //! backend.
 //!
 //! The transform policy (distinct signed zeros with `-0.0` below `+0.0`, every NaN one code
-//! above `+inf`) is documented in [`oxicub_kernels::radix`].
+//! above `+inf`) is documented in [`oxicub::kernels::radix`](oxicub_kernels::radix).
 //!
 //! ```
-//! use oxicub_algorithms::{radix, Host};
-//! use oxicub_algorithms::radix::RadixDigit;
+//! use oxicub::{radix, Host};
+//! use oxicub::radix::RadixDigit;
 //!
 //! let host = Host::new();
 //! let keys = [3i32, -3, 0, 300];
@@ -14,7 +14,7 @@
 //! radix::digit_histogram(&host, &keys[..], RadixDigit::byte(3)?, &mut histogram[..])?;
 //! // The top byte of the code: 0x7F for the negative key, 0x80 for the others.
 //! assert_eq!((histogram[0x7F], histogram[0x80]), (1, 3));
-//! # Ok::<(), oxicub_algorithms::Error>(())
+//! # Ok::<(), oxicub::Error>(())
 //! ```
 
 use rayon::prelude::*;
@@ -65,12 +65,12 @@ pub trait RadixBackend: Backend {
 /// [`Cuda`] (on its stream).
 ///
 /// ```
-/// use oxicub_algorithms::{radix, Host};
+/// use oxicub::{radix, Host};
 ///
 /// let mut codes = [0u16; 3];
 /// radix::transform_keys(&Host::new(), &[-1i16, 0, 1][..], &mut codes[..])?;
 /// assert_eq!(codes, [0x7FFF, 0x8000, 0x8001]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn transform_keys<B: RadixBackend, K: RadixKey>(
     backend: &B,
@@ -87,13 +87,13 @@ pub fn transform_keys<B: RadixBackend, K: RadixKey>(
 /// `keys` must have `codes.len()` elements. Any length, including 0.
 ///
 /// ```
-/// use oxicub_algorithms::{radix, Host};
+/// use oxicub::{radix, Host};
 ///
 /// let mut keys = [0f64; 2];
 /// radix::inverse_transform_keys(&Host::new(), &[0x8000_0000_0000_0000u64, u64::MAX][..], &mut keys[..])?;
 /// assert_eq!(keys[0].to_bits(), 0); // +0.0
 /// assert!(keys[1].is_nan());
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn inverse_transform_keys<B: RadixBackend, K: RadixKey>(
     backend: &B,
@@ -112,14 +112,14 @@ pub fn inverse_transform_keys<B: RadixBackend, K: RadixKey>(
 /// `u32` counters, `keys` must have fewer than `2^32` elements; `u64` counters take any length.
 ///
 /// ```
-/// use oxicub_algorithms::{radix, Host};
-/// use oxicub_algorithms::radix::RadixDigit;
+/// use oxicub::{radix, Host};
+/// use oxicub::radix::RadixDigit;
 ///
 /// let keys = [0x12u8, 0x1F, 0x20, 0xF2];
 /// let mut high_nibble = [0u32; 16];
 /// radix::digit_histogram(&Host::new(), &keys[..], RadixDigit::new(4, 4)?, &mut high_nibble[..])?;
 /// assert_eq!((high_nibble[1], high_nibble[2], high_nibble[0xF]), (2, 1, 1));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn digit_histogram<B: RadixBackend, K: RadixKey, C: HistogramCount>(
     backend: &B,

@@ -14,7 +14,7 @@ mod sealed {
 /// (PyTorch's index type). With `u32`, the indexed range must have at most `2^32` elements.
 ///
 /// ```
-/// use oxicub_algorithms::SourceIndex;
+/// use oxicub::SourceIndex;
 /// assert_eq!(<u32 as SourceIndex>::MAX_ITEMS, 1 << 32);
 /// assert_eq!(i64::from_index(7), 7);
 /// ```

@@ -21,8 +21,8 @@ use oxicub_params::{Bounds, Guarantee, Param, ParamError};
 /// `stable_sorted`.
 ///
 /// ```
-/// use oxicub_env::{require, determinism, output_ordering, Requirements, OutputOrdering, TieBreak};
-/// use oxicub_params::guarantee::MaxK;
+/// use oxicub::env::{require, determinism, output_ordering, Requirements, OutputOrdering, TieBreak};
+/// use oxicub::params::guarantee::MaxK;
 ///
 /// let env = require!(determinism::RunToRun, output_ordering::Sorted).guarantee(MaxK::<8>::new());
 /// let r = env.resolved();
@@ -67,13 +67,13 @@ impl<D, T, O, G> Env<D, T, O, G> {
     /// merged with the parameter's own bounds and the tightest wins.
     ///
     /// ```
-    /// use oxicub_env::Env;
-    /// use oxicub_params::{guarantee::MaxK, k, Bounds};
+    /// use oxicub::env::Env;
+    /// use oxicub::params::{guarantee::MaxK, k, Bounds};
     ///
     /// let env = Env::new().guarantee(MaxK::<8>::new());
     /// assert_eq!(env.bounds_of(&k::Uniform::<1, 64>::new(4)?)?, Bounds::exactly(4));
     /// assert!(env.bounds_of(&k::Uniform::<1, 64>::new(9)?).is_err());
-    /// # Ok::<(), oxicub_params::ParamError>(())
+    /// # Ok::<(), oxicub::params::ParamError>(())
     /// ```
     pub fn guarantee<R: Role, const MIN: i64, const MAX: i64>(
         self,
@@ -295,7 +295,7 @@ impl Resolved {
 /// An environment whose requirements can be queried, defaults applied: what algorithms consume.
 ///
 /// ```
-/// use oxicub_env::{Env, Requirements, Determinism, TieBreak, OutputOrdering};
+/// use oxicub::env::{Env, Requirements, Determinism, TieBreak, OutputOrdering};
 ///
 /// // Nothing required: the seeds' committed contract.
 /// type Default = Env;
@@ -349,16 +349,16 @@ where
 /// Algorithms take `E: Environment`.
 ///
 /// ```
-/// use oxicub_env::{require, determinism, Environment, Requirements, Determinism};
-/// use oxicub_params::{guarantee::MaxK, k, Bounds};
+/// use oxicub::env::{require, determinism, Environment, Requirements, Determinism};
+/// use oxicub::params::{guarantee::MaxK, k, Bounds};
 ///
-/// fn k_bounds<E: Environment>(env: &E) -> Result<Bounds, oxicub_params::ParamError> {
+/// fn k_bounds<E: Environment>(env: &E) -> Result<Bounds, oxicub::params::ParamError> {
 ///     assert_eq!(E::DETERMINISM, Determinism::RunToRun);
-///     oxicub_env::merged_bounds(&k::uniform(4)?, env.guarantees())
+///     oxicub::env::merged_bounds(&k::uniform(4)?, env.guarantees())
 /// }
 /// let env = require!(determinism::RunToRun).guarantee(MaxK::<8>::new());
 /// assert_eq!(k_bounds(&env)?, Bounds::exactly(4));
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an oxicub environment",

@@ -9,9 +9,9 @@ use oxicub_params::{BoundOrigin, Bounds, Guarantee, Param, ParamError};
 ///
 /// ```
 /// use frunk::hlist;
-/// use oxicub_env::Guarantees;
-/// use oxicub_params::guarantee::{MaxK, KRange};
-/// use oxicub_params::{role::RoleId, Bounds};
+/// use oxicub::env::Guarantees;
+/// use oxicub::params::guarantee::{MaxK, KRange};
+/// use oxicub::params::{role::RoleId, Bounds};
 ///
 /// type Two = frunk::HList!(MaxK<8>, KRange<2, 64>);
 /// assert_eq!(<Two as Guarantees>::STATIC[RoleId::K as usize], Bounds::new(2, 8));
@@ -79,8 +79,8 @@ impl<P: Param, G: Guarantees> Merged<P, G> {
 /// is a compile error (`const` evaluation fails when this is used).
 ///
 /// ```
-/// use oxicub_env::{merged_static_bounds, Guarantees};
-/// use oxicub_params::{guarantee::MaxK, k, Bounds};
+/// use oxicub::env::{merged_static_bounds, Guarantees};
+/// use oxicub::params::{guarantee::MaxK, k, Bounds};
 ///
 /// const B: Bounds = merged_static_bounds::<k::Uniform<1, 64>, frunk::HList!(MaxK<8>)>();
 /// assert_eq!(B, Bounds::new(1, 8));

@@ -12,7 +12,7 @@
 //! same positions, run after run and GPU to GPU. Weaker requirements opt into faster paths.
 //!
 //! ```
-//! use oxicub_env::{require, determinism, tie_break, output_ordering, Requirements};
+//! use oxicub::env::{require, determinism, tie_break, output_ordering, Requirements};
 //!
 //! // The seeds' worked example row "run_to_run, prefer_larger_index" with sorted output.
 //! let env = require!(
@@ -27,13 +27,13 @@
 //! Invalid combinations do not compile, and the message names the fix:
 //!
 //! ```compile_fail
-//! use oxicub_env::{require, determinism, tie_break};
+//! use oxicub::env::{require, determinism, tie_break};
 //! // a tie-break only means something when the result set is deterministic
 //! let env = require!(determinism::NotGuaranteed, tie_break::PreferSmallerIndex);
 //! ```
 //!
 //! ```compile_fail
-//! use oxicub_env::{require, output_ordering};
+//! use oxicub::env::{require, output_ordering};
 //! // each requirement is given once
 //! let env = require!(output_ordering::Sorted, output_ordering::Unsorted);
 //! ```
@@ -69,7 +69,7 @@ pub use frunk::HList;
 /// once, and a tie-break needs a deterministic result set; both are checked at compile time.
 ///
 /// ```
-/// use oxicub_env::{require, output_ordering, tie_break, Requirements, Determinism, TieBreak};
+/// use oxicub::env::{require, output_ordering, tie_break, Requirements, Determinism, TieBreak};
 ///
 /// let env = require!(output_ordering::Unsorted, tie_break::PreferLargerIndex);
 /// assert_eq!(env.resolved().determinism, Determinism::GpuToGpu);

@@ -14,7 +14,7 @@ use crate::{KernelError, KernelSpec};
 /// first).
 ///
 /// ```
-/// match oxicub_kernels::driver_available() {
+/// match oxicub::kernels::driver_available() {
 ///     Ok(()) => println!("CUDA driver present"),
 ///     Err(e) => println!("{e}"),
 /// }
@@ -33,7 +33,7 @@ pub fn driver_available() -> Result<(), KernelError> {
 /// Number of CUDA devices (0 when the driver loads but finds no device).
 ///
 /// ```
-/// let count = oxicub_kernels::device_count().unwrap_or(0);
+/// let count = oxicub::kernels::device_count().unwrap_or(0);
 /// println!("{count} CUDA device(s)");
 /// ```
 pub fn device_count() -> Result<usize, KernelError> {
@@ -53,9 +53,9 @@ pub fn device_count() -> Result<usize, KernelError> {
 /// present and the device exists.
 ///
 /// ```no_run
-/// let ctx = oxicub_kernels::open_context(0)?;
+/// let ctx = oxicub::kernels::open_context(0)?;
 /// println!("{}", ctx.ordinal());
-/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// # Ok::<(), oxicub::kernels::KernelError>(())
 /// ```
 pub fn open_context(ordinal: usize) -> Result<Arc<CudaContext>, KernelError> {
     let count = device_count()?;
@@ -68,11 +68,11 @@ pub fn open_context(ordinal: usize) -> Result<Arc<CudaContext>, KernelError> {
 /// Facts about a device that dispatch needs, read once per context.
 ///
 /// ```no_run
-/// use oxicub_kernels::{open_context, DeviceFacts};
+/// use oxicub::kernels::{open_context, DeviceFacts};
 ///
 /// let facts = DeviceFacts::read(&open_context(0)?)?;
 /// println!("{} ({}): {} SMs, {} B L2", facts.name, facts.arch, facts.sm_count, facts.l2_bytes);
-/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// # Ok::<(), oxicub::kernels::KernelError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceFacts {

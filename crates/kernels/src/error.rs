@@ -10,7 +10,7 @@ use cudarc::nvrtc::result::NvrtcError;
 /// calls. No CUDA call's result is ignored, and none panics.
 ///
 /// ```
-/// use oxicub_kernels::KernelError;
+/// use oxicub::kernels::KernelError;
 ///
 /// let err = KernelError::Resources {
 ///     kernel: "digit_histogram<...>".into(),

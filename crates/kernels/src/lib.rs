@@ -17,7 +17,7 @@
 //! instead of panicking.
 //!
 //! ```
-//! use oxicub_kernels::{representative_specs, KernelSpec};
+//! use oxicub::kernels::{representative_specs, KernelSpec};
 //!
 //! for spec in representative_specs().iter().take(2) {
 //!     println!("{spec} -> {}", spec.entry_name());
@@ -57,7 +57,7 @@ pub use runtime::{KernelRuntime, LoadedKernel};
 /// The compile check compiles them with every other family's specs.
 ///
 /// ```
-/// let specs = oxicub_kernels::representative_specs();
+/// let specs = oxicub::kernels::representative_specs();
 /// assert!(specs.len() >= 12 * 2);
 /// ```
 pub fn representative_specs() -> Vec<KernelSpec> {

@@ -19,7 +19,7 @@ use crate::{KernelError, KernelSpec};
 /// SASS for the device's own architecture, so the driver never JIT-compiles PTX.
 ///
 /// ```
-/// use oxicub_kernels::Arch;
+/// use oxicub::kernels::Arch;
 ///
 /// assert_eq!(Arch::SM_90.to_string(), "sm_90");
 /// assert_eq!(Arch::from_compute_capability(8, 6).to_string(), "sm_86");
@@ -60,7 +60,7 @@ fn nvrtc_candidates() -> String {
 /// loader panics on first use of a missing library, so every NVRTC path calls this first).
 ///
 /// ```
-/// match oxicub_kernels::nvrtc_available() {
+/// match oxicub::kernels::nvrtc_available() {
 ///     Ok(()) => println!("NVRTC present"),
 ///     Err(e) => println!("{e}"),
 /// }
@@ -80,7 +80,7 @@ pub fn nvrtc_available() -> Result<(), KernelError> {
 /// `nvrtc_identity`).
 ///
 /// ```
-/// if let Ok((major, minor)) = oxicub_kernels::nvrtc_version() {
+/// if let Ok((major, minor)) = oxicub::kernels::nvrtc_version() {
 ///     println!("NVRTC {major}.{minor}");
 /// }
 /// ```
@@ -227,12 +227,12 @@ pub(crate) fn compile_options(arch: Arch) -> Vec<String> {
 /// (its `Display` shows the log and names that file).
 ///
 /// ```no_run
-/// use oxicub_kernels::{compile_cubin, Arch, KernelSpec, KeyType, TransformOp};
+/// use oxicub::kernels::{compile_cubin, Arch, KernelSpec, KeyType, TransformOp};
 ///
 /// let spec = KernelSpec::transform_keys(KeyType::F32, TransformOp::Encode);
 /// let cubin = compile_cubin(&spec, Arch::SM_90)?;
 /// assert!(!cubin.is_empty());
-/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// # Ok::<(), oxicub::kernels::KernelError>(())
 /// ```
 pub fn compile_cubin(spec: &KernelSpec, arch: Arch) -> Result<Vec<u8>, KernelError> {
     spec.validate()?;

@@ -21,7 +21,7 @@
 //!   identity on every bit pattern except NaNs, which come back as that canonical NaN.
 //!
 //! ```
-//! use oxicub_kernels::radix::RadixKey;
+//! use oxicub::kernels::radix::RadixKey;
 //!
 //! assert!((-0.0f32).to_radix() < 0.0f32.to_radix());
 //! assert!(f32::INFINITY.to_radix() < f32::NAN.to_radix());
@@ -38,7 +38,7 @@ use half::{bf16, f16};
 /// [`KernelSpec`](crate::KernelSpec) and in error messages.
 ///
 /// ```
-/// use oxicub_kernels::radix::{KeyType, RadixKey};
+/// use oxicub::kernels::radix::{KeyType, RadixKey};
 ///
 /// assert_eq!(<f32 as RadixKey>::KEY_TYPE, KeyType::F32);
 /// assert_eq!(KeyType::BF16.bits(), 16);
@@ -149,7 +149,7 @@ mod sealed {
 /// The unsigned integer types that hold radix codes: `u8`, `u16`, `u32`, `u64`.
 ///
 /// ```
-/// use oxicub_kernels::radix::RadixBits;
+/// use oxicub::kernels::radix::RadixBits;
 ///
 /// assert_eq!(<u16 as RadixBits>::BITS, 16);
 /// assert_eq!(0xABCDu16.digit(4, 8), 0xBC);
@@ -209,7 +209,7 @@ radix_bits!(u8, u16, u32, u64);
 ///
 /// ```
 /// use half::f16;
-/// use oxicub_kernels::radix::RadixKey;
+/// use oxicub::kernels::radix::RadixKey;
 ///
 /// let keys = [f16::from_f32(1.5), f16::NEG_INFINITY, f16::from_f32(-2.0)];
 /// let mut codes: Vec<u16> = keys.iter().map(|k| k.to_radix()).collect();
@@ -324,7 +324,7 @@ float_key!(
 /// Upper bound on [`RadixDigit::digit_bits`]: a histogram has at most `2^11` bins.
 ///
 /// ```
-/// use oxicub_kernels::radix::{RadixDigit, MAX_DIGIT_BITS};
+/// use oxicub::kernels::radix::{RadixDigit, MAX_DIGIT_BITS};
 ///
 /// assert!(RadixDigit::new(0, MAX_DIGIT_BITS).is_ok());
 /// ```
@@ -337,12 +337,12 @@ pub const MAX_DIGIT_BITS: u32 = 11;
 /// narrower than `digit_bits`.
 ///
 /// ```
-/// use oxicub_kernels::radix::RadixDigit;
+/// use oxicub::kernels::radix::RadixDigit;
 ///
 /// let top_byte_of_u32 = RadixDigit::new(24, 8)?;
 /// assert_eq!(top_byte_of_u32.bins(), 256);
 /// assert!(RadixDigit::new(0, 12).is_err());
-/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// # Ok::<(), oxicub::kernels::KernelError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RadixDigit {
@@ -411,7 +411,7 @@ impl RadixDigit {
 /// The counter types a histogram can have (`u32`, `u64`); sealed.
 ///
 /// ```
-/// use oxicub_kernels::CountType;
+/// use oxicub::kernels::CountType;
 ///
 /// assert_eq!(CountType::U32.max_count(), u32::MAX as u64);
 /// assert_eq!(CountType::U64.bytes(), 8);
@@ -445,7 +445,7 @@ impl CountType {
 /// A histogram counter type: `u32` or `u64`.
 ///
 /// ```
-/// use oxicub_kernels::radix::{CountType, HistogramCount};
+/// use oxicub::kernels::radix::{CountType, HistogramCount};
 ///
 /// assert_eq!(<u32 as HistogramCount>::COUNT_TYPE, CountType::U32);
 /// assert_eq!(u64::from_count(7), 7u64);

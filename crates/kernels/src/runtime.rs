@@ -21,12 +21,12 @@ use crate::{KernelError, KernelSpec};
 /// A kernel loaded into a context, ready to launch.
 ///
 /// ```no_run
-/// use oxicub_kernels::{open_context, KernelRuntime, KernelSpec, KeyType, TransformOp};
+/// use oxicub::kernels::{open_context, KernelRuntime, KernelSpec, KeyType, TransformOp};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// let kernel = runtime.kernel(&KernelSpec::transform_keys(KeyType::U64, TransformOp::Decode))?;
 /// assert!(kernel.max_threads_per_block() >= kernel.spec().block_threads());
-/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// # Ok::<(), oxicub::kernels::KernelError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct LoadedKernel {
@@ -94,13 +94,13 @@ impl LoadedKernel {
 /// once; cheap to share behind an `Arc`.
 ///
 /// ```no_run
-/// use oxicub_kernels::{open_context, KernelRuntime, KernelSpec, KeyType, TransformOp};
+/// use oxicub::kernels::{open_context, KernelRuntime, KernelSpec, KeyType, TransformOp};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// println!("{}: {} SMs", runtime.facts().name, runtime.facts().sm_count);
 /// let kernel = runtime.kernel(&KernelSpec::transform_keys(KeyType::F32, TransformOp::Encode))?;
 /// println!("{:?}", kernel.origin());
-/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// # Ok::<(), oxicub::kernels::KernelError>(())
 /// ```
 #[derive(Debug)]
 pub struct KernelRuntime {
@@ -169,11 +169,11 @@ impl KernelRuntime {
     /// sm_75 64 KiB; docs/design/batched_topk.md, "Stream tier").
     ///
     /// ```no_run
-    /// use oxicub_kernels::{open_context, KernelRuntime};
+    /// use oxicub::kernels::{open_context, KernelRuntime};
     ///
     /// let runtime = KernelRuntime::new(open_context(0)?)?.with_shared_memory_limit(99 * 1024);
     /// assert!(runtime.facts().shared_per_block_optin <= 99 * 1024);
-    /// # Ok::<(), oxicub_kernels::KernelError>(())
+    /// # Ok::<(), oxicub::kernels::KernelError>(())
     /// ```
     pub fn with_shared_memory_limit(mut self, bytes: u32) -> KernelRuntime {
         let facts = &mut self.facts;

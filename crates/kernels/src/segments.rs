@@ -6,7 +6,7 @@
 //! smallest invalid segment.
 //!
 //! ```
-//! use oxicub_kernels::segments::{
+//! use oxicub::kernels::segments::{
 //!     VIOLATION_OPTION_NOT_COMPILED, VIOLATION_OFFSETS_OUT_OF_ORDER,
 //! };
 //!

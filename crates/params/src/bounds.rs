@@ -10,7 +10,7 @@ use core::fmt;
 /// facts contradict each other.
 ///
 /// ```
-/// use oxicub_params::Bounds;
+/// use oxicub::params::Bounds;
 ///
 /// let k = Bounds::new(1, 64);
 /// let guarantee = Bounds::at_most(8);

@@ -93,7 +93,7 @@ pub trait OptionSet: Copy + Default + Debug + Send + Sync + 'static {
 /// A discrete parameter of an algorithm: which options can occur, and where the value comes from.
 ///
 /// ```
-/// use oxicub_params::{direction, DiscreteParam, ParamKind};
+/// use oxicub::params::{direction, DiscreteParam, ParamKind};
 ///
 /// assert_eq!(<direction::Max as DiscreteParam>::KIND, ParamKind::Static);
 /// assert_eq!(<direction::Choice as DiscreteParam>::OPTIONS, 0b11);
@@ -124,14 +124,14 @@ pub trait DiscreteParamFor<E: Discrete>: DiscreteParam {}
 /// A runtime value, the same for every segment, drawn from the option set `Set`.
 ///
 /// ```
-/// use oxicub_params::{direction, SelectDirection};
+/// use oxicub::params::{direction, SelectDirection};
 ///
 /// let either = direction::Choice::<direction::Either>::new(SelectDirection::Min)?;
 /// assert_eq!(either.get(), SelectDirection::Min);
 /// // A set that only compiled `Max` rejects `Min` with an error naming both.
 /// let err = direction::Choice::<direction::Max>::new(SelectDirection::Min).unwrap_err();
 /// assert_eq!(err.to_string(), "direction = min is not among the compiled options {max}");
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Choice<Set: OptionSet> {
@@ -174,7 +174,7 @@ impl<Set: OptionSet> DiscreteParam for Choice<Set> {
 /// the set is detected on the device and reported after the launch).
 ///
 /// ```
-/// use oxicub_params::{direction, DiscreteParam, ParamKind};
+/// use oxicub::params::{direction, DiscreteParam, ParamKind};
 ///
 /// let dirs = [0u8, 1, 1, 0]; // SelectDirection as u8, one per segment
 /// let p = direction::PerSegment::<_>::new(&dirs[..]);
@@ -280,7 +280,7 @@ option_module!(
     /// Select direction options: `Max`, `Min`, `Either`.
     ///
     /// ```
-    /// use oxicub_params::{direction, DiscreteParam, SelectDirection};
+    /// use oxicub::params::{direction, DiscreteParam, SelectDirection};
     /// assert_eq!(direction::Min.host_value(), Some(SelectDirection::Min));
     /// ```
     direction,
@@ -292,7 +292,7 @@ option_module!(
     /// Sort order options: `Ascending`, `Descending`, `Either`.
     ///
     /// ```
-    /// use oxicub_params::{order, DiscreteParam, SortOrder};
+    /// use oxicub::params::{order, DiscreteParam, SortOrder};
     /// assert_eq!(order::Descending.host_value(), Some(SortOrder::Descending));
     /// ```
     order,

@@ -29,7 +29,7 @@ impl core::fmt::Display for BoundOrigin {
 /// bound, so the message alone tells the caller what to change.
 ///
 /// ```
-/// use oxicub_params::k;
+/// use oxicub::params::k;
 ///
 /// let err = k::Uniform::<1, 8>::new(9).unwrap_err();
 /// assert_eq!(err.to_string(), "k = 9 is outside its static bounds [1, 8]");
@@ -107,7 +107,7 @@ impl ParamError {
     /// The name of the parameter the error is about.
     ///
     /// ```
-    /// use oxicub_params::segment_size;
+    /// use oxicub::params::segment_size;
     /// let err = segment_size::Uniform::<1, 256>::new(0).unwrap_err();
     /// assert_eq!(err.param(), "segment_sizes");
     /// ```

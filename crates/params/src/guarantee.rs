@@ -13,13 +13,13 @@ use core::marker::PhantomData;
 /// parameter wins, and contradicting facts are an error (a compile error where all are static).
 ///
 /// ```
-/// use oxicub_params::guarantee::{MaxK, TotalItems};
-/// use oxicub_params::Bounds;
+/// use oxicub::params::guarantee::{MaxK, TotalItems};
+/// use oxicub::params::Bounds;
 ///
 /// assert_eq!(MaxK::<8>::new().bounds(), Bounds::new(0, 8));
 /// let total = TotalItems::<0, { 1 << 30 }>::new().between(0, 65_536 * 256)?;
 /// assert_eq!(total.bounds().max, 16_777_216);
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Guarantee<R: Role, const MIN: i64 = 0, const MAX: i64 = { i64::MAX }> {

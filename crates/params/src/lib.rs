@@ -15,7 +15,7 @@
 //! constructors and a value built for one argument cannot be passed as another:
 //!
 //! ```
-//! use oxicub_params::{k, segment_size, num_segments, Param};
+//! use oxicub::params::{k, segment_size, num_segments, Param};
 //!
 //! let k = k::Static::<8>::new();                          // MoE routing: k known at compile time
 //! let size = segment_size::Uniform::<64, 256>::new(128)?; // experts per token, bounded
@@ -24,7 +24,7 @@
 //! const SMALL_K: bool = <k::Static<8> as Param>::STATIC_MAX <= 8;
 //! assert!(SMALL_K);
 //! # let _ = (k, size, n);
-//! # Ok::<(), oxicub_params::ParamError>(())
+//! # Ok::<(), oxicub::params::ParamError>(())
 //! ```
 //!
 //! Static bounds are checked at compile time (`k::Uniform<9, 8>` does not build); runtime values

@@ -77,14 +77,14 @@ pub(crate) fn checked_runtime_bounds<R: Role>(
 /// Environment guarantees are merged on top of both by `oxicub-env`.
 ///
 /// ```
-/// use oxicub_params::{k, Param, ParamKind};
+/// use oxicub::params::{k, Param, ParamKind};
 ///
 /// fn describe<P: Param>(p: &P) -> String {
 ///     format!("{:?} {} in {}", P::KIND, P::NAME, p.runtime_bounds())
 /// }
 /// assert_eq!(describe(&k::Static::<8>::new()), "Static k in [8, 8]");
 /// assert_eq!(describe(&k::Uniform::<1, 64>::new(5)?), "Uniform k in [5, 5]");
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 pub trait Param {
     /// The argument this parameter feeds.
@@ -153,7 +153,7 @@ pub trait HostValue: SingleValue {
 /// A value known exactly at compile time: `k::Static<8>`.
 ///
 /// ```
-/// use oxicub_params::{k, Param};
+/// use oxicub::params::{k, Param};
 /// const K: i64 = k::Static::<8>::STATIC_MAX;
 /// assert_eq!(K, 8);
 /// ```
@@ -209,12 +209,12 @@ impl<R: Role, const V: i64> HostValue for Static<R, V> {
 /// The value is checked on construction, so a `Uniform` always holds a value inside its bounds.
 ///
 /// ```
-/// use oxicub_params::k;
+/// use oxicub::params::k;
 ///
 /// let k = k::Uniform::<1, 8>::new(4)?;
 /// assert_eq!(k.get(), 4);
 /// assert!(k::Uniform::<1, 8>::new(9).is_err());
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Uniform<R: Role, const MIN: i64 = 0, const MAX: i64 = { i64::MAX }> {
@@ -341,13 +341,13 @@ runtime_bounded_param!(
     /// `oxicub-algorithms`), with static bounds `MIN..=MAX` and optional runtime bounds.
     ///
     /// ```
-    /// use oxicub_params::{k, Bounds, Param};
+    /// use oxicub::params::{k, Bounds, Param};
     ///
     /// let per_segment = [2i64, 8, 4];
     /// let k = k::PerSegment::<_, 1, 16>::new(&per_segment[..]).with_bounds(2, 8)?;
     /// assert_eq!(k.runtime_bounds(), Bounds::new(2, 8));
     /// assert!(k::PerSegment::<_, 1, 16>::new(&per_segment[..]).with_bounds(0, 8).is_err());
-    /// # Ok::<(), oxicub_params::ParamError>(())
+    /// # Ok::<(), oxicub::params::ParamError>(())
     /// ```
     PerSegment,
     values,
@@ -360,13 +360,13 @@ runtime_bounded_param!(
     /// launches follow each other with no host synchronisation.
     ///
     /// ```
-    /// use oxicub_params::{num_segments, Param, ParamKind};
+    /// use oxicub::params::{num_segments, Param, ParamKind};
     ///
     /// // `S` is the device location in `oxicub-algorithms`; any value source works here.
     /// let n = num_segments::Deferred::<_, 1, 4096>::new("device pointer").with_bounds(1, 1024)?;
     /// assert_eq!(<num_segments::Deferred<&str, 1, 4096> as Param>::KIND, ParamKind::Deferred);
     /// assert_eq!(n.host_value(), None);
-    /// # Ok::<(), oxicub_params::ParamError>(())
+    /// # Ok::<(), oxicub::params::ParamError>(())
     /// ```
     Deferred,
     value,
@@ -409,10 +409,10 @@ role_module!(
     /// `k`: how many items top-k returns.
     ///
     /// ```
-    /// use oxicub_params::k;
+    /// use oxicub::params::k;
     /// let k = k::uniform(16)?;
     /// assert_eq!(k.get(), 16);
-    /// # Ok::<(), oxicub_params::ParamError>(())
+    /// # Ok::<(), oxicub::params::ParamError>(())
     /// ```
     k,
     K
@@ -421,7 +421,7 @@ role_module!(
     /// `segment_sizes`: the size of each segment.
     ///
     /// ```
-    /// use oxicub_params::segment_size;
+    /// use oxicub::params::segment_size;
     /// assert!(segment_size::Uniform::<1, 256>::new(64).is_ok());
     /// ```
     segment_size,
@@ -432,9 +432,9 @@ role_module!(
     /// form is accepted by any algorithm).
     ///
     /// ```
-    /// use oxicub_params::num_segments;
+    /// use oxicub::params::num_segments;
     /// assert_eq!(num_segments::uniform(4096)?.get(), 4096);
-    /// # Ok::<(), oxicub_params::ParamError>(())
+    /// # Ok::<(), oxicub::params::ParamError>(())
     /// ```
     num_segments,
     NumSegments
@@ -443,7 +443,7 @@ role_module!(
     /// `num_items`: the length of a single-problem input.
     ///
     /// ```
-    /// use oxicub_params::num_items;
+    /// use oxicub::params::num_items;
     /// assert!(num_items::uniform(-1).is_err());
     /// ```
     num_items,

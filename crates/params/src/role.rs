@@ -65,7 +65,7 @@ pub type RoleTable = [Bounds; RoleId::COUNT];
 /// compile errors.
 ///
 /// ```
-/// use oxicub_params::role::{Role, K};
+/// use oxicub::params::role::{Role, K};
 /// assert_eq!(K::NAME, "k");
 /// ```
 pub trait Role: Copy + Default + Debug + Send + Sync + 'static {

@@ -28,20 +28,20 @@ use crate::Error;
 /// copying as bytes would read.
 ///
 /// ```
-/// use oxicub_algorithms::{topk, DeviceValue, Host};
-/// use oxicub_params::k;
+/// use oxicub::{topk, DeviceValue, Host};
+/// use oxicub::params::k;
 ///
 /// fn moves_as_bytes<V: DeviceValue>() {}
 /// moves_as_bytes::<[u16; 4]>();
 ///
 /// let (mut top, mut pair) = ([0u8; 1], [[0u32; 2]; 1]);
-/// topk::max_pairs(&Host::new(), &[1u8, 9][..], &[[1, 10], [9, 90]][..], &mut top[..], &mut pair[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
+/// topk::max_pairs(&Host::new(), &[1u8, 9][..], &[[1, 10], [9, 90]][..], &mut top[..], &mut pair[..], &k::Static::<1>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!(pair, [[9, 90]]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 ///
 /// ```compile_fail
-/// fn moves_as_bytes<V: oxicub_algorithms::DeviceValue>() {}
+/// fn moves_as_bytes<V: oxicub::DeviceValue>() {}
 /// moves_as_bytes::<(u8, u32)>(); // three padding bytes
 /// ```
 ///
@@ -120,13 +120,13 @@ byte_option!(SelectDirection, SortOrder);
 ///
 /// ```no_run
 /// use half::f16;
-/// use oxicub_algorithms::Cuda;
+/// use oxicub::Cuda;
 ///
 /// let cuda = Cuda::new(0)?;
 /// let keys = cuda.upload_keys(&[f16::ONE, f16::NEG_INFINITY])?;
 /// assert_eq!(keys.len(), 2);
 /// let _view = keys.as_view();
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct DeviceKeys<K: RadixKey> {
@@ -189,15 +189,15 @@ impl<K: RadixKey> DeviceKeys<K> {
 /// [`Cuda::upload_values`] copies values there. Slots that nothing wrote hold zero bits.
 ///
 /// ```no_run
-/// use oxicub_algorithms::{topk, Cuda};
-/// use oxicub_params::{direction, k};
+/// use oxicub::{topk, Cuda};
+/// use oxicub::params::{direction, k};
 ///
 /// let cuda = Cuda::new(0)?;
 /// let keys = cuda.upload(&[3u32, 9, 1])?;
-/// let (top, at) = topk::select_indices_owned::<_, _, _, u64, _, _>(&cuda, &direction::Max, keys.as_view(), &k::Static::<2>::new(), &oxicub_env::Env::new())?.check()?;
+/// let (top, at) = topk::select_indices_owned::<_, _, _, u64, _, _>(&cuda, &direction::Max, keys.as_view(), &k::Static::<2>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!(at.download(&cuda)?, [1, 0]);
 /// # let _ = top;
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct DeviceValues<V: DeviceValue> {

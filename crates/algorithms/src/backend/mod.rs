@@ -26,7 +26,7 @@ impl crate::sealed::Sealed for AnyBackend {}
 /// A buffer argument of an algorithm: a host slice or a device view.
 ///
 /// ```
-/// use oxicub_algorithms::Buffer;
+/// use oxicub::Buffer;
 ///
 /// let data = [1u8, 2, 3];
 /// assert_eq!(Buffer::len(&&data[..]), 3);
@@ -75,7 +75,7 @@ impl<T> Buffer for CudaViewMut<'_, T> {
 /// (host slices, run on whichever it picked).
 ///
 /// ```
-/// use oxicub_algorithms::{Backend, Host};
+/// use oxicub::{Backend, Host};
 ///
 /// fn describe<B: Backend>(backend: &B) -> String {
 ///     format!("{} ({backend})", backend.name())
@@ -104,12 +104,12 @@ pub trait Backend: fmt::Display + Send + Sync + crate::sealed::Sealed {
 /// test, and the fallback on a machine without a GPU.
 ///
 /// ```
-/// use oxicub_algorithms::{radix, Host};
+/// use oxicub::{radix, Host};
 ///
 /// let mut codes = [0u8; 2];
 /// radix::transform_keys(&Host::new(), &[-1i8, 1][..], &mut codes[..])?;
 /// assert_eq!(codes, [0x7F, 0x81]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Host {
@@ -149,14 +149,14 @@ impl Backend for Host {
 /// buffers' other uses around them).
 ///
 /// ```no_run
-/// use oxicub_algorithms::{radix, Cuda};
+/// use oxicub::{radix, Cuda};
 ///
 /// let cuda = Cuda::new(0)?;
 /// let keys = cuda.upload(&[3.0f32, -1.0])?;
 /// let mut codes = cuda.alloc_zeros::<u32>(2)?;
 /// radix::transform_keys(&cuda, keys.as_view(), codes.as_view_mut())?;
 /// assert_eq!(cuda.download(&codes.as_view())?, [0xC040_0000, 0x407F_FFFF]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Cuda {
@@ -190,12 +190,12 @@ impl Cuda {
     /// context is [`Error::InvalidArgument`].
     ///
     /// ```no_run
-    /// use oxicub_algorithms::Cuda;
+    /// use oxicub::Cuda;
     ///
     /// let cuda = Cuda::new(0)?;
     /// let side = cuda.on_stream(cuda.context().new_stream().expect("a stream"))?;
     /// assert!(std::ptr::eq(side.runtime(), cuda.runtime()));
-    /// # Ok::<(), oxicub_algorithms::Error>(())
+    /// # Ok::<(), oxicub::Error>(())
     /// ```
     pub fn on_stream(&self, stream: Arc<CudaStream>) -> Result<Cuda, Error> {
         if !Arc::ptr_eq(stream.context(), self.stream.context()) {
@@ -279,12 +279,12 @@ impl Cuda {
     /// `f16`, arrays, your own padding-free structs).
     ///
     /// ```no_run
-    /// use oxicub_algorithms::Cuda;
+    /// use oxicub::Cuda;
     ///
     /// let cuda = Cuda::new(0)?;
     /// let tokens = cuda.upload_values(&[[1u32, 2], [3, 4]])?;
     /// assert_eq!(tokens.download(&cuda)?, [[1, 2], [3, 4]]);
-    /// # Ok::<(), oxicub_algorithms::Error>(())
+    /// # Ok::<(), oxicub::Error>(())
     /// ```
     pub fn upload_values<V: DeviceValue>(&self, values: &[V]) -> Result<DeviceValues<V>, Error> {
         DeviceValues::upload(self, values)
@@ -334,14 +334,14 @@ impl Backend for Cuda {
 /// and copy back, so code written against it runs anywhere.
 ///
 /// ```
-/// use oxicub_algorithms::{radix, AnyBackend};
+/// use oxicub::{radix, AnyBackend};
 ///
 /// let (backend, note) = AnyBackend::auto_explained();
 /// println!("{note}");
 /// let mut codes = [0u32; 3];
 /// radix::transform_keys(&backend, &[1.0f32, -1.0, f32::NAN][..], &mut codes[..])?;
 /// assert_eq!(codes[2], u32::MAX);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub enum AnyBackend {

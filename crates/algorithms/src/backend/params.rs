@@ -52,8 +52,8 @@ pub type ParamValuesOn<'r, B> = ParamValues<<B as Backend>::Values<'r, i64>>;
 /// layout's offsets give) everywhere.
 ///
 /// ```
-/// use oxicub_algorithms::{Host, ValuesOn};
-/// use oxicub_params::k;
+/// use oxicub::{Host, ValuesOn};
+/// use oxicub::params::k;
 ///
 /// fn readable_on_host<P: ValuesOn<Host>>(_: &P) {}
 /// let per_row = [8i64, 2, 4];
@@ -64,8 +64,8 @@ pub type ParamValuesOn<'r, B> = ParamValues<<B as Backend>::Values<'r, i64>>;
 /// Device memory cannot be read on the host backend, nor host memory on [`Cuda`]:
 ///
 /// ```compile_fail
-/// use oxicub_algorithms::{Cuda, ValuesOn};
-/// use oxicub_params::k;
+/// use oxicub::{Cuda, ValuesOn};
+/// use oxicub::params::k;
 ///
 /// fn readable_on_cuda<P: ValuesOn<Cuda>>(_: &P) {}
 /// let per_row = [8i64, 2, 4];
@@ -148,13 +148,13 @@ impl<R: Role, const MIN: i64, const MAX: i64> ValuesOn<Cuda>
 /// not (it is one value the host does not read).
 ///
 /// ```
-/// use oxicub_algorithms::{Host, PerSegmentOn};
-/// use oxicub_params::segment_size;
+/// use oxicub::{Host, PerSegmentOn};
+/// use oxicub::params::segment_size;
 ///
 /// fn sizes_on_host<P: PerSegmentOn<Host>>(_: &P) {}
 /// sizes_on_host(&segment_size::Uniform::<1, 256>::new(64)?);
 /// sizes_on_host(&segment_size::PerSegment::<_, 0, 256>::new(&[3i64, 64][..]));
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not give a value for each segment that `{B}` can read",
@@ -198,8 +198,8 @@ pub type ChoiceValuesOn<'r, B, E> = ChoiceValues<<B as Backend>::Values<'r, u8>,
 /// over a `CudaView<u8>` on [`Cuda`].
 ///
 /// ```
-/// use oxicub_algorithms::{ChoicesOn, Host};
-/// use oxicub_params::{direction, SelectDirection};
+/// use oxicub::{ChoicesOn, Host};
+/// use oxicub::params::{direction, SelectDirection};
 ///
 /// fn readable_on_host<P: ChoicesOn<Host>>(_: &P) {}
 /// let per_row = [SelectDirection::Max, SelectDirection::Min];

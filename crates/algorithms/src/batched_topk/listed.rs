@@ -27,8 +27,8 @@ impl<S, K, D, N> Problem<Listed, S, K, D, N> {
     /// slice must have.
     ///
     /// ```
-    /// use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
-    /// use oxicub_params::{direction, k, num_segments, segment_size};
+    /// use oxicub::{batched_topk::{self, Problem}, Host};
+    /// use oxicub::params::{direction, k, num_segments, segment_size};
     ///
     /// // Two requests' scores, each in its own buffer.
     /// let (a, b) = ([0.5f32, 0.9, 0.1], [3.0f32, -1.0]);
@@ -39,10 +39,10 @@ impl<S, K, D, N> Problem<Listed, S, K, D, N> {
     ///     num_segments::uniform(2)?,
     /// );
     /// let (mut top, mut at) = ([0f32; 4], [0u32; 4]);
-    /// batched_topk::select_indices_listed(&Host::new(), &problem, &[&a[..], &b[..]], &mut top[..], &mut at[..], &oxicub_env::Env::new())?
+    /// batched_topk::select_indices_listed(&Host::new(), &problem, &[&a[..], &b[..]], &mut top[..], &mut at[..], &oxicub::env::Env::new())?
     ///     .check()?;
     /// assert_eq!((top, at), ([0.9, 0.5, 3.0, -1.0], [1, 0, 0, 1]));
-    /// # Ok::<(), oxicub_algorithms::Error>(())
+    /// # Ok::<(), oxicub::Error>(())
     /// ```
     pub fn listed(
         segment_sizes: S,
@@ -108,16 +108,16 @@ where
 /// [`select_keys`](super::select_keys) over a listed layout: segment `i` is `segments[i]`.
 ///
 /// ```
-/// use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
-/// use oxicub_params::{direction, k, num_segments, segment_size};
+/// use oxicub::{batched_topk::{self, Problem}, Host};
+/// use oxicub::params::{direction, k, num_segments, segment_size};
 ///
 /// let (a, b, c) = ([7u32, 1, 9], [4u32], [2u32, 8]);
 /// let problem = Problem::listed(segment_size::PerSegment::<(), 0, 8>::new(()), k::uniform(2)?, direction::Min, num_segments::uniform(3)?);
 /// let mut low = [0u32; 6];
-/// batched_topk::select_keys_listed(&Host::new(), &problem, &[&a[..], &b[..], &c[..]], &mut low[..], &oxicub_env::Env::new())?
+/// batched_topk::select_keys_listed(&Host::new(), &problem, &[&a[..], &b[..], &c[..]], &mut low[..], &oxicub::env::Env::new())?
 ///     .check()?;
 /// assert_eq!(low, [1, 7, 4, 0, 2, 8]); // segment 1 holds one key: k is clamped to 1
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn select_keys_listed<B, K, S, Kp, D, N, E>(
     backend: &B,
@@ -151,17 +151,17 @@ where
 /// with its values `values[i]` (of the same length).
 ///
 /// ```
-/// use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
-/// use oxicub_params::{direction, k, num_segments, segment_size};
+/// use oxicub::{batched_topk::{self, Problem}, Host};
+/// use oxicub::params::{direction, k, num_segments, segment_size};
 ///
 /// let (a, b) = ([0.2f32, 0.7], [0.9f32, 0.1, 0.5]);
 /// let (ta, tb) = ([100u64, 101], [200u64, 201, 202]);
 /// let problem = Problem::listed(segment_size::PerSegment::<(), 0, 16>::new(()), k::Static::<1>::new(), direction::Max, num_segments::uniform(2)?);
 /// let (mut top, mut token) = ([0f32; 2], [0u64; 2]);
-/// batched_topk::select_pairs_listed(&Host::new(), &problem, &[&a[..], &b[..]], &[&ta[..], &tb[..]], &mut top[..], &mut token[..], &oxicub_env::Env::new())?
+/// batched_topk::select_pairs_listed(&Host::new(), &problem, &[&a[..], &b[..]], &[&ta[..], &tb[..]], &mut top[..], &mut token[..], &oxicub::env::Env::new())?
 ///     .check()?;
 /// assert_eq!((top, token), ([0.7, 0.9], [101, 200]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn select_pairs_listed<B, K, V, S, Kp, D, N, E>(

@@ -72,8 +72,8 @@
 //! contract, evaluated at compile time):
 //!
 //! ```compile_fail
-//! use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
-//! use oxicub_params::{direction, k, num_segments, segment_size};
+//! use oxicub::{batched_topk::{self, Problem}, Host};
+//! use oxicub::params::{direction, k, num_segments, segment_size};
 //!
 //! let problem = Problem::strided(
 //!     256,
@@ -83,14 +83,14 @@
 //!     num_segments::uniform(1)?,
 //! );
 //! let mut out = [0f32; 256];
-//! batched_topk::select_keys(&Host::new(), &problem, &[0f32; 256][..], &mut out[..], &oxicub_env::Env::new())?.check()?;
-//! # Ok::<(), oxicub_algorithms::Error>(())
+//! batched_topk::select_keys(&Host::new(), &problem, &[0f32; 256][..], &mut out[..], &oxicub::env::Env::new())?.check()?;
+//! # Ok::<(), oxicub::Error>(())
 //! ```
 //!
 //! ```
-//! use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
-//! use oxicub_env::Env;
-//! use oxicub_params::{direction, k, num_segments, segment_size};
+//! use oxicub::{batched_topk::{self, Problem}, Host};
+//! use oxicub::env::Env;
+//! use oxicub::params::{direction, k, num_segments, segment_size};
 //!
 //! // Two rows of four scores: top-2 of each.
 //! let scores = [0.1f32, 0.9, 0.3, 0.9, /**/ 5.0, -1.0, 7.0, 6.0];
@@ -106,7 +106,7 @@
 //!     .check()?;
 //! assert_eq!(top, [0.9, 0.9, 7.0, 6.0]);
 //! assert_eq!(expert, [1, 3, 2, 3]); // ties: the smaller index first
-//! # Ok::<(), oxicub_algorithms::Error>(())
+//! # Ok::<(), oxicub::Error>(())
 //! ```
 
 mod cuda;
@@ -171,9 +171,9 @@ pub trait BatchedTopKBackend: Backend {
 /// any such problem.
 ///
 /// ```
-/// use oxicub_algorithms::batched_topk::{Problem, ProblemOn};
-/// use oxicub_algorithms::Host;
-/// use oxicub_params::{direction, k, num_segments, segment_size};
+/// use oxicub::batched_topk::{Problem, ProblemOn};
+/// use oxicub::Host;
+/// use oxicub::params::{direction, k, num_segments, segment_size};
 ///
 /// fn runs_on_host<P: ProblemOn<Host>>(_: &P) {}
 /// let ks = [2i64, 1];
@@ -184,7 +184,7 @@ pub trait BatchedTopKBackend: Backend {
 ///     direction::Max,
 ///     num_segments::uniform(2)?,
 /// ));
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 #[diagnostic::on_unimplemented(
     message = "the `{B}` backend cannot run the batched top-k problem `{Self}`",
@@ -306,8 +306,8 @@ impl BatchedTopKBackend for Cuda {
 /// [`select_pairs`] or [`select_indices`].
 ///
 /// ```
-/// use oxicub_algorithms::batched_topk::Problem;
-/// use oxicub_params::{direction, k, num_segments, segment_size};
+/// use oxicub::batched_topk::Problem;
+/// use oxicub::params::{direction, k, num_segments, segment_size};
 ///
 /// // MoE routing: 16384 tokens x 256 experts, top-8: everything but the token count static.
 /// let routing = Problem::strided(
@@ -318,7 +318,7 @@ impl BatchedTopKBackend for Cuda {
 ///     num_segments::uniform(16_384)?,
 /// );
 /// # let _ = routing;
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Problem<L, S, K, D, N> {
@@ -332,14 +332,14 @@ impl<L, S, K, D, N> Problem<L, S, K, D, N> {
     /// Top-`k` in `direction` of every segment of `segments` (any layout).
     ///
     /// ```
-    /// use oxicub_algorithms::batched_topk::Problem;
-    /// use oxicub_algorithms::segments::Segments;
-    /// use oxicub_params::{direction, k, num_segments, segment_size};
+    /// use oxicub::batched_topk::Problem;
+    /// use oxicub::segments::Segments;
+    /// use oxicub::params::{direction, k, num_segments, segment_size};
     ///
     /// let rows = Segments::strided(256, segment_size::Static::<256>::new(), num_segments::uniform(4)?);
     /// let problem = Problem::new(rows, k::Static::<8>::new(), direction::Max);
     /// # let _ = problem;
-    /// # Ok::<(), oxicub_params::ParamError>(())
+    /// # Ok::<(), oxicub::params::ParamError>(())
     /// ```
     pub fn new(segments: Segments<L, S, N>, k: K, direction: D) -> Problem<L, S, K, D, N> {
         Problem {
@@ -379,18 +379,18 @@ impl<O, S, K, D, N> Problem<Offsets<O>, S, K, D, N> {
     /// a `Static`/`Uniform` size every segment must have.
     ///
     /// ```
-    /// use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
-    /// use oxicub_params::{direction, k, num_segments, segment_size};
+    /// use oxicub::{batched_topk::{self, Problem}, Host};
+    /// use oxicub::params::{direction, k, num_segments, segment_size};
     ///
     /// let keys = [4u8, 1, 9, /**/ 7, /**/ 3, 3];
     /// let (begin, end) = ([0i64, 3, 4], [3i64, 4, 6]);
     /// let sizes = segment_size::PerSegment::<(), 0, 1024>::new(());
     /// let problem = Problem::offsets(&begin[..], &end[..], sizes, k::Static::<2>::new(), direction::Min, num_segments::uniform(3)?);
     /// let mut low = [0u8; 6];
-    /// batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut low[..], &oxicub_env::Env::new())?.check()?;
+    /// batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut low[..], &oxicub::env::Env::new())?.check()?;
     /// // Segment 1 holds one key: k is clamped to 1, its second slot is untouched.
     /// assert_eq!(low, [1, 4, 7, 0, 3, 3]);
-    /// # Ok::<(), oxicub_algorithms::Error>(())
+    /// # Ok::<(), oxicub::Error>(())
     /// ```
     pub fn offsets(
         begin: O,
@@ -422,9 +422,9 @@ impl<L, S, K, D, N> Problem<L, S, K, D, N> {
 /// and one kernel per tier. `value_bytes` is 0 for keys only, else 4 or 8.
 ///
 /// ```
-/// use oxicub_algorithms::batched_topk::kernel_specs;
-/// use oxicub_env::Env;
-/// use oxicub_params::{k, segment_size};
+/// use oxicub::batched_topk::kernel_specs;
+/// use oxicub::env::Env;
+/// use oxicub::params::{k, segment_size};
 ///
 /// // MoE routing: k = Static<8> over Static<256> experts compiles the warp tier only.
 /// let specs = kernel_specs::<f32, segment_size::Static<256>, k::Static<8>, Env>(4);
@@ -455,9 +455,9 @@ pub fn kernel_specs<Key: RadixKey, S: Param, K: Param, E: Environment>(
 /// the per-segment checks reported by the returned [`Outcome`].
 ///
 /// ```
-/// use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
-/// use oxicub_env::{require, determinism, output_ordering};
-/// use oxicub_params::{direction, k, num_segments, segment_size, SelectDirection};
+/// use oxicub::{batched_topk::{self, Problem}, Host};
+/// use oxicub::env::{require, determinism, output_ordering};
+/// use oxicub::params::{direction, k, num_segments, segment_size, SelectDirection};
 ///
 /// // Per-segment k and direction (CUB has no per-segment direction).
 /// let keys = [3i32, 1, 2, /**/ 9, 8, 7];
@@ -474,7 +474,7 @@ pub fn kernel_specs<Key: RadixKey, S: Param, K: Param, E: Environment>(
 /// let env = require!(determinism::RunToRun, output_ordering::Sorted);
 /// batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut out[..], &env)?.check()?;
 /// assert_eq!(out, [3, 0, 0, 7, 8, 0]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn select_keys<B, K, P, E>(
     backend: &B,
@@ -507,16 +507,16 @@ where
 /// `keys[j]`); values are any `Copy` type of 4 or 8 bytes. As [`select_keys`] otherwise.
 ///
 /// ```
-/// use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
-/// use oxicub_params::{direction, k, num_segments, segment_size};
+/// use oxicub::{batched_topk::{self, Problem}, Host};
+/// use oxicub::params::{direction, k, num_segments, segment_size};
 ///
 /// let keys = [0.5f32, 0.25, /**/ 0.0, 1.0];
 /// let tokens = [10u64, 11, 20, 21];
 /// let problem = Problem::strided(2, segment_size::Static::<2>::new(), k::Static::<1>::new(), direction::Max, num_segments::Static::<2>::new());
 /// let (mut top, mut token) = ([0f32; 2], [0u64; 2]);
-/// batched_topk::select_pairs(&Host::new(), &problem, &keys[..], &tokens[..], &mut top[..], &mut token[..], &oxicub_env::Env::new())?.check()?;
+/// batched_topk::select_pairs(&Host::new(), &problem, &keys[..], &tokens[..], &mut top[..], &mut token[..], &oxicub::env::Env::new())?.check()?;
 /// assert_eq!((top, token), ([0.5, 1.0], [10, 21]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn select_pairs<B, K, V, P, E>(
@@ -557,9 +557,9 @@ where
 /// `u64` or `i64`): for MoE routing, the expert ids. As [`select_keys`] otherwise.
 ///
 /// ```
-/// use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
-/// use oxicub_env::{require, tie_break};
-/// use oxicub_params::{direction, k, num_segments, segment_size};
+/// use oxicub::{batched_topk::{self, Problem}, Host};
+/// use oxicub::env::{require, tie_break};
+/// use oxicub::params::{direction, k, num_segments, segment_size};
 ///
 /// let keys = [1u16, 5, 5, 5];
 /// let problem = Problem::strided(4, segment_size::Static::<4>::new(), k::Static::<2>::new(), direction::Max, num_segments::uniform(1)?);
@@ -567,7 +567,7 @@ where
 /// let env = require!(tie_break::PreferLargerIndex);
 /// batched_topk::select_indices(&Host::new(), &problem, &keys[..], &mut top[..], &mut at[..], &env)?.check()?;
 /// assert_eq!(at, [2, 3]); // the tie at the boundary keeps the larger indices, stable sorted
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn select_indices<B, K, I, P, E>(
     backend: &B,

@@ -67,9 +67,9 @@ impl<S: Param, K: Param, G: Guarantees> BatchedTopKStatic<S, K, G> {
 /// consistent with each other and with the environment's guarantees.
 ///
 /// ```
-/// use oxicub_algorithms::contract;
-/// use oxicub_env::{require, determinism, output_ordering};
-/// use oxicub_params::{direction, k, num_segments, segment_size, Bounds};
+/// use oxicub::contract;
+/// use oxicub::env::{require, determinism, output_ordering};
+/// use oxicub::params::{direction, k, num_segments, segment_size, Bounds};
 ///
 /// // MoE routing: 16384 tokens x 256 experts, top-8.
 /// let env = require!(determinism::NotGuaranteed, output_ordering::Unsorted);
@@ -81,7 +81,7 @@ impl<S: Param, K: Param, G: Guarantees> BatchedTopKStatic<S, K, G> {
 ///     &env,
 /// )?;
 /// assert_eq!((checked.k_static, checked.segment_sizes), (Bounds::exactly(8), Bounds::exactly(256)));
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 pub fn batched_topk<S, K, Dir, N, E>(
     segment_sizes: &S,

@@ -29,15 +29,15 @@ pub struct TopKBounds {
 /// the algorithm.
 ///
 /// ```
-/// use oxicub_algorithms::contract;
-/// use oxicub_env::Env;
-/// use oxicub_params::{guarantee::MaxK, k, Bounds};
+/// use oxicub::contract;
+/// use oxicub::env::Env;
+/// use oxicub::params::{guarantee::MaxK, k, Bounds};
 ///
 /// let env = Env::new().guarantee(MaxK::<1024>::new());
 /// let checked = contract::topk(1 << 20, &k::Static::<8>::new(), &env)?;
 /// assert_eq!(checked.k, Bounds::exactly(8));
 /// assert!(checked.requirements.pins_output());
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 pub fn topk<K, E>(num_items: i64, k: &K, env: &E) -> Result<TopKBounds, ParamError>
 where

@@ -6,9 +6,9 @@
 //! [`segmented_sort`].
 //!
 //! ```
-//! use oxicub_algorithms::{locality_sort, Host};
-//! use oxicub_env::Env;
-//! use oxicub_params::order;
+//! use oxicub::{locality_sort, Host};
+//! use oxicub::env::Env;
+//! use oxicub::params::order;
 //!
 //! // Keys near their places: i + noise.
 //! let keys = [1u32, 0, 2, 4, 3, 5, 7, 6];
@@ -18,7 +18,7 @@
 //!     .check()?;
 //! assert_eq!(sorted, [0, 1, 2, 3, 4, 5, 6, 7]);
 //! assert_eq!(carried, [11, 10, 12, 14, 13, 15, 17, 16]);
-//! # Ok::<(), oxicub_algorithms::Error>(())
+//! # Ok::<(), oxicub::Error>(())
 //! ```
 
 use oxicub_env::Environment;
@@ -54,14 +54,14 @@ fn whole<O>(n: usize, order: O) -> Result<Whole<O>, Error> {
 /// near their places, few tiles merge.
 ///
 /// ```
-/// use oxicub_algorithms::{locality_sort, Host};
-/// use oxicub_params::order;
+/// use oxicub::{locality_sort, Host};
+/// use oxicub::params::order;
 ///
 /// let mut out = [0i16; 5];
-/// locality_sort::sort_keys(&Host::new(), &order::Descending, &[2i16, 3, 1, 5, 4][..], &mut out[..], &oxicub_env::Env::new())?
+/// locality_sort::sort_keys(&Host::new(), &order::Descending, &[2i16, 3, 1, 5, 4][..], &mut out[..], &oxicub::env::Env::new())?
 ///     .check()?;
 /// assert_eq!(out, [5, 4, 3, 2, 1]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn sort_keys<B, K, O, E>(
     backend: &B,
@@ -111,14 +111,14 @@ where
 /// [`segmented_sort::sort_keys_in_place`]).
 ///
 /// ```
-/// use oxicub_algorithms::{locality_sort, Host};
-/// use oxicub_params::order;
+/// use oxicub::{locality_sort, Host};
+/// use oxicub::params::order;
 ///
 /// let mut keys = [1u32, 0, 2, 4, 3];
-/// locality_sort::sort_keys_in_place(&Host::new(), &order::Ascending, &mut keys[..], &oxicub_env::Env::new())?
+/// locality_sort::sort_keys_in_place(&Host::new(), &order::Ascending, &mut keys[..], &oxicub::env::Env::new())?
 ///     .check()?;
 /// assert_eq!(keys, [0, 1, 2, 3, 4]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn sort_keys_in_place<B, K, O, E>(
     backend: &B,

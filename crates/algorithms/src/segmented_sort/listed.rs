@@ -30,9 +30,9 @@ impl<S, O, N> Problem<Listed, S, O, N> {
     /// slice must have.
     ///
     /// ```
-    /// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-    /// use oxicub_params::{num_segments, order, segment_size};
-    /// use oxicub_env::Env;
+    /// use oxicub::{segmented_sort::{self, Problem}, Host};
+    /// use oxicub::params::{num_segments, order, segment_size};
+    /// use oxicub::env::Env;
     ///
     /// // Two requests' scores, each in its own buffer, sorted into one output.
     /// let (a, b) = ([0.5f32, 0.9, 0.1], [3.0f32, -1.0]);
@@ -45,7 +45,7 @@ impl<S, O, N> Problem<Listed, S, O, N> {
     /// segmented_sort::sort_indices_listed(&Host::new(), &problem, &[&a[..], &b[..]], &mut sorted[..], &mut at[..], &Env::new())?
     ///     .check()?;
     /// assert_eq!((sorted, at), ([0.9, 0.5, 0.1, 3.0, -1.0], [1, 0, 2, 0, 1]));
-    /// # Ok::<(), oxicub_algorithms::Error>(())
+    /// # Ok::<(), oxicub::Error>(())
     /// ```
     pub fn listed(segment_sizes: S, order: O, num_segments: N) -> Problem<Listed, S, O, N> {
         Problem::new(Segments::listed(segment_sizes, num_segments), order)
@@ -87,9 +87,9 @@ where
 /// into `out_keys` at the sum of the earlier segments' lengths (`out_keys` holds their total).
 ///
 /// ```
-/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-/// use oxicub_params::{num_segments, order, segment_size};
-/// use oxicub_env::Env;
+/// use oxicub::{segmented_sort::{self, Problem}, Host};
+/// use oxicub::params::{num_segments, order, segment_size};
+/// use oxicub::env::Env;
 ///
 /// let (a, b, c) = ([7u32, 1, 9], [4u32], [8u32, 2]);
 /// let problem = Problem::listed(segment_size::PerSegment::<(), 0, 8>::new(()), order::Ascending, num_segments::uniform(3)?);
@@ -97,7 +97,7 @@ where
 /// segmented_sort::sort_keys_listed(&Host::new(), &problem, &[&a[..], &b[..], &c[..]], &mut sorted[..], &Env::new())?
 ///     .check()?;
 /// assert_eq!(sorted, [1, 7, 9, /**/ 4, /**/ 2, 8]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn sort_keys_listed<B, K, S, O, N, E>(
     backend: &B,
@@ -134,9 +134,9 @@ where
 /// sum of the earlier segments' lengths.
 ///
 /// ```
-/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-/// use oxicub_params::{num_segments, order, segment_size};
-/// use oxicub_env::Env;
+/// use oxicub::{segmented_sort::{self, Problem}, Host};
+/// use oxicub::params::{num_segments, order, segment_size};
+/// use oxicub::env::Env;
 ///
 /// let (a, b) = ([0.2f32, 0.7, 0.2], [0.9f32]);
 /// let (ta, tb) = ([100u64, 101, 102], [200u64]);
@@ -145,7 +145,7 @@ where
 /// segmented_sort::sort_pairs_listed(&Host::new(), &problem, &[&a[..], &b[..]], &[&ta[..], &tb[..]], &mut keys[..], &mut tokens[..], &Env::new())?
 ///     .check()?;
 /// assert_eq!((keys, tokens), ([0.2, 0.2, 0.7, 0.9], [100, 102, 101, 200]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn sort_pairs_listed<B, K, V, S, O, N, E>(
@@ -227,16 +227,16 @@ where
 /// a second and copies each segment back.
 ///
 /// ```
-/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-/// use oxicub_params::{num_segments, order, segment_size};
-/// use oxicub_env::Env;
+/// use oxicub::{segmented_sort::{self, Problem}, Host};
+/// use oxicub::params::{num_segments, order, segment_size};
+/// use oxicub::env::Env;
 ///
 /// let (mut a, mut b) = ([3i16, -1, 2], [9i16, 0]);
 /// let problem = Problem::listed(segment_size::PerSegment::<(), 0, 8>::new(()), order::Descending, num_segments::uniform(2)?);
 /// segmented_sort::sort_keys_listed_in_place(&Host::new(), &problem, &mut [&mut a[..], &mut b[..]], &Env::new())?
 ///     .check()?;
 /// assert_eq!((a, b), ([3, 2, -1], [9, 0]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn sort_keys_listed_in_place<B, K, S, O, N, E>(
     backend: &B,
@@ -269,9 +269,9 @@ where
 /// [`sort_keys_listed_in_place`], through joined copies.
 ///
 /// ```
-/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-/// use oxicub_params::{num_segments, order, segment_size};
-/// use oxicub_env::Env;
+/// use oxicub::{segmented_sort::{self, Problem}, Host};
+/// use oxicub::params::{num_segments, order, segment_size};
+/// use oxicub::env::Env;
 ///
 /// let (mut a, mut b) = ([5u8, 5, 1], [2u8]);
 /// let (mut va, mut vb) = ([10u32, 11, 12], [20u32]);
@@ -279,7 +279,7 @@ where
 /// segmented_sort::sort_pairs_listed_in_place(&Host::new(), &problem, &mut [&mut a[..], &mut b[..]], &mut [&mut va[..], &mut vb[..]], &Env::new())?
 ///     .check()?;
 /// assert_eq!((a, va), ([1, 5, 5], [12, 10, 11]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn sort_pairs_listed_in_place<B, K, V, S, O, N, E>(
     backend: &B,

@@ -38,15 +38,15 @@
 //! values they carry, in any order; may be faster). What a sort cannot honour does not build:
 //!
 //! ```compile_fail
-//! use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-//! use oxicub_env::{output_ordering, require};
-//! use oxicub_params::{num_segments, order, segment_size};
+//! use oxicub::{segmented_sort::{self, Problem}, Host};
+//! use oxicub::env::{output_ordering, require};
+//! use oxicub::params::{num_segments, order, segment_size};
 //!
 //! // A sort's output is sorted: `unsorted` is not an ordering it can give.
 //! let env = require!(output_ordering::Unsorted);
 //! let problem = Problem::strided(2, segment_size::Static::<2>::new(), order::Ascending, num_segments::uniform(1)?);
 //! segmented_sort::sort_keys(&Host::new(), &problem, &[2u8, 1][..], &mut [0u8; 2][..], &env)?.check()?;
-//! # Ok::<(), oxicub_algorithms::Error>(())
+//! # Ok::<(), oxicub::Error>(())
 //! ```
 //!
 //! # Results and errors
@@ -70,9 +70,9 @@
 //! whole is [`locality_sort`](crate::locality_sort).
 //!
 //! ```
-//! use oxicub_algorithms::{segmented_sort::{self, Problem}, segments, Host};
-//! use oxicub_env::Env;
-//! use oxicub_params::{num_segments, order, segment_size};
+//! use oxicub::{segmented_sort::{self, Problem}, segments, Host};
+//! use oxicub::env::Env;
+//! use oxicub::params::{num_segments, order, segment_size};
 //!
 //! // Three segments given by their heads, sorted ascending with their source positions.
 //! let keys = [5i32, 1, 4, /**/ 9, /**/ 3, 3, 2];
@@ -89,7 +89,7 @@
 //!     .check()?;
 //! assert_eq!(sorted, [1, 4, 5, 9, 2, 3, 3]);
 //! assert_eq!(at, [1, 2, 0, 0, 2, 0, 1]); // within each segment; equal keys in input order
-//! # Ok::<(), oxicub_algorithms::Error>(())
+//! # Ok::<(), oxicub::Error>(())
 //! ```
 
 mod cuda;
@@ -181,13 +181,13 @@ pub trait SegmentedSortBackend: Backend {
 /// What a segmented sort sorts: the segments and the order of each.
 ///
 /// ```
-/// use oxicub_algorithms::segmented_sort::Problem;
-/// use oxicub_params::{num_segments, order, segment_size};
+/// use oxicub::segmented_sort::Problem;
+/// use oxicub::params::{num_segments, order, segment_size};
 ///
 /// // torch.sort(x, dim=-1, descending=True, stable=True) of a [4096 x 1000] matrix.
 /// let rows = Problem::strided(1000, segment_size::Static::<1000>::new(), order::Descending, num_segments::uniform(4096)?);
 /// # let _ = rows;
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Problem<L, S, O, N> {
@@ -252,9 +252,9 @@ pub trait ProblemOn<B: Backend + ?Sized>: Sealed {
 /// by the returned [`Pending`].
 ///
 /// ```
-/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::{num_segments, order, segment_size, SortOrder};
+/// use oxicub::{segmented_sort::{self, Problem}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::{num_segments, order, segment_size, SortOrder};
 ///
 /// // Two rows of three, the first ascending, the second descending; NaN sorts above +inf.
 /// let keys = [2.0f32, f32::NAN, -1.0, /**/ 0.5, f32::INFINITY, -0.0];
@@ -265,7 +265,7 @@ pub trait ProblemOn<B: Backend + ?Sized>: Sealed {
 /// assert_eq!(out[..2], [-1.0, 2.0]);
 /// assert!(out[2].is_nan());
 /// assert_eq!(out[3..], [f32::INFINITY, 0.5, -0.0]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn sort_keys<B, K, P, E>(
     backend: &B,
@@ -307,9 +307,9 @@ where
 /// `stable_sorted` equal keys keep their values in input order.
 ///
 /// ```
-/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::{num_segments, order, segment_size};
+/// use oxicub::{segmented_sort::{self, Problem}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::{num_segments, order, segment_size};
 ///
 /// let keys = [3u8, 1, 3, 0];
 /// let tokens = [30u32, 10, 31, 0];
@@ -317,7 +317,7 @@ where
 /// let (mut k, mut v) = ([0u8; 4], [0u32; 4]);
 /// segmented_sort::sort_pairs(&Host::new(), &problem, &keys[..], &tokens[..], &mut k[..], &mut v[..], &Env::new())?.check()?;
 /// assert_eq!((k, v), ([3, 3, 1, 0], [30, 31, 10, 0]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn sort_pairs<B, K, V, P, E>(
@@ -365,16 +365,16 @@ where
 /// `i64`: the argsort of `torch.sort`). As [`sort_keys`] otherwise.
 ///
 /// ```
-/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::{num_segments, order, segment_size};
+/// use oxicub::{segmented_sort::{self, Problem}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::{num_segments, order, segment_size};
 ///
 /// let scores = [0.5f32, 0.9, 0.1, /**/ 7.0, 7.0, 8.0];
 /// let problem = Problem::strided(3, segment_size::Static::<3>::new(), order::Descending, num_segments::uniform(2)?);
 /// let (mut sorted, mut at) = ([0f32; 6], [0i64; 6]);
 /// segmented_sort::sort_indices(&Host::new(), &problem, &scores[..], &mut sorted[..], &mut at[..], &Env::new())?.check()?;
 /// assert_eq!(at, [1, 0, 2, /**/ 2, 0, 1]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn sort_indices<B, K, I, P, E>(
     backend: &B,
@@ -421,15 +421,15 @@ where
 /// keys than [`sort_keys`] into a second buffer.
 ///
 /// ```
-/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::{num_segments, order, segment_size};
+/// use oxicub::{segmented_sort::{self, Problem}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::{num_segments, order, segment_size};
 ///
 /// let mut keys = [3i32, 1, 2, /**/ 9, -4, 0];
 /// let rows = Problem::strided(3, segment_size::Static::<3>::new(), order::Ascending, num_segments::uniform(2)?);
 /// segmented_sort::sort_keys_in_place(&Host::new(), &rows, &mut keys[..], &Env::new())?.check()?;
 /// assert_eq!(keys, [1, 2, 3, /**/ -4, 0, 9]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn sort_keys_in_place<B, K, P, E>(
     backend: &B,
@@ -460,15 +460,15 @@ where
 /// them. As [`sort_keys_in_place`], the backend sorts from a copy of both.
 ///
 /// ```
-/// use oxicub_algorithms::{segmented_sort::{self, Problem}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::{num_segments, order, segment_size};
+/// use oxicub::{segmented_sort::{self, Problem}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::{num_segments, order, segment_size};
 ///
 /// let (mut keys, mut tokens) = ([0.5f32, 0.9, 0.9, 0.1], [10u16, 11, 12, 13]);
 /// let rows = Problem::strided(4, segment_size::Static::<4>::new(), order::Descending, num_segments::uniform(1)?);
 /// segmented_sort::sort_pairs_in_place(&Host::new(), &rows, &mut keys[..], &mut tokens[..], &Env::new())?.check()?;
 /// assert_eq!((keys, tokens), ([0.9, 0.9, 0.5, 0.1], [11, 12, 10, 13]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn sort_pairs_in_place<B, K, V, P, E>(
     backend: &B,

@@ -20,7 +20,7 @@ pub struct MergePass {
 /// keys).
 ///
 /// ```
-/// use oxicub_algorithms::segmented_sort::{MergePass, MergeStatistics};
+/// use oxicub::segmented_sort::{MergePass, MergeStatistics};
 ///
 /// let stats = MergeStatistics {
 ///     tiles: 4,

@@ -11,13 +11,13 @@ use crate::Error;
 /// Key 0 always starts a segment, whatever its bit; `num_keys = 0` gives no segment.
 ///
 /// ```
-/// use oxicub_algorithms::segments::offsets_from_head_flags;
+/// use oxicub::segments::offsets_from_head_flags;
 ///
 /// // Heads at 0, 3 and 33 over 40 keys.
 /// let flags = [0b1000u32 | 1, 0b10];
 /// let (begin, end) = offsets_from_head_flags(&flags, 40)?;
 /// assert_eq!((begin, end), (vec![0, 3, 33], vec![3, 33, 40]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn offsets_from_head_flags(
     flags: &[u32],
@@ -53,12 +53,12 @@ pub fn offsets_from_head_flags(
 /// past the keys, are [`Error::InvalidArgument`] naming `heads` and the position.
 ///
 /// ```
-/// use oxicub_algorithms::segments::offsets_from_head_indices;
+/// use oxicub::segments::offsets_from_head_indices;
 ///
 /// let (begin, end) = offsets_from_head_indices(&[4, 19], 25)?;
 /// assert_eq!((begin, end), (vec![0, 4, 19], vec![4, 19, 25]));
 /// assert!(offsets_from_head_indices(&[4, 4], 25).is_err());
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn offsets_from_head_indices(
     heads: &[i64],

@@ -99,8 +99,8 @@ fn check_outputs(num_keys: usize, count: &CudaViewMut<'_, i64>) -> Result<(), Er
 /// [`offsets_from_head_flags`](super::offsets_from_head_flags) returns).
 ///
 /// ```no_run
-/// use oxicub_algorithms::segments::offsets_from_head_flags_on_device;
-/// use oxicub_algorithms::Cuda;
+/// use oxicub::segments::offsets_from_head_flags_on_device;
+/// use oxicub::Cuda;
 ///
 /// let cuda = Cuda::new(0)?;
 /// // Heads at 0, 3 and 33 over 40 keys.
@@ -119,7 +119,7 @@ fn check_outputs(num_keys: usize, count: &CudaViewMut<'_, i64>) -> Result<(), Er
 /// assert_eq!(segments.check()?, 3);
 /// assert_eq!(cuda.download(&begin.slice(..3))?, [0, 3, 33]);
 /// assert_eq!(cuda.download(&end.slice(..3))?, [3, 33, 40]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn offsets_from_head_flags_on_device(
     cuda: &Cuda,
@@ -175,8 +175,8 @@ pub fn offsets_from_head_flags_on_device(
 /// [`Error::BufferTooSmall`] naming the buffer. Checked, the result is the number of segments.
 ///
 /// ```no_run
-/// use oxicub_algorithms::segments::offsets_from_head_indices_on_device;
-/// use oxicub_algorithms::Cuda;
+/// use oxicub::segments::offsets_from_head_indices_on_device;
+/// use oxicub::Cuda;
 ///
 /// let cuda = Cuda::new(0)?;
 /// let heads = cuda.upload(&[4i64, 19])?;
@@ -193,7 +193,7 @@ pub fn offsets_from_head_flags_on_device(
 /// assert_eq!(segments.check()?, 3);
 /// assert_eq!(cuda.download(&begin.as_view())?, [0, 4, 19]);
 /// assert_eq!(cuda.download(&end.as_view())?, [4, 19, 25]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn offsets_from_head_indices_on_device(
     cuda: &Cuda,

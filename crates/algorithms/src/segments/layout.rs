@@ -7,7 +7,7 @@ use cudarc::driver::CudaView;
 /// `[rows x stride]` matrix, each possibly only partly used).
 ///
 /// ```
-/// use oxicub_algorithms::segments::Strided;
+/// use oxicub::segments::Strided;
 ///
 /// assert_eq!(Strided::new(256).stride(), 256);
 /// ```
@@ -77,8 +77,8 @@ pub type LayoutArgOn<'r, B> = LayoutArg<<B as Backend>::Values<'r, i64>>;
 /// [`Cuda`]).
 ///
 /// ```
-/// use oxicub_algorithms::segments::{Layout, Offsets};
-/// use oxicub_algorithms::Host;
+/// use oxicub::segments::{Layout, Offsets};
+/// use oxicub::Host;
 ///
 /// fn on_host<L: Layout<Host>>(_: &L) {}
 /// let (begin, end) = ([0i64, 3], [3i64, 5]);

@@ -27,13 +27,13 @@
 //! sizes) sizes temporary storage and is checked the same way.
 //!
 //! ```
-//! use oxicub_algorithms::segments::Segments;
-//! use oxicub_params::{num_segments, segment_size};
+//! use oxicub::segments::Segments;
+//! use oxicub::params::{num_segments, segment_size};
 //!
 //! // 16384 tokens x 256 experts.
 //! let rows = Segments::strided(256, segment_size::Static::<256>::new(), num_segments::uniform(16_384)?);
 //! # let _ = rows;
-//! # Ok::<(), oxicub_params::ParamError>(())
+//! # Ok::<(), oxicub::params::ParamError>(())
 //! ```
 
 mod check;

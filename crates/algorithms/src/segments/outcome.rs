@@ -47,7 +47,7 @@ pub(crate) enum Violation {
 }
 
 impl Violation {
-    /// The layout's violation with this device code (`oxicub_kernels::segments::VIOLATION_*`),
+    /// The layout's violation with this device code (`oxicub::kernels::segments::VIOLATION_*`),
     /// or `None` for a family's own code.
     pub(crate) fn of_segment(code: u32, request: &SegmentsRequest) -> Option<Violation> {
         Some(match code {
@@ -172,16 +172,16 @@ enum Report<T> {
 /// [`Cuda`]: crate::Cuda
 ///
 /// ```
-/// use oxicub_algorithms::{batched_topk::{self, Problem}, Host};
-/// use oxicub_params::{direction, k, num_segments, segment_size};
+/// use oxicub::{batched_topk::{self, Problem}, Host};
+/// use oxicub::params::{direction, k, num_segments, segment_size};
 ///
 /// let keys = [1u8, 5, 3, /**/ 2, 2, 9];
 /// let problem = Problem::strided(3, segment_size::Static::<3>::new(), k::Static::<1>::new(), direction::Max, num_segments::uniform(2)?);
 /// let mut top = [0u8; 2];
-/// let outcome = batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &oxicub_env::Env::new())?;
+/// let outcome = batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &oxicub::env::Env::new())?;
 /// outcome.check()?; // every segment was valid
 /// assert_eq!(top, [5, 9]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[must_use = "per-segment values are checked while the call runs; `.check()` reports a violation"]
 #[derive(Debug)]

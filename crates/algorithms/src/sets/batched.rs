@@ -38,9 +38,9 @@ impl<O> BatchLayout for Offsets<O> {}
 /// (`a_offsets`, `b_segment_sizes`, ...).
 ///
 /// ```
-/// use oxicub_algorithms::sets::Batch;
-/// use oxicub_algorithms::segments::{Offsets, Strided};
-/// use oxicub_params::{num_segments, segment_size};
+/// use oxicub::sets::Batch;
+/// use oxicub::segments::{Offsets, Strided};
+/// use oxicub::params::{num_segments, segment_size};
 ///
 /// // The rows of a CSR matrix (row_ptr) against 4 dense rows of 8 candidates each.
 /// let row_ptr = [0i64, 3, 3, 7, 9];
@@ -52,7 +52,7 @@ impl<O> BatchLayout for Offsets<O> {}
 ///     num_segments::uniform(4)?,
 /// );
 /// # let _ = pairs;
-/// # Ok::<(), oxicub_params::ParamError>(())
+/// # Ok::<(), oxicub::params::ParamError>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Batch<LA, SA, LB, SB, N> {
@@ -142,9 +142,9 @@ where
 /// matter).
 ///
 /// ```
-/// use oxicub_algorithms::{sets::{self, op, Batch}, segments::Offsets, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::{num_segments, order, segment_size};
+/// use oxicub::{sets::{self, op, Batch}, segments::Offsets, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::{num_segments, order, segment_size};
 ///
 /// // Adjacency lists intersected pair by pair: common neighbours of (0, 1) and (2, 3).
 /// let a = [1u32, 4, 6, 9, /**/ 2, 3];
@@ -161,7 +161,7 @@ where
 /// let n = sets::batched_keys(&Host::new(), op::Intersection, order::Ascending, &batch, &a[..], &b[..], &mut out[..], &mut at[..], &Env::new())?
 ///     .check()?;
 /// assert_eq!((n, &out[..n], at), (3, &[4, 9, 3][..], [0, 2, 3]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn batched_keys<B, K, Op, O, P, E>(
@@ -209,9 +209,9 @@ where
 /// `b_values[j]` to `b[j]`), written as [`pairs`](super::pairs) writes them.
 ///
 /// ```
-/// use oxicub_algorithms::{sets::{self, op, Batch}, segments::Strided, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::{num_segments, order, segment_size};
+/// use oxicub::{sets::{self, op, Batch}, segments::Strided, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::{num_segments, order, segment_size};
 ///
 /// // Two rows of three (scores descending) merged with two rows of two.
 /// let (a, a_from) = ([9i32, 5, 1, /**/ 8, 8, 2], [0u8, 0, 0, 0, 0, 0]);
@@ -229,7 +229,7 @@ where
 /// assert_eq!(keys, [9, 7, 5, 5, 1, /**/ 8, 8, 8, 3, 2]);
 /// assert_eq!(from, [0, 1, 0, 1, 0, /**/ 0, 0, 1, 1, 0]);
 /// assert_eq!(at, [0, 5, 10]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn batched_pairs<B, K, V, Op, O, P, E>(
@@ -282,9 +282,9 @@ where
 /// `a.len() + j` for `b[j]` (as [`indices`](super::indices)), as `u32`, `u64` or `i64`.
 ///
 /// ```
-/// use oxicub_algorithms::{sets::{self, op, Batch}, segments::Offsets, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::{num_segments, order, segment_size};
+/// use oxicub::{sets::{self, op, Batch}, segments::Offsets, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::{num_segments, order, segment_size};
 ///
 /// // Segments with gaps between them: a[2] and b[0] belong to no pair.
 /// let (a, b) = ([1u16, 5, 0, 5, 6], [9u16, 5, 6]);
@@ -300,7 +300,7 @@ where
 /// let n = sets::batched_indices(&Host::new(), op::Difference, order::Ascending, &batch, &a[..], &b[..], &mut keys[..], &mut from[..], &mut at[..], &Env::new())?
 ///     .check()?;
 /// assert_eq!((n, &keys[..n], &from[..n], at), (2, &[1, 5][..], &[0, 3][..], [0, 1, 2]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn batched_indices<B, K, I, Op, O, P, E>(

@@ -43,9 +43,9 @@
 //! tie-break but `prefer_smaller_index`, as for a sort.
 //!
 //! ```
-//! use oxicub_algorithms::{sets::{self, op}, Host};
-//! use oxicub_env::Env;
-//! use oxicub_params::order;
+//! use oxicub::{sets::{self, op}, Host};
+//! use oxicub::env::Env;
+//! use oxicub::params::order;
 //!
 //! // The seed's example: 1 1 2 3 3 3 5 6 6 6 6 7 7 8 8 9 and 1 2 2 3 3 3 3 6 6 6 6 8.
 //! let a = [1u32, 1, 2, 3, 3, 3, 5, 6, 6, 6, 6, 7, 7, 8, 8, 9];
@@ -54,7 +54,7 @@
 //! let n = sets::keys(&Host::new(), op::Intersection, order::Ascending, &a[..], &b[..], &mut out[..], &Env::new())?
 //!     .check()?;
 //! assert_eq!(out[..n], [1, 2, 3, 3, 3, 6, 6, 6, 6, 8]);
-//! # Ok::<(), oxicub_algorithms::Error>(())
+//! # Ok::<(), oxicub::Error>(())
 //! ```
 //!
 //! Backends: [`Host`](crate::Host) (the oracle: the `std::set_*` loops over the keys' ranks),
@@ -171,16 +171,16 @@ where
 /// checked result is the number written. See the [module docs](self) for the semantics.
 ///
 /// ```
-/// use oxicub_algorithms::{sets::{self, op}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::order;
+/// use oxicub::{sets::{self, op}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::order;
 ///
 /// let (a, b) = ([9i32, 7, 7, 2], [8i32, 7, 2, 2]);
 /// let mut out = [0i32; 8];
 /// let n = sets::keys(&Host::new(), op::Union, order::Descending, &a[..], &b[..], &mut out[..], &Env::new())?
 ///     .check()?;
 /// assert_eq!(out[..n], [9, 8, 7, 7, 2, 2]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn keys<B, K, Op, O, E>(
     backend: &B,
@@ -225,16 +225,16 @@ where
 /// count; after an order error `count[0]` is unspecified.
 ///
 /// ```
-/// use oxicub_algorithms::{sets::{self, op}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::order;
+/// use oxicub::{sets::{self, op}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::order;
 ///
 /// let (a, b) = ([1u64, 4, 9], [4u64, 9, 16]);
 /// let (mut out, mut count) = ([0u64; 3], [0i64; 1]);
 /// let n = sets::keys_with_count(&Host::new(), op::Intersection, order::Ascending, &a[..], &b[..], &mut out[..], &mut count[..], &Env::new())?
 ///     .check()?;
 /// assert_eq!((n, count[0], &out[..n]), (2, 2, &[4, 9][..]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn keys_with_count<B, K, Op, O, E>(
@@ -282,9 +282,9 @@ where
 /// its side.
 ///
 /// ```
-/// use oxicub_algorithms::{sets::{self, op}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::order;
+/// use oxicub::{sets::{self, op}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::order;
 ///
 /// let (a, b) = ([1u8, 3, 3], [3u8, 4]);
 /// let (a_tags, b_tags) = (['a', 'b', 'c'].map(u32::from), ['x', 'y'].map(u32::from));
@@ -292,7 +292,7 @@ where
 /// let n = sets::pairs(&Host::new(), op::SymmetricDifference, order::Ascending, &a[..], &a_tags[..], &b[..], &b_tags[..], &mut keys[..], &mut tags[..], &Env::new())?
 ///     .check()?;
 /// assert_eq!((&keys[..n], &tags[..n]), (&[1, 3, 4][..], &[u32::from('a'), u32::from('c'), u32::from('y')][..]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn pairs<B, K, V, Op, O, E>(
@@ -330,9 +330,9 @@ where
 /// [`keys_with_count`]).
 ///
 /// ```
-/// use oxicub_algorithms::{sets::{self, op}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::order;
+/// use oxicub::{sets::{self, op}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::order;
 ///
 /// let (a, b) = ([2i16, 5], [5i16, 7]);
 /// let (a_weights, b_weights) = ([0.5f32, 1.5], [2.5f32, 3.5]);
@@ -341,7 +341,7 @@ where
 ///     .check()?;
 /// assert_eq!((count[0], keys, weights), (4, [2, 5, 5, 7], [0.5, 1.5, 2.5, 3.5]));
 /// # let _ = n;
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn pairs_with_count<B, K, V, Op, O, E>(
@@ -381,16 +381,16 @@ where
 /// `b`'s from `a.len()`), as `u32`, `u64` or `i64`.
 ///
 /// ```
-/// use oxicub_algorithms::{sets::{self, op}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::order;
+/// use oxicub::{sets::{self, op}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::order;
 ///
 /// let (a, b) = ([0.5f32, 1.0], [0.25f32, 1.0, 1.0]);
 /// let (mut keys, mut from) = ([0f32; 5], [0u32; 5]);
 /// let n = sets::indices(&Host::new(), op::Merge, order::Ascending, &a[..], &b[..], &mut keys[..], &mut from[..], &Env::new())?
 ///     .check()?;
 /// assert_eq!((n, from), (5, [2, 0, 1, 3, 4])); // equal keys: a's first
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn indices<B, K, I, Op, O, E>(
@@ -437,16 +437,16 @@ where
 /// [`keys_with_count`]).
 ///
 /// ```
-/// use oxicub_algorithms::{sets::{self, op}, Host};
-/// use oxicub_env::Env;
-/// use oxicub_params::order;
+/// use oxicub::{sets::{self, op}, Host};
+/// use oxicub::env::Env;
+/// use oxicub::params::order;
 ///
 /// let (a, b) = ([3u32, 3, 8], [3u32, 5]);
 /// let (mut keys, mut from, mut count) = ([0u32; 5], [0u64; 5], [0i64; 1]);
 /// sets::indices_with_count(&Host::new(), op::SymmetricDifference, order::Ascending, &a[..], &b[..], &mut keys[..], &mut from[..], &mut count[..], &Env::new())?
 ///     .check()?;
 /// assert_eq!((count[0], &keys[..3], &from[..3]), (3, &[3, 5, 8][..], &[1, 4, 2][..]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn indices_with_count<B, K, I, Op, O, E>(

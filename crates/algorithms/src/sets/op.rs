@@ -23,7 +23,7 @@ pub enum SetOp {
 /// [`Merge`].
 ///
 /// ```
-/// use oxicub_algorithms::sets::{op, SetOperation};
+/// use oxicub::sets::{op, SetOperation};
 ///
 /// assert_eq!(op::Intersection.bound(5, 3), 3);
 /// assert_eq!(op::Difference.bound(5, 3), 5);

@@ -56,9 +56,9 @@
 //! explicit synchronisation point; keep the outcome and check it later to chain launches).
 //!
 //! ```
-//! use oxicub_algorithms::{topk, Host};
-//! use oxicub_env::Env;
-//! use oxicub_params::k;
+//! use oxicub::{topk, Host};
+//! use oxicub::env::Env;
+//! use oxicub::params::k;
 //!
 //! // The seeds' worked example: K = 3 on `10 8 8 8 6 5`, default contract.
 //! let keys = [10u32, 8, 8, 8, 6, 5];
@@ -66,7 +66,7 @@
 //! let mut index = [0u32; 3];
 //! topk::max_indices(&Host::new(), &keys[..], &mut top[..], &mut index[..], &k::Static::<3>::new(), &Env::new())?.check()?;
 //! assert_eq!((top, index), ([10, 8, 8], [0, 1, 2]));
-//! # Ok::<(), oxicub_algorithms::Error>(())
+//! # Ok::<(), oxicub::Error>(())
 //! ```
 
 mod cuda;
@@ -253,19 +253,19 @@ where
 /// outside its bounds is reported by the outcome's [`check`](Pending::check).
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_env::{require, determinism, output_ordering};
-/// use oxicub_params::k;
+/// use oxicub::{topk, Host};
+/// use oxicub::env::{require, determinism, output_ordering};
+/// use oxicub::params::k;
 ///
 /// let keys = [0.5f32, f32::NAN, 2.0, -1.0];
 /// let mut top = [0f32; 2];
-/// topk::max_keys(&Host::new(), &keys[..], &mut top[..], &k::uniform(2)?, &oxicub_env::Env::new())?.check()?;
+/// topk::max_keys(&Host::new(), &keys[..], &mut top[..], &k::uniform(2)?, &oxicub::env::Env::new())?.check()?;
 /// assert!(top[0].is_nan() && top[1] == 2.0);
 ///
 /// // Opting out of determinism and order allows faster paths; the set is still the top 2.
 /// let env = require!(determinism::NotGuaranteed, output_ordering::Unsorted);
 /// topk::max_keys(&Host::new(), &[1u8, 9, 4][..], &mut [0u8; 2][..], &k::Static::<2>::new(), &env)?.check()?;
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn max_keys<B, K, Kp, E>(
     backend: &B,
@@ -287,13 +287,13 @@ where
 /// [`max_keys`] otherwise.
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::k;
+/// use oxicub::{topk, Host};
+/// use oxicub::params::k;
 ///
 /// let mut low = [0i64; 2];
-/// topk::min_keys(&Host::new(), &[4i64, -7, 0, -7][..], &mut low[..], &k::uniform(2)?, &oxicub_env::Env::new())?.check()?;
+/// topk::min_keys(&Host::new(), &[4i64, -7, 0, -7][..], &mut low[..], &k::uniform(2)?, &oxicub::env::Env::new())?.check()?;
 /// assert_eq!(low, [-7, -7]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn min_keys<B, K, Kp, E>(
     backend: &B,
@@ -315,14 +315,14 @@ where
 /// `direction::Min`, or `direction::Choice` for a run-time choice).
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::{direction, k, SelectDirection};
+/// use oxicub::{topk, Host};
+/// use oxicub::params::{direction, k, SelectDirection};
 ///
 /// let dir = direction::Choice::<direction::Either>::new(SelectDirection::Min)?;
 /// let mut out = [0u16; 1];
-/// topk::select_keys(&Host::new(), &dir, &[5u16, 3, 8][..], &mut out[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
+/// topk::select_keys(&Host::new(), &dir, &[5u16, 3, 8][..], &mut out[..], &k::Static::<1>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!(out, [3]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn select_keys<B, Dir, K, Kp, E>(
     backend: &B,
@@ -354,26 +354,26 @@ where
 /// `keys.len()` elements; the outputs at least `k`.
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::k;
+/// use oxicub::{topk, Host};
+/// use oxicub::params::k;
 ///
 /// let scores = [0.1f32, 0.7, 0.2];
 /// let tokens = [11u64, 22, 33];
 /// let (mut top, mut token) = ([0f32; 2], [0u64; 2]);
-/// topk::max_pairs(&Host::new(), &scores[..], &tokens[..], &mut top[..], &mut token[..], &k::Static::<2>::new(), &oxicub_env::Env::new())?.check()?;
+/// topk::max_pairs(&Host::new(), &scores[..], &tokens[..], &mut top[..], &mut token[..], &k::Static::<2>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!((top, token), ([0.7, 0.2], [22, 33]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 ///
 /// Values of another size do not build:
 ///
 /// ```compile_fail
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::k;
+/// use oxicub::{topk, Host};
+/// use oxicub::params::k;
 ///
 /// let (mut top, mut v) = ([0u8; 1], [0u16; 1]);
-/// topk::max_pairs(&Host::new(), &[1u8][..], &[7u16][..], &mut top[..], &mut v[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// topk::max_pairs(&Host::new(), &[1u8][..], &[7u16][..], &mut top[..], &mut v[..], &k::Static::<1>::new(), &oxicub::env::Env::new())?.check()?;
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn max_pairs<B, K, V, Kp, E>(
     backend: &B,
@@ -398,13 +398,13 @@ where
 /// The `k` smallest keys with the value of each; as [`max_pairs`] otherwise.
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::k;
+/// use oxicub::{topk, Host};
+/// use oxicub::params::k;
 ///
 /// let (mut low, mut tag) = ([0i32; 1], [0u32; 1]);
-/// topk::min_pairs(&Host::new(), &[3i32, -3][..], &[1u32, 2][..], &mut low[..], &mut tag[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
+/// topk::min_pairs(&Host::new(), &[3i32, -3][..], &[1u32, 2][..], &mut low[..], &mut tag[..], &k::Static::<1>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!((low, tag), ([-3], [2]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn min_pairs<B, K, V, Kp, E>(
     backend: &B,
@@ -429,13 +429,13 @@ where
 /// [`max_pairs`] or [`min_pairs`], the direction given as a parameter.
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::{direction, k};
+/// use oxicub::{topk, Host};
+/// use oxicub::params::{direction, k};
 ///
 /// let (mut top, mut v) = ([0u8; 1], [0f64; 1]);
-/// topk::select_pairs(&Host::new(), &direction::Max, &[1u8, 2][..], &[0.5f64, 1.5][..], &mut top[..], &mut v[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
+/// topk::select_pairs(&Host::new(), &direction::Max, &[1u8, 2][..], &[0.5f64, 1.5][..], &mut top[..], &mut v[..], &k::Static::<1>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!((top, v), ([2], [1.5]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
 pub fn select_pairs<B, Dir, K, V, Kp, E>(
@@ -464,13 +464,13 @@ where
 /// [`SourceIndex`]).
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::k;
+/// use oxicub::{topk, Host};
+/// use oxicub::params::k;
 ///
 /// let (mut top, mut at) = ([0u32; 2], [0i64; 2]);
-/// topk::max_indices(&Host::new(), &[4u32, 9, 4][..], &mut top[..], &mut at[..], &k::Static::<2>::new(), &oxicub_env::Env::new())?.check()?;
+/// topk::max_indices(&Host::new(), &[4u32, 9, 4][..], &mut top[..], &mut at[..], &k::Static::<2>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!((top, at), ([9, 4], [1, 0]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn max_indices<B, K, I, Kp, E>(
     backend: &B,
@@ -494,16 +494,16 @@ where
 /// The `k` smallest keys with their source indices; as [`max_indices`] otherwise.
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_env::{require, tie_break};
-/// use oxicub_params::k;
+/// use oxicub::{topk, Host};
+/// use oxicub::env::{require, tie_break};
+/// use oxicub::params::k;
 ///
 /// // Ties at the boundary go to the larger index when required.
 /// let env = require!(tie_break::PreferLargerIndex);
 /// let (mut low, mut at) = ([0u8; 1], [0u64; 1]);
 /// topk::min_indices(&Host::new(), &[1u8, 1, 5][..], &mut low[..], &mut at[..], &k::Static::<1>::new(), &env)?.check()?;
 /// assert_eq!((low, at), ([1], [1]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn min_indices<B, K, I, Kp, E>(
     backend: &B,
@@ -527,13 +527,13 @@ where
 /// [`max_indices`] or [`min_indices`], the direction given as a parameter.
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::{direction, k};
+/// use oxicub::{topk, Host};
+/// use oxicub::params::{direction, k};
 ///
 /// let (mut low, mut at) = ([0i16; 1], [0u32; 1]);
-/// topk::select_indices(&Host::new(), &direction::Min, &[2i16, -2][..], &mut low[..], &mut at[..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
+/// topk::select_indices(&Host::new(), &direction::Min, &[2i16, -2][..], &mut low[..], &mut at[..], &k::Static::<1>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!((low, at), ([-2], [1]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn select_indices<B, Dir, K, I, Kp, E>(
     backend: &B,
@@ -561,12 +561,12 @@ where
 /// bits, on every backend).
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::{direction, k};
+/// use oxicub::{topk, Host};
+/// use oxicub::params::{direction, k};
 ///
-/// let top = topk::select_keys_owned(&Host::new(), &direction::Max, &[3u64, 1, 2][..], &k::Static::<2>::new(), &oxicub_env::Env::new())?.check()?;
+/// let top = topk::select_keys_owned(&Host::new(), &direction::Max, &[3u64, 1, 2][..], &k::Static::<2>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!(top, vec![3, 2]);
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 pub fn select_keys_owned<B, Dir, K, Kp, E>(
     backend: &B,
@@ -603,12 +603,12 @@ where
 /// Like [`select_pairs`], returning new key and value buffers.
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::{direction, k};
+/// use oxicub::{topk, Host};
+/// use oxicub::params::{direction, k};
 ///
-/// let (keys, values) = topk::select_pairs_owned(&Host::new(), &direction::Min, &[3i8, 1][..], &[30u32, 10][..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
+/// let (keys, values) = topk::select_pairs_owned(&Host::new(), &direction::Min, &[3i8, 1][..], &[30u32, 10][..], &k::Static::<1>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!((keys, values), (vec![1], vec![10]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::type_complexity)]
 pub fn select_pairs_owned<B, Dir, K, V, Kp, E>(
@@ -652,12 +652,12 @@ where
 /// Like [`select_indices`], returning new key and index buffers.
 ///
 /// ```
-/// use oxicub_algorithms::{topk, Host};
-/// use oxicub_params::{direction, k};
+/// use oxicub::{topk, Host};
+/// use oxicub::params::{direction, k};
 ///
-/// let (keys, at) = topk::select_indices_owned::<_, _, _, u32, _, _>(&Host::new(), &direction::Max, &[3i8, 7][..], &k::Static::<1>::new(), &oxicub_env::Env::new())?.check()?;
+/// let (keys, at) = topk::select_indices_owned::<_, _, _, u32, _, _>(&Host::new(), &direction::Max, &[3i8, 7][..], &k::Static::<1>::new(), &oxicub::env::Env::new())?.check()?;
 /// assert_eq!((keys, at), (vec![7], vec![1]));
-/// # Ok::<(), oxicub_algorithms::Error>(())
+/// # Ok::<(), oxicub::Error>(())
 /// ```
 #[allow(clippy::type_complexity)]
 pub fn select_indices_owned<B, Dir, K, I, Kp, E>(

@@ -40,7 +40,7 @@ use entry::sha256_hex;
 /// Where compiled modules are cached.
 ///
 /// ```
-/// use oxicub_kernels::CacheConfig;
+/// use oxicub::kernels::CacheConfig;
 ///
 /// let no_disk = CacheConfig { disk_dir: None };
 /// assert!(no_disk.disk_dir.is_none());
@@ -76,7 +76,7 @@ impl CacheConfig {
 /// Where a CUBIN came from.
 ///
 /// ```
-/// use oxicub_kernels::CubinOrigin;
+/// use oxicub::kernels::CubinOrigin;
 ///
 /// let origin = CubinOrigin::Disk;
 /// assert_ne!(origin, CubinOrigin::Compiled);
@@ -94,8 +94,8 @@ pub enum CubinOrigin {
 /// Process-wide cache counters (see [`cache_stats`]).
 ///
 /// ```
-/// let before = oxicub_kernels::cache_stats();
-/// assert!(oxicub_kernels::cache_stats().compiled >= before.compiled);
+/// let before = oxicub::kernels::cache_stats();
+/// assert!(oxicub::kernels::cache_stats().compiled >= before.compiled);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
@@ -131,7 +131,7 @@ static FAILURE_HITS: AtomicU64 = AtomicU64::new(0);
 /// A snapshot of the process-wide cache counters.
 ///
 /// ```
-/// let stats = oxicub_kernels::cache_stats();
+/// let stats = oxicub::kernels::cache_stats();
 /// println!("{} compiled, {} from disk", stats.compiled, stats.disk_hits);
 /// ```
 pub fn cache_stats() -> CacheStats {
@@ -159,7 +159,7 @@ fn last_refusal() -> &'static Mutex<Option<String>> {
 /// process only.
 ///
 /// ```
-/// if let Some(why) = oxicub_kernels::disk_cache_refusal() {
+/// if let Some(why) = oxicub::kernels::disk_cache_refusal() {
 ///     eprintln!("kernel disk cache not used: {why}");
 /// }
 /// ```
@@ -251,12 +251,12 @@ fn process_memo() -> &'static Memo {
 /// same spec on the same architecture returns it again without compiling.
 ///
 /// ```no_run
-/// use oxicub_kernels::{cached_cubin, Arch, CacheConfig, CountType, KernelSpec, KeyType};
+/// use oxicub::kernels::{cached_cubin, Arch, CacheConfig, CountType, KernelSpec, KeyType};
 ///
 /// let spec = KernelSpec::digit_histogram(KeyType::U32, 8, CountType::U64);
 /// let (cubin, origin) = cached_cubin(&spec, Arch::SM_90, &CacheConfig::from_env())?;
 /// println!("{} bytes, {origin:?}", cubin.len());
-/// # Ok::<(), oxicub_kernels::KernelError>(())
+/// # Ok::<(), oxicub::kernels::KernelError>(())
 /// ```
 pub fn cached_cubin(
     spec: &KernelSpec,

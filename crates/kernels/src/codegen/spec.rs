@@ -16,7 +16,7 @@ use crate::{KernelError, KernelFamily};
 /// several blocks per segment) come with the segmented algorithms.
 ///
 /// ```
-/// use oxicub_kernels::{KernelSpec, KeyType, Tier, TransformOp};
+/// use oxicub::kernels::{KernelSpec, KeyType, Tier, TransformOp};
 ///
 /// let spec = KernelSpec::transform_keys(KeyType::U8, TransformOp::Encode);
 /// assert_eq!(spec.tier(), Tier::GridStride);
@@ -37,7 +37,7 @@ pub enum Tier {
 /// Sort or selection direction.
 ///
 /// ```
-/// use oxicub_kernels::{KernelSpec, KeyType, TransformOp};
+/// use oxicub::kernels::{KernelSpec, KeyType, TransformOp};
 ///
 /// // The radix primitives have no direction.
 /// assert_eq!(KernelSpec::transform_keys(KeyType::U8, TransformOp::Encode).direction(), None);
@@ -54,7 +54,7 @@ pub enum Direction {
 /// without looking at them, so only the width matters.
 ///
 /// ```
-/// use oxicub_kernels::{KernelSpec, KeyType, TransformOp, ValueType};
+/// use oxicub::kernels::{KernelSpec, KeyType, TransformOp, ValueType};
 ///
 /// let index = ValueType::Opaque { bytes: 4 };
 /// assert_ne!(Some(index), KernelSpec::transform_keys(KeyType::U8, TransformOp::Encode).value());
@@ -124,7 +124,7 @@ const CORE_CONSTANTS: [&DeviceConstants; 1] = [&crate::segments::SEGMENT_CONSTAN
 /// Largest static shared memory a kernel may declare (the CUDA limit without opt-in).
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::STATIC_SHARED_LIMIT_BYTES, 49152);
+/// assert_eq!(oxicub::kernels::STATIC_SHARED_LIMIT_BYTES, 49152);
 /// ```
 pub const STATIC_SHARED_LIMIT_BYTES: u64 = 48 * 1024;
 
@@ -140,7 +140,7 @@ const RESERVED_SHARED_BYTES: u64 = 1024;
 /// always provide every constant the family's template needs.
 ///
 /// ```
-/// use oxicub_kernels::{CountType, KernelSpec, KeyType};
+/// use oxicub::kernels::{CountType, KernelSpec, KeyType};
 ///
 /// let spec = KernelSpec::digit_histogram(KeyType::F32, 8, CountType::U64);
 /// assert_eq!(spec.to_string(), "oxicub::digit_histogram<oxicub::KeyF32, 256, 8, 8>");

@@ -47,7 +47,7 @@ impl KernelSpec {
     /// bits, counters of type `count`.
     ///
     /// ```
-    /// use oxicub_kernels::{CountType, KernelSpec, KeyType};
+    /// use oxicub::kernels::{CountType, KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::digit_histogram(KeyType::I16, 11, CountType::U32);
     /// // 2048 counters, and the 1 KiB an sm_90 CUBIN adds to every kernel.
@@ -78,7 +78,7 @@ const REPRESENTATIVE_DIGIT_BITS: [u32; 4] = [1, 4, 8, crate::radix::MAX_DIGIT_BI
 /// counter types and the smallest, a nibble's, the default and the largest digit widths.
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::digit_histogram::specs().len(), 12 * 2 * 4);
+/// assert_eq!(oxicub::kernels::families::digit_histogram::specs().len(), 12 * 2 * 4);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = Vec::new();
@@ -101,7 +101,7 @@ const MAX_KEYS_PER_BLOCK: u64 = 1 << 31;
 /// `u32` counters the number of keys must be below `2^32`.
 ///
 /// ```no_run
-/// use oxicub_kernels::{digit_histogram, open_context, KernelRuntime, RadixDigit};
+/// use oxicub::kernels::{digit_histogram, open_context, KernelRuntime, RadixDigit};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// let stream = runtime.context().default_stream();

@@ -59,7 +59,7 @@ impl KernelSpec {
     /// `None` for any other width.
     ///
     /// ```
-    /// use oxicub_kernels::KernelSpec;
+    /// use oxicub::kernels::KernelSpec;
     ///
     /// let spec = KernelSpec::listed_copy(4).expect("a 4-byte word");
     /// assert_eq!(spec.to_string(), "oxicub::listed_copy<oxicub::KeyU32, 256>");
@@ -81,7 +81,7 @@ impl KernelSpec {
 /// Every `listed_copy` spec: one per element width.
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::listed_copy::specs().len(), 4);
+/// assert_eq!(oxicub::kernels::families::listed_copy::specs().len(), 4);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     [1, 2, 4, 8]
@@ -94,7 +94,7 @@ pub fn specs() -> Vec<KernelSpec> {
 /// joined length.
 ///
 /// ```
-/// use oxicub_kernels::families::listed_copy::joined_offsets;
+/// use oxicub::kernels::families::listed_copy::joined_offsets;
 ///
 /// assert_eq!(joined_offsets([3, 0, 2]), vec![0, 3, 3, 5]);
 /// ```
@@ -155,7 +155,7 @@ fn launch_copy<T>(
 /// earlier views' lengths; `joined` holds at least their total). Asynchronous on `stream`.
 ///
 /// ```no_run
-/// use oxicub_kernels::{families::listed_copy, open_context, KernelRuntime};
+/// use oxicub::kernels::{families::listed_copy, open_context, KernelRuntime};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// let stream = runtime.context().default_stream();
@@ -189,7 +189,7 @@ pub fn gather<T>(
 /// lengths): the inverse of [`gather`]. Asynchronous on `stream`.
 ///
 /// ```no_run
-/// use oxicub_kernels::{families::listed_copy, open_context, KernelRuntime};
+/// use oxicub::kernels::{families::listed_copy, open_context, KernelRuntime};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// let stream = runtime.context().default_stream();

@@ -30,7 +30,7 @@ macro_rules! families {
         /// The kernel families: one C++ template (in `cuda/<name>/`) each.
         ///
         /// ```
-        /// use oxicub_kernels::KernelFamily;
+        /// use oxicub::kernels::KernelFamily;
         ///
         /// assert_eq!(KernelFamily::DigitHistogram.to_string(), "digit_histogram");
         /// assert!(KernelFamily::ALL.contains(&KernelFamily::BatchedTopK));
@@ -101,8 +101,8 @@ impl fmt::Display for KernelFamily {
 /// check compiles.
 ///
 /// ```
-/// let specs = oxicub_kernels::all_specs();
-/// assert!(specs.len() > oxicub_kernels::representative_specs().len());
+/// let specs = oxicub::kernels::all_specs();
+/// assert!(specs.len() > oxicub::kernels::representative_specs().len());
 /// ```
 pub fn all_specs() -> Vec<KernelSpec> {
     KernelFamily::ALL
@@ -171,7 +171,7 @@ fn keep<'a>(guards: &mut Vec<SyncOnDrop<'a>>, (ptr, guard): (u64, SyncOnDrop<'a>
 /// memory in stream order (one per segment, or a single deferred value).
 ///
 /// ```
-/// use oxicub_kernels::families::HostOrDevice;
+/// use oxicub::kernels::families::HostOrDevice;
 ///
 /// let k: HostOrDevice<'_, '_, i64, u64> = HostOrDevice::Host(8);
 /// assert!(matches!(k, HostOrDevice::Host(8)));

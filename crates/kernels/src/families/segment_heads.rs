@@ -104,7 +104,7 @@ impl KernelSpec {
     /// key type is nominal: [`KeyType::U32`]).
     ///
     /// ```
-    /// use oxicub_kernels::KernelSpec;
+    /// use oxicub::kernels::KernelSpec;
     ///
     /// let spec = KernelSpec::segment_heads();
     /// assert_eq!(spec.to_string(), "oxicub::segment_heads<256>");
@@ -125,7 +125,7 @@ impl KernelSpec {
 /// Every `segment_heads` spec: the one kernel.
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::segment_heads::specs().len(), 1);
+/// assert_eq!(oxicub::kernels::families::segment_heads::specs().len(), 1);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     vec![KernelSpec::segment_heads()]
@@ -253,8 +253,8 @@ fn check_num_keys(num_keys: u64) -> Result<(), KernelError> {
 /// host round trip. `flags` holds `ceil(num_keys / 32)` words at least.
 ///
 /// ```no_run
-/// use oxicub_kernels::families::segment_heads::offsets_from_head_flags;
-/// use oxicub_kernels::{open_context, KernelRuntime};
+/// use oxicub::kernels::families::segment_heads::offsets_from_head_flags;
+/// use oxicub::kernels::{open_context, KernelRuntime};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// let stream = runtime.context().default_stream();
@@ -336,8 +336,8 @@ pub fn offsets_from_head_flags(
 /// trip.
 ///
 /// ```no_run
-/// use oxicub_kernels::families::segment_heads::offsets_from_head_indices;
-/// use oxicub_kernels::{open_context, KernelRuntime};
+/// use oxicub::kernels::families::segment_heads::offsets_from_head_indices;
+/// use oxicub::kernels::{open_context, KernelRuntime};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// let stream = runtime.context().default_stream();

@@ -229,7 +229,7 @@ impl KernelSpec {
     /// positions) of `value_bytes` bytes (0: keys only; 1, 2, 4 or 8).
     ///
     /// ```
-    /// use oxicub_kernels::{KernelSpec, KeyType};
+    /// use oxicub::kernels::{KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::sets(KeyType::I32, 3, 4);
     /// assert_eq!(spec.to_string(), "oxicub::sets<oxicub::KeyI32, 256, 3, 4, 0>");
@@ -242,7 +242,7 @@ impl KernelSpec {
     /// segments at once).
     ///
     /// ```
-    /// use oxicub_kernels::{KernelSpec, KeyType};
+    /// use oxicub::kernels::{KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::batched_sets(KeyType::U32, 0, 0);
     /// assert_eq!(spec.to_string(), "oxicub::sets<oxicub::KeyU32, 256, 0, 0, 1>");
@@ -274,7 +274,7 @@ impl KernelSpec {
 /// Every `sets` spec: each key type, operation and value width, one call or batched.
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::sets::specs().len(), 12 * 5 * 5 * 2);
+/// assert_eq!(oxicub::kernels::families::sets::specs().len(), 12 * 5 * 5 * 2);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = Vec::new();

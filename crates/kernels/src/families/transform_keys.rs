@@ -48,7 +48,7 @@ impl KernelSpec {
     /// The spec of the `transform_keys` kernel for `key`.
     ///
     /// ```
-    /// use oxicub_kernels::{KernelSpec, KeyType, TransformOp};
+    /// use oxicub::kernels::{KernelSpec, KeyType, TransformOp};
     ///
     /// let spec = KernelSpec::transform_keys(KeyType::BF16, TransformOp::Decode);
     /// assert_eq!(spec.to_string(), "oxicub::transform_keys<oxicub::KeyBF16, 256, 1>");
@@ -69,7 +69,7 @@ impl KernelSpec {
 /// Every `transform_keys` spec: each key type, each way.
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::transform_keys::specs().len(), 12 * 2);
+/// assert_eq!(oxicub::kernels::families::transform_keys::specs().len(), 12 * 2);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = Vec::new();
@@ -106,7 +106,7 @@ fn launch_transform(
 /// `stream`.
 ///
 /// ```no_run
-/// use oxicub_kernels::{open_context, transform_keys, KernelRuntime};
+/// use oxicub::kernels::{open_context, transform_keys, KernelRuntime};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// let stream = runtime.context().default_stream();
@@ -132,7 +132,7 @@ pub fn transform_keys<K: RadixKey>(
 /// `stream`.
 ///
 /// ```no_run
-/// use oxicub_kernels::{inverse_transform_keys, open_context, KernelRuntime};
+/// use oxicub::kernels::{inverse_transform_keys, open_context, KernelRuntime};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// let stream = runtime.context().default_stream();

@@ -172,8 +172,8 @@ impl KernelSpec {
     /// key and value type.
     ///
     /// ```
-    /// use oxicub_kernels::families::batched_topk::BatchedKernel;
-    /// use oxicub_kernels::{KernelSpec, KeyType};
+    /// use oxicub::kernels::families::batched_topk::BatchedKernel;
+    /// use oxicub::kernels::{KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::batched_topk(KeyType::F32, 4, BatchedKernel::Warp { items: 8 });
     /// assert_eq!(spec.to_string(), "oxicub::batched_topk<oxicub::KeyF32, 256, 1, 4, 8, 0>");
@@ -246,8 +246,8 @@ impl KernelSpec {
 /// warp tier.
 ///
 /// ```
-/// use oxicub_kernels::families::batched_topk::{specs_for, BatchedTiers};
-/// use oxicub_kernels::KeyType;
+/// use oxicub::kernels::families::batched_topk::{specs_for, BatchedTiers};
+/// use oxicub::kernels::KeyType;
 ///
 /// // k = Static<8> over segments of Static<256>: no block or multi-block kernel.
 /// let specs = specs_for(KeyType::F32, 4, BatchedTiers::WARP, 8);
@@ -302,7 +302,7 @@ const STREAM_KERNELS: [BatchedKernel; 3] = [
 /// tier (and each warp width).
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::batched_topk::specs().len(), 1 + 12 * 3 * 9);
+/// assert_eq!(oxicub::kernels::families::batched_topk::specs().len(), 1 + 12 * 3 * 9);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = vec![KernelSpec::batched_topk(

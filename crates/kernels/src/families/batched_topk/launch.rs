@@ -563,8 +563,8 @@ thread_local! {
 /// it). Per thread, so tests running side by side do not see each other's launches.
 ///
 /// ```
-/// let before = oxicub_kernels::families::batched_topk::clustered_launches();
-/// assert!(oxicub_kernels::families::batched_topk::clustered_launches() >= before);
+/// let before = oxicub::kernels::families::batched_topk::clustered_launches();
+/// assert!(oxicub::kernels::families::batched_topk::clustered_launches() >= before);
 /// ```
 pub fn clustered_launches() -> u64 {
     CLUSTERED_LAUNCHES.with(std::cell::Cell::get)

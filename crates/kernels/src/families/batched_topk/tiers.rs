@@ -8,7 +8,7 @@ use super::constants::{
 /// The tiers of a batched top-k call, as a set of bits.
 ///
 /// ```
-/// use oxicub_kernels::families::batched_topk::BatchedTiers;
+/// use oxicub::kernels::families::batched_topk::BatchedTiers;
 ///
 /// // MoE routing: 256 experts, k = 8: only the warp tier exists.
 /// let tiers = BatchedTiers::for_bounds((256, 256), (8, 8));
@@ -38,7 +38,7 @@ impl BatchedTiers {
     /// The largest segment the stream tier takes for keys of `key_bytes` bytes.
     ///
     /// ```
-    /// use oxicub_kernels::families::batched_topk::BatchedTiers;
+    /// use oxicub::kernels::families::batched_topk::BatchedTiers;
     ///
     /// assert_eq!(BatchedTiers::stream_max_size(4), 262_144);
     /// assert_eq!(BatchedTiers::stream_max_size(8), 131_072);
@@ -64,7 +64,7 @@ impl BatchedTiers {
     /// `sizes` and `k` in `k` (closed intervals).
     ///
     /// ```
-    /// use oxicub_kernels::families::batched_topk::BatchedTiers;
+    /// use oxicub::kernels::families::batched_topk::BatchedTiers;
     ///
     /// // Sparse attention, f32 scores: the stream tier.
     /// let tiers = BatchedTiers::for_key_bounds(4, (131_072, 131_072), (2048, 2048));

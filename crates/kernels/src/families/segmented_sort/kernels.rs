@@ -111,7 +111,7 @@ impl KernelSpec {
     /// indices) of `value_bytes` bytes (0: keys only; 1, 2, 4 or 8).
     ///
     /// ```
-    /// use oxicub_kernels::{KernelSpec, KeyType};
+    /// use oxicub::kernels::{KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::segmented_sort(KeyType::I32, 4);
     /// assert_eq!(spec.to_string(), "oxicub::segmented_sort<oxicub::KeyI32, 256, 4>");
@@ -125,7 +125,7 @@ impl KernelSpec {
     /// bits in segments longer than the 256-thread kernel's 4096-key tile.
     ///
     /// ```
-    /// use oxicub_kernels::{KernelSpec, KeyType};
+    /// use oxicub::kernels::{KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::segmented_sort_wide(KeyType::F32, 0);
     /// assert_eq!(spec.to_string(), "oxicub::segmented_sort<oxicub::KeyF32, 1024, 0>");
@@ -156,7 +156,7 @@ fn segmented_sort_spec(key: KeyType, value_bytes: u8, threads: u32) -> KernelSpe
 /// at most 32 bits (the register path's).
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::segmented_sort::specs().len(), 12 * 5 + 9 * 5);
+/// assert_eq!(oxicub::kernels::families::segmented_sort::specs().len(), 12 * 5 + 9 * 5);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = Vec::new();

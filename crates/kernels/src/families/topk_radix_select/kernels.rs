@@ -113,7 +113,7 @@ impl KernelSpec {
     /// `value_bytes` bytes (0: keys only; 4 or 8).
     ///
     /// ```
-    /// use oxicub_kernels::{KernelSpec, KeyType};
+    /// use oxicub::kernels::{KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::topk_radix_select(KeyType::F32, 8);
     /// assert_eq!(spec.to_string(), "oxicub::topk_radix_select<oxicub::KeyF32, 256, 8, 0>");
@@ -137,7 +137,7 @@ impl KernelSpec {
     /// compiled alone so that its register count sets its occupancy.
     ///
     /// ```
-    /// use oxicub_kernels::{KernelSpec, KeyType};
+    /// use oxicub::kernels::{KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::topk_radix_select_prefilter(KeyType::F32);
     /// assert_eq!(spec.to_string(), "oxicub::topk_radix_select<oxicub::KeyF32, 256, 0, 1>");
@@ -159,7 +159,7 @@ impl KernelSpec {
     /// 16384-key sample held in registers), compiled alone as one block of 1024 threads.
     ///
     /// ```
-    /// use oxicub_kernels::{KernelSpec, KeyType};
+    /// use oxicub::kernels::{KernelSpec, KeyType};
     ///
     /// let spec = KernelSpec::topk_radix_select_sample(KeyType::F32);
     /// assert_eq!(spec.to_string(), "oxicub::topk_radix_select<oxicub::KeyF32, 1024, 0, 2>");
@@ -177,7 +177,7 @@ impl KernelSpec {
 /// of 4 and 8 bytes, and the prefilter and the sample of each key type.
 ///
 /// ```
-/// assert_eq!(oxicub_kernels::families::topk_radix_select::specs().len(), 60);
+/// assert_eq!(oxicub::kernels::families::topk_radix_select::specs().len(), 60);
 /// ```
 pub fn specs() -> Vec<KernelSpec> {
     let mut specs = Vec::new();

@@ -27,10 +27,10 @@ use crate::{KernelError, KernelRuntime, KernelSpec};
 /// that reports a deferred `k` outside its bounds ([`TopKStatus::decode`]).
 ///
 /// ```no_run
-/// use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKPlan};
-/// use oxicub_kernels::families::HostOrDevice;
-/// use oxicub_kernels::families::SelectedValues;
-/// use oxicub_kernels::{open_context, Direction, KernelRuntime};
+/// use oxicub::kernels::families::topk_radix_select::{topk_radix_select, TopKPlan};
+/// use oxicub::kernels::families::HostOrDevice;
+/// use oxicub::kernels::families::SelectedValues;
+/// use oxicub::kernels::{open_context, Direction, KernelRuntime};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// let stream = runtime.context().default_stream();
