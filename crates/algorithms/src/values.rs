@@ -6,22 +6,25 @@ use crate::backend::DeviceValue;
 mod sealed {
     pub trait SourceIndex {}
     impl SourceIndex for u32 {}
+    impl SourceIndex for i32 {}
     impl SourceIndex for u64 {}
     impl SourceIndex for i64 {}
 }
 
-/// The type of a source index written by the `*_indices` functions: `u32`, `u64` or `i64`
-/// (PyTorch's index type). With `u32`, the indexed range must have at most `2^32` elements.
+/// The type of a source index written by the `*_indices` functions: `u32`, `i32` (what most
+/// engines hold), `u64` or `i64` (PyTorch's index type). With `u32` the indexed range must have
+/// at most `2^32` elements, with `i32` at most `2^31` (checked before anything runs).
 ///
 /// ```
 /// use oxicub::SourceIndex;
 /// assert_eq!(<u32 as SourceIndex>::MAX_ITEMS, 1 << 32);
+/// assert_eq!(<i32 as SourceIndex>::MAX_ITEMS, 1 << 31);
 /// assert_eq!(i64::from_index(7), 7);
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot hold source indices",
     label = "an index type",
-    note = "source indices are written as `u32`, `u64` or `i64` (PyTorch's index type)"
+    note = "source indices are written as `u32`, `i32`, `u64` or `i64` (PyTorch's index type)"
 )]
 pub trait SourceIndex: sealed::SourceIndex + DeviceValue {
     /// The largest number of items whose indices this type can hold.
@@ -34,6 +37,14 @@ impl SourceIndex for u32 {
     const MAX_ITEMS: u64 = 1 << 32;
     fn from_index(index: u64) -> u32 {
         index as u32
+    }
+}
+
+// The kernels write a 4-byte index as its 32 bits: below 2^31, an i32's are a u32's.
+impl SourceIndex for i32 {
+    const MAX_ITEMS: u64 = 1 << 31;
+    fn from_index(index: u64) -> i32 {
+        index as i32
     }
 }
 

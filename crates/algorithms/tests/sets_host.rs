@@ -549,3 +549,43 @@ fn bad_inputs_are_typed_errors() {
     )
     .is_ok());
 }
+
+/// i32 source positions (what most engines hold) are the u32 positions' values.
+#[test]
+fn i32_positions_equal_u32_positions() {
+    let a = oxicub_test::cases::sorted_keys::<i16>(3000, 700, 5, false);
+    let b = oxicub_test::cases::sorted_keys::<i16>(2000, 700, 6, false);
+    let mut out = vec![0i16; 5000];
+    let (mut wide, mut narrow) = (vec![0u32; 5000], vec![-1i32; 5000]);
+    let host = oxicub_algorithms::Host::new();
+    let asc = oxicub_params::order::Ascending;
+    let n = oxicub_algorithms::sets::indices(
+        &host,
+        oxicub_algorithms::sets::op::SymmetricDifference,
+        asc,
+        &a[..],
+        &b[..],
+        &mut out[..],
+        &mut wide[..],
+        &oxicub_env::Env::new(),
+    )
+    .and_then(oxicub_algorithms::Pending::check)
+    .expect("u32");
+    let m = oxicub_algorithms::sets::indices(
+        &host,
+        oxicub_algorithms::sets::op::SymmetricDifference,
+        asc,
+        &a[..],
+        &b[..],
+        &mut out[..],
+        &mut narrow[..],
+        &oxicub_env::Env::new(),
+    )
+    .and_then(oxicub_algorithms::Pending::check)
+    .expect("i32");
+    assert_eq!(n, m);
+    assert!(narrow[..n]
+        .iter()
+        .zip(&wide[..n])
+        .all(|(&x, &y)| x as u32 == y));
+}

@@ -531,3 +531,98 @@ fn gpu_argument_errors_need_no_launch() {
     .unwrap_err();
     assert!(matches!(err, Error::BufferTooSmall { .. }), "{err}");
 }
+
+/// i32 indices (what most engines hold) are the u32 indices' values, on the GPU for top-k,
+/// batched top-k, segmented sort and a set operation.
+#[test]
+fn i32_indices_equal_u32_indices() {
+    use oxicub_algorithms::segmented_sort;
+    use oxicub_algorithms::sets::{self, op};
+    use oxicub_params::{num_segments, order, segment_size};
+    let Some(cuda) = gpu_or_skip() else { return };
+    let any = AnyBackend::Cuda(cuda);
+    let keys = sample_keys::<f32>(40_000, 31);
+    let (_, wide) = topk::select_indices_owned::<_, _, _, u32, _, _>(
+        &any,
+        &direction::Max,
+        &keys[..],
+        &k::uniform(1000).expect("k"),
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("u32");
+    let (_, narrow) = topk::select_indices_owned::<_, _, _, i32, _, _>(
+        &any,
+        &direction::Max,
+        &keys[..],
+        &k::uniform(1000).expect("k"),
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("i32");
+    assert!(narrow.iter().zip(&wide).all(|(&n, &w)| n as u32 == w));
+    // A segmented sort's positions within rows of 400.
+    let rows = segmented_sort::Problem::strided(
+        400,
+        segment_size::Static::<400>::new(),
+        order::Descending,
+        num_segments::uniform(100).expect("rows"),
+    );
+    let mut sorted = vec![0f32; keys.len()];
+    let (mut at_u32, mut at_i32) = (vec![0u32; keys.len()], vec![-1i32; keys.len()]);
+    segmented_sort::sort_indices(
+        &any,
+        &rows,
+        &keys[..],
+        &mut sorted[..],
+        &mut at_u32[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("u32 sort");
+    segmented_sort::sort_indices(
+        &any,
+        &rows,
+        &keys[..],
+        &mut sorted[..],
+        &mut at_i32[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("i32 sort");
+    assert!(at_i32.iter().zip(&at_u32).all(|(&n, &w)| n as u32 == w));
+    // A union's source positions.
+    let a = oxicub_test::cases::sorted_keys::<f32>(20_000, 5000, 31, false);
+    let b = oxicub_test::cases::sorted_keys::<f32>(20_000, 5000, 32, false);
+    let mut out = vec![0f32; keys.len()];
+    let (mut from_u32, mut from_i32) = (vec![0u32; keys.len()], vec![-1i32; keys.len()]);
+    let n = sets::indices(
+        &any,
+        op::Union,
+        order::Ascending,
+        &a[..],
+        &b[..],
+        &mut out[..],
+        &mut from_u32[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("u32 union");
+    let m = sets::indices(
+        &any,
+        op::Union,
+        order::Ascending,
+        &a[..],
+        &b[..],
+        &mut out[..],
+        &mut from_i32[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("i32 union");
+    assert_eq!(n, m);
+    assert!(from_i32[..n]
+        .iter()
+        .zip(&from_u32[..n])
+        .all(|(&x, &y)| x as u32 == y));
+}

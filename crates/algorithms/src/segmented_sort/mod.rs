@@ -361,8 +361,8 @@ where
     )
 }
 
-/// The keys of every segment sorted, with each key's index within its segment (`u32`, `u64` or
-/// `i64`: the argsort of `torch.sort`). As [`sort_keys`] otherwise.
+/// The keys of every segment sorted, with each key's index within its segment (`u32`, `i32`,
+/// `u64` or `i64`: the argsort of `torch.sort`). As [`sort_keys`] otherwise.
 ///
 /// ```
 /// use oxicub::{segmented_sort::{self, Problem}, Host};

@@ -279,7 +279,7 @@ where
 }
 
 /// [`batched_keys`], each key with its source position in the whole inputs: `i` for `a[i]`,
-/// `a.len() + j` for `b[j]` (as [`indices`](super::indices)), as `u32`, `u64` or `i64`.
+/// `a.len() + j` for `b[j]` (as [`indices`](super::indices)), as `u32`, `i32`, `u64` or `i64`.
 ///
 /// ```
 /// use oxicub::{sets::{self, op, Batch}, segments::Offsets, Host};

@@ -378,7 +378,7 @@ where
 
 /// The keys of `operation` over `a` and `b`, each with its source position: `i` for `a[i]`,
 /// `a.len() + j` for `b[j]` (the seed's pairs demonstration: `a`'s values counting from 0,
-/// `b`'s from `a.len()`), as `u32`, `u64` or `i64`.
+/// `b`'s from `a.len()`), as `u32`, `i32`, `u64` or `i64`.
 ///
 /// ```
 /// use oxicub::{sets::{self, op}, Host};

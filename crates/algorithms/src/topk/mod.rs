@@ -460,7 +460,7 @@ where
     pairs_into(backend, dir, keys, values, out_keys, out_values, k, env)
 }
 
-/// The `k` largest keys with their source indices (`u32`, `u64` or `i64`; see
+/// The `k` largest keys with their source indices (`u32`, `i32`, `u64` or `i64`; see
 /// [`SourceIndex`]).
 ///
 /// ```
