@@ -561,6 +561,40 @@ fn i32_indices_equal_u32_indices() {
     .and_then(Pending::check)
     .expect("i32");
     assert!(narrow.iter().zip(&wide).all(|(&n, &w)| n as u32 == w));
+    // Batched top-k: the top 8 of each of 100 rows of 400 (a MoE router's shape).
+    let routed = oxicub_algorithms::batched_topk::Problem::strided(
+        400,
+        segment_size::Static::<400>::new(),
+        k::Static::<8>::new(),
+        direction::Max,
+        num_segments::uniform(100).expect("rows"),
+    );
+    let mut top = vec![0f32; 800];
+    let (mut expert_u32, mut expert_i32) = (vec![0u32; 800], vec![-1i32; 800]);
+    oxicub_algorithms::batched_topk::select_indices(
+        &any,
+        &routed,
+        &keys[..],
+        &mut top[..],
+        &mut expert_u32[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("u32 rows");
+    oxicub_algorithms::batched_topk::select_indices(
+        &any,
+        &routed,
+        &keys[..],
+        &mut top[..],
+        &mut expert_i32[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("i32 rows");
+    assert!(expert_i32
+        .iter()
+        .zip(&expert_u32)
+        .all(|(&n, &w)| n as u32 == w));
     // A segmented sort's positions within rows of 400.
     let rows = segmented_sort::Problem::strided(
         400,
