@@ -66,7 +66,7 @@ mod sealed {
 
 pub use backend::{
     AnyBackend, Backend, Buffer, ChoicesOn, Cuda, DeviceKeys, DeviceValue, DeviceValues, Host,
-    PerSegmentOn, ValuesOn,
+    PerSegmentOn, ValuesOn, WarmUp,
 };
 #[doc(hidden)]
 pub use backend::{ChoiceValues, ChoiceValuesOn, ParamValues, ParamValuesOn};

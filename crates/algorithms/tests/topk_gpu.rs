@@ -660,3 +660,52 @@ fn i32_indices_equal_u32_indices() {
         .zip(&from_u32[..n])
         .all(|(&x, &y)| x as u32 == y));
 }
+
+/// `Cuda::warm_up` loads what a call shape launches: after warming a MoE router's shape (256
+/// experts, top 8, u32 indices), the call compiles and reads nothing, and a second warm-up
+/// finds every kernel loaded.
+#[test]
+fn warm_up_loads_what_a_call_launches() {
+    use oxicub_algorithms::batched_topk;
+    use oxicub_params::{num_segments, segment_size};
+    let Some(cuda) = gpu_or_skip() else { return };
+    let specs = batched_topk::kernel_specs::<f32, segment_size::Static<256>, k::Static<8>, Env>(4);
+    let first = cuda.warm_up(specs.clone()).expect("warm-up");
+    assert_eq!(
+        first.compiled + first.from_disk + first.from_memory,
+        specs.len()
+    );
+    let second = cuda.warm_up(specs.clone()).expect("warm-up");
+    assert_eq!(second.from_memory, specs.len());
+    let rows = batched_topk::Problem::strided(
+        256,
+        segment_size::Static::<256>::new(),
+        k::Static::<8>::new(),
+        direction::Max,
+        num_segments::uniform(4096).expect("rows"),
+    );
+    let scores = sample_keys::<f32>(4096 * 256, 41);
+    let device_scores = cuda.upload(&scores).expect("upload");
+    let mut top = cuda.alloc_zeros::<f32>(4096 * 8).expect("alloc");
+    let mut experts = cuda.alloc_zeros::<u32>(4096 * 8).expect("alloc");
+    let before = oxicub_kernels::cache_stats();
+    batched_topk::select_indices(
+        &cuda,
+        &rows,
+        device_scores.as_view(),
+        top.as_view_mut(),
+        experts.as_view_mut(),
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("route");
+    let after = oxicub_kernels::cache_stats();
+    assert_eq!(
+        after.compiled, before.compiled,
+        "the call compiled a kernel"
+    );
+    assert_eq!(
+        after.disk_hits, before.disk_hits,
+        "the call read a kernel from disk"
+    );
+}

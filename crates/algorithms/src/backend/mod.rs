@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
-use oxicub_kernels::{open_context, DeviceFacts, KernelRuntime, RadixKey};
+use oxicub_kernels::{open_context, CubinOrigin, DeviceFacts, KernelRuntime, KernelSpec, RadixKey};
 
 use crate::error::driver_error;
 use crate::Error;
@@ -164,6 +164,22 @@ pub struct Cuda {
     runtime: Arc<KernelRuntime>,
 }
 
+/// What [`Cuda::warm_up`] did: where each kernel's module came from.
+///
+/// ```
+/// let warm = oxicub::WarmUp::default();
+/// assert_eq!(warm.compiled + warm.from_disk + warm.from_memory, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WarmUp {
+    /// Kernels this process had already compiled or read.
+    pub from_memory: usize,
+    /// Kernels read from the disk cache.
+    pub from_disk: usize,
+    /// Kernels compiled by NVRTC now (and written to the disk cache).
+    pub compiled: usize,
+}
+
 impl Cuda {
     /// A backend on a new stream of device `ordinal`'s primary context. Fails (never panics)
     /// when the driver is missing or there is no such device.
@@ -228,6 +244,35 @@ impl Cuda {
     /// The kernel runtime (compile, cache, launch).
     pub fn runtime(&self) -> &KernelRuntime {
         &self.runtime
+    }
+
+    /// Loads every kernel of `specs` into this backend's runtime before any call needs it: a
+    /// kernel not loaded yet is read from the disk cache, or compiled by NVRTC (about a second
+    /// a kernel), and its module loaded, so the first call that needs it launches at once. An
+    /// algorithm's specs for a call shape come from it (`batched_topk::kernel_specs`); every
+    /// spec of every family is `oxicub::kernels::all_specs()`. The disk cache can be filled at
+    /// image-build time, without a GPU (`examples/fill_cache.rs`).
+    ///
+    /// ```no_run
+    /// use oxicub::{batched_topk, k, segment_size, Cuda, Env};
+    ///
+    /// let cuda = Cuda::new(0)?;
+    /// // What a MoE router of 256 experts, top 8, with u32 expert indices, will launch.
+    /// let specs = batched_topk::kernel_specs::<f32, segment_size::Static<256>, k::Static<8>, Env>(4);
+    /// let warm = cuda.warm_up(specs)?;
+    /// println!("{} compiled, {} from disk, {} already loaded", warm.compiled, warm.from_disk, warm.from_memory);
+    /// # Ok::<(), oxicub::Error>(())
+    /// ```
+    pub fn warm_up<I: IntoIterator<Item = KernelSpec>>(&self, specs: I) -> Result<WarmUp, Error> {
+        let mut warm = WarmUp::default();
+        for spec in specs {
+            match self.runtime.kernel(&spec)?.origin() {
+                CubinOrigin::Memory => warm.from_memory += 1,
+                CubinOrigin::Disk => warm.from_disk += 1,
+                CubinOrigin::Compiled => warm.compiled += 1,
+            }
+        }
+        Ok(warm)
     }
 
     /// The device's facts (SM count, shared memory, L2, architecture, name).

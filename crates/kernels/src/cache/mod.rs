@@ -267,7 +267,8 @@ pub fn cached_cubin(
     let source = spec.generated_source();
     let options = compile_options(arch);
     let key = spec_key(spec, arch, &source, &options)?;
-    cached_compile(&key, config, process_memo(), || {
+    let started = std::time::Instant::now();
+    let found = cached_compile(&key, config, process_memo(), || {
         compile_source(
             &spec.to_string(),
             &spec.entry_name(),
@@ -275,7 +276,20 @@ pub fn cached_cubin(
             arch,
             &options,
         )
-    })
+    })?;
+    // A compile is the cold start a caller may want to see (and move to a warm-up); a disk
+    // read is the cache doing its work.
+    let millis = started.elapsed().as_secs_f64() * 1e3;
+    match found.1 {
+        CubinOrigin::Compiled => {
+            tracing::info!(kernel = %spec, %arch, millis, "oxicub: compiled a kernel with NVRTC")
+        }
+        CubinOrigin::Disk => {
+            tracing::debug!(kernel = %spec, %arch, millis, "oxicub: read a kernel from the disk cache")
+        }
+        CubinOrigin::Memory => {}
+    }
+    Ok(found)
 }
 
 /// The key of `spec` compiled from `source` (its generated source) for `arch` with NVRTC
