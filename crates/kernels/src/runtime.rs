@@ -197,6 +197,12 @@ impl KernelRuntime {
         &self.cache
     }
 
+    /// Whether the kernel for `spec` is loaded in this runtime (a call of [`Self::kernel`]
+    /// for it loads nothing).
+    pub fn is_loaded(&self, spec: &KernelSpec) -> bool {
+        self.lock_loaded().contains_key(spec)
+    }
+
     /// The kernel for `spec`: already loaded, or compiled (through the caches), checked
     /// against the device's limits and loaded now.
     pub fn kernel(&self, spec: &KernelSpec) -> Result<LoadedKernel, KernelError> {

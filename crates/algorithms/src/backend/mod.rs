@@ -172,7 +172,8 @@ pub struct Cuda {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WarmUp {
-    /// Kernels this process had already compiled or read.
+    /// Kernels already loaded in this backend's runtime, or compiled or read by this process
+    /// before (for another runtime).
     pub from_memory: usize,
     /// Kernels read from the disk cache.
     pub from_disk: usize,
@@ -266,6 +267,10 @@ impl Cuda {
     pub fn warm_up<I: IntoIterator<Item = KernelSpec>>(&self, specs: I) -> Result<WarmUp, Error> {
         let mut warm = WarmUp::default();
         for spec in specs {
+            if self.runtime.is_loaded(&spec) {
+                warm.from_memory += 1;
+                continue;
+            }
             match self.runtime.kernel(&spec)?.origin() {
                 CubinOrigin::Memory => warm.from_memory += 1,
                 CubinOrigin::Disk => warm.from_disk += 1,
