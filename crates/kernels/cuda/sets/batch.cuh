@@ -17,31 +17,18 @@ struct SetsSide {
     u64 num_keys;
 };
 
-__device__ __forceinline__ SetsSide sets_side_a(const SetsParams& p) {
+// Input b's segments when `on_b`, else a's.
+__device__ __forceinline__ SetsSide sets_side(const SetsParams& p, bool on_b) {
     SetsSide s;
-    s.flags = p.a_layout;
-    s.begin_offsets = p.a_begin;
-    s.end_offsets = p.a_end;
-    s.sizes = p.a_sizes;
-    s.size_value = p.a_size_value;
-    s.size_min = p.a_size_min;
-    s.size_max = p.a_size_max;
-    s.stride = p.a_stride;
-    s.num_keys = p.a_count;
-    return s;
-}
-
-__device__ __forceinline__ SetsSide sets_side_b(const SetsParams& p) {
-    SetsSide s;
-    s.flags = p.b_layout;
-    s.begin_offsets = p.b_begin;
-    s.end_offsets = p.b_end;
-    s.sizes = p.b_sizes;
-    s.size_value = p.b_size_value;
-    s.size_min = p.b_size_min;
-    s.size_max = p.b_size_max;
-    s.stride = p.b_stride;
-    s.num_keys = p.b_count;
+    s.flags = on_b ? p.b_layout : p.a_layout;
+    s.begin_offsets = on_b ? p.b_begin : p.a_begin;
+    s.end_offsets = on_b ? p.b_end : p.a_end;
+    s.sizes = on_b ? p.b_sizes : p.a_sizes;
+    s.size_value = on_b ? p.b_size_value : p.a_size_value;
+    s.size_min = on_b ? p.b_size_min : p.a_size_min;
+    s.size_max = on_b ? p.b_size_max : p.a_size_max;
+    s.stride = on_b ? p.b_stride : p.a_stride;
+    s.num_keys = on_b ? p.b_count : p.a_count;
     return s;
 }
 
@@ -98,11 +85,11 @@ __device__ __forceinline__ u32 sets_resolve_side(const SetsSide& s, u64 seg, i64
 
 // The violation word of pair `seg`: `seg << 8 | side << 7 | code`, or 0 when both sides hold.
 __device__ __forceinline__ u64 sets_resolve_pair(const SetsParams& p, u64 seg, i64* value) {
-    const u32 a = sets_resolve_side(sets_side_a(p), seg, value);
+    const u32 a = sets_resolve_side(sets_side(p, false), seg, value);
     if (a != 0) {
         return (seg << 8) | (u64)a;
     }
-    const u32 b = sets_resolve_side(sets_side_b(p), seg, value);
+    const u32 b = sets_resolve_side(sets_side(p, true), seg, value);
     return b != 0 ? (seg << 8) | 128u | (u64)b : 0;
 }
 

@@ -529,7 +529,7 @@ __device__ __forceinline__ void sets_tiles(const SetsParams& p) {
     const Bits* a = reinterpret_cast<const Bits*>(p.a);
     const Bits* b = reinterpret_cast<const Bits*>(p.b);
     const bool descending = (p.flags & SETS_DESCENDING) != 0;
-    const SetsSide side_a = sets_side_a(p), side_b = sets_side_b(p);
+    const SetsSide side_a = sets_side(p, false), side_b = sets_side(p, true);
     const u64 pairs = BATCHED ? sets_pairs(p) : 0;
     i64* out_offsets = reinterpret_cast<i64*>(p.out_offsets);
     if (BATCHED && blockIdx.x == 0 && threadIdx.x == 0) {
@@ -894,7 +894,7 @@ __device__ __forceinline__ void sets(const SetsParams& p) {
         // Each tile boundary: its region (the events, each boundary's sum over both inputs,
         // are in order), the path within the region, and the regions of the first a and first
         // b at the split.
-        const SetsSide side_a = sets_side_a(p), side_b = sets_side_b(p);
+        const SetsSide side_a = sets_side(p, false), side_b = sets_side(p, true);
         const u64 events = 2 * pairs;
         for (u64 q = global_thread_index(THREADS) / G; q <= p.tiles; q += stride) {
             const u64 diag = q * NV < total ? q * NV : total;
