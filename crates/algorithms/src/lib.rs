@@ -66,7 +66,7 @@ mod sealed {
 
 pub use backend::{
     AnyBackend, Backend, Buffer, ChoicesOn, Cuda, DeviceKeys, DeviceValue, DeviceValues, Host,
-    PerSegmentOn, ValuesOn, WarmUp,
+    PerSegmentOn, ValuesOn, WarmUp, Workspace,
 };
 #[doc(hidden)]
 pub use backend::{ChoiceValues, ChoiceValuesOn, ParamValues, ParamValuesOn};

@@ -11,6 +11,7 @@ use oxicub_kernels::families::batched_topk::{
     batched_topk, BatchedLayout, BatchedTiers, BatchedTopKPlan,
 };
 use oxicub_kernels::families::{HostOrDevice, SelectedValues};
+use oxicub_kernels::Scratch;
 use oxicub_params::guarantee::TotalItems;
 use oxicub_params::{direction, k, num_segments, segment_size};
 use oxicub_test::gpu_or_skip;
@@ -144,7 +145,16 @@ fn listed_segments_are_their_views_and_nothing_past_them() {
         };
         let plan = listed_plan(&views, n, 4);
         let out_keys = &mut out_keys.as_view_mut();
-        batched_topk::<u32, u32>(cuda.runtime(), cuda.stream(), plan, None, out_keys, values)
+        let scratch = Scratch::allocate();
+        batched_topk::<u32, u32>(
+            cuda.runtime(),
+            cuda.stream(),
+            &scratch,
+            plan,
+            None,
+            out_keys,
+            values,
+        )
     };
     let status = launch(2, Some(&value_views)).expect("launch");
     let report = status.decode(cuda.stream()).expect("status");
@@ -313,6 +323,7 @@ fn run_and_check(
     batched_topk::<u32, u32>(
         runtime,
         stream,
+        &Scratch::allocate(),
         plan,
         Some(&keys.as_view()),
         &mut out_keys.as_view_mut(),

@@ -10,7 +10,7 @@ use oxicub_kernels::families::batched_topk::{
 };
 use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKPlan};
 use oxicub_kernels::families::{HostOrDevice, SelectedValues};
-use oxicub_kernels::Direction;
+use oxicub_kernels::{Direction, Scratch};
 use oxicub_params::k;
 use oxicub_test::gpu_or_skip;
 
@@ -35,6 +35,7 @@ fn topk_launcher_refuses_a_k_above_what_the_outputs_hold() {
     let result = topk_radix_select::<u32, u32>(
         cuda.runtime(),
         cuda.stream(),
+        &Scratch::allocate(),
         plan,
         &keys.as_view(),
         &mut out.as_view_mut(),
@@ -78,6 +79,7 @@ fn batched_launcher_refuses_outputs_laid_out_for_less_than_a_segment_writes() {
         let result = batched_topk::<f32, u32>(
             cuda.runtime(),
             cuda.stream(),
+            &Scratch::allocate(),
             plan(per_segment_max, out_stride),
             Some(&keys.as_view()),
             &mut out.as_view_mut(),

@@ -172,6 +172,20 @@ pub enum KernelError {
         /// The most bytes one allocation may have: the device's memory, at most `isize::MAX`.
         limit: u64,
     },
+    /// A caller's workspace is smaller than the call's scratch (the workspace's size comes
+    /// from measuring the call: `Cuda::workspace_bytes`).
+    #[error(
+        "the workspace of {available} bytes is too small: buffer `{buffer}` of this call ends \
+         at byte {needed} (measure the call's workspace with `Cuda::workspace_bytes`)"
+    )]
+    WorkspaceTooSmall {
+        /// The buffer that did not fit.
+        buffer: &'static str,
+        /// The byte its carving would end at (the call may need more after it).
+        needed: u64,
+        /// The workspace's bytes.
+        available: u64,
+    },
     /// A view's address is not a multiple of the size of its elements (a listed layout's
     /// segment or values, whose addresses the kernels index by element).
     #[error(

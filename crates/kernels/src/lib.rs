@@ -45,6 +45,7 @@ pub use codegen::spec::{Direction, KernelSpec, Tier, ValueType, STATIC_SHARED_LI
 pub use device::{device_count, driver_available, open_context, DeviceFacts};
 pub use error::KernelError;
 pub use families::digit_histogram::digit_histogram;
+pub use families::scratch::{DeviceWorkspace, Scratch, StatusWords};
 pub use families::transform_keys::{inverse_transform_keys, transform_keys, TransformOp};
 pub use families::{all_specs, KernelFamily};
 pub use nvrtc::{compile_cubin, nvrtc_available, nvrtc_version, Arch};

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
@@ -113,6 +114,8 @@ pub struct KernelRuntime {
     active_clusters: Mutex<HashMap<(KernelSpec, u32, u32), u32>>,
     /// Whether the context is still usable, and the kernel launched last.
     health: Arc<ContextHealth>,
+    /// Device buffers the launchers allocated ([`KernelRuntime::device_allocations`]).
+    allocations: AtomicU64,
 }
 
 /// The launch parameter block. `#[repr(transparent)]` over a [`KernelParams`] struct.
@@ -159,6 +162,7 @@ impl KernelRuntime {
             cache,
             loaded: Mutex::new(HashMap::new()),
             active_clusters: Mutex::new(HashMap::new()),
+            allocations: AtomicU64::new(0),
         })
     }
 
@@ -195,6 +199,26 @@ impl KernelRuntime {
     /// The cache configuration.
     pub fn cache_config(&self) -> &CacheConfig {
         &self.cache
+    }
+
+    /// How many device buffers the launchers of this runtime have allocated (scratch, status
+    /// words, per-segment tables, workspaces) since it was made: a steady state whose calls run
+    /// in a workspace ([`crate::DeviceWorkspace`]) leaves it unchanged.
+    ///
+    /// ```no_run
+    /// use oxicub::kernels::{open_context, KernelRuntime};
+    ///
+    /// let runtime = KernelRuntime::new(open_context(0)?)?;
+    /// assert_eq!(runtime.device_allocations(), 0);
+    /// # Ok::<(), oxicub::kernels::KernelError>(())
+    /// ```
+    pub fn device_allocations(&self) -> u64 {
+        self.allocations.load(Ordering::Relaxed)
+    }
+
+    /// Counts one device allocation of a launcher.
+    pub(crate) fn count_allocation(&self) {
+        self.allocations.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Whether the kernel for `spec` is loaded in this runtime (a call of [`Self::kernel`]

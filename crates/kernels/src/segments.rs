@@ -15,9 +15,10 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::CudaStream;
 
 use crate::codegen::device_constants;
+use crate::families::scratch::StatusWords;
 use crate::health::ContextHealth;
 use crate::{KernelError, KernelRuntime};
 
@@ -88,7 +89,7 @@ device_constants! {
 pub struct SegmentedStatus {
     /// The words; `None` when the host checked every value before launching (strided layout,
     /// every parameter uniform and valid): nothing can fail on the device.
-    pub words: Option<CudaSlice<u64>>,
+    pub words: Option<StatusWords>,
     /// The health of the launching runtime's context: a kernel fault seen by the read is
     /// reported as one.
     health: Arc<ContextHealth>,
@@ -113,7 +114,7 @@ impl SegmentedStatus {
     /// total size and its check in `total_words`.
     pub(crate) fn new(
         runtime: &KernelRuntime,
-        words: Option<CudaSlice<u64>>,
+        words: Option<StatusWords>,
         total_words: (u32, u32),
     ) -> SegmentedStatus {
         SegmentedStatus {
@@ -142,9 +143,7 @@ impl SegmentedStatus {
                 bad_total_items: None,
             });
         };
-        let words = self
-            .health
-            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(words))?;
+        let words = words.read(&self.health, stream)?;
         let word = |at: u32| words[at as usize];
         let first = word(SEGMENT_STATUS_VIOLATION);
         let violation = (first != u64::MAX).then(|| {

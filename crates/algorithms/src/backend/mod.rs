@@ -3,12 +3,14 @@
 
 mod device_values;
 mod params;
+mod workspace;
 
 pub(crate) use device_values::{zeroed, ByteOption};
 pub use device_values::{DeviceKeys, DeviceValue, DeviceValues};
 pub use params::{
     ChoiceValues, ChoiceValuesOn, ChoicesOn, ParamValues, ParamValuesOn, PerSegmentOn, ValuesOn,
 };
+pub use workspace::Workspace;
 
 use std::fmt;
 use std::sync::Arc;
@@ -162,6 +164,8 @@ impl Backend for Host {
 pub struct Cuda {
     stream: Arc<CudaStream>,
     runtime: Arc<KernelRuntime>,
+    /// Where the calls' device buffers come from ([`Cuda::with_workspace`]).
+    scratch: workspace::ScratchSource,
 }
 
 /// What [`Cuda::warm_up`] did: where each kernel's module came from.
@@ -198,13 +202,15 @@ impl Cuda {
         Ok(Cuda {
             stream,
             runtime: Arc::new(runtime),
+            scratch: workspace::ScratchSource::Allocate,
         })
     }
 
     /// The same backend on another stream of its context: calls through it run on `stream`,
     /// with this backend's kernel runtime (the modules it loaded, its cache and its health),
     /// so a stream per request or per layer costs no module loads. A stream of another
-    /// context is [`Error::InvalidArgument`].
+    /// context is [`Error::InvalidArgument`]. The new backend allocates its calls' scratch (a
+    /// workspace serves one stream: give it one of its own with [`Cuda::with_workspace`]).
     ///
     /// ```no_run
     /// use oxicub::Cuda;
@@ -229,6 +235,7 @@ impl Cuda {
         Ok(Cuda {
             stream,
             runtime: Arc::clone(&self.runtime),
+            scratch: workspace::ScratchSource::Allocate,
         })
     }
 

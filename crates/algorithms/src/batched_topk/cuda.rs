@@ -17,7 +17,8 @@ use crate::backend::{ChoiceValues, Cuda, DeviceValue};
 use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
 use crate::segments::cuda::{
-    host_or_device, launch_bounds, on_device_copies, ChoiceCopy, ParamCopy, SegmentArgsCopy,
+    host_or_device, launch_bounds, on_device_copies, with_selected, ChoiceCopy, ParamCopy,
+    SegmentArgsCopy,
 };
 use crate::segments::{segmented_error, DeviceReport, LayoutArg, Outcome, Violation};
 use crate::values::ValuesIn;
@@ -35,7 +36,7 @@ struct DeviceStatus {
 }
 
 impl DeviceReport for DeviceStatus {
-    fn wait(self: Box<Self>) -> Result<(), Error> {
+    fn wait(&self) -> Result<(), Error> {
         let report = self.status.decode(&self.stream)?;
         let request = &self.request;
         segmented_error(report, &request.segments, |code| match code {
@@ -102,7 +103,17 @@ fn launch<K: RadixKey, V: DeviceValue>(
     out_keys: &mut CudaViewMut<'_, K>,
     values: SelectedValues<'_, '_, V>,
 ) -> Result<Outcome, Error> {
-    let status = batched_topk(cuda.runtime(), cuda.stream(), plan, keys, out_keys, values)?;
+    let scratch = cuda.scratch()?;
+    let status = batched_topk(
+        cuda.runtime(),
+        cuda.stream(),
+        &scratch,
+        plan,
+        keys,
+        out_keys,
+        values,
+    )?;
+    drop(scratch);
     let status = DeviceStatus {
         status,
         stream: cuda.stream().clone(),
@@ -121,28 +132,9 @@ pub(super) fn run<K: RadixKey, V: DeviceValue>(
     out_values: Option<CudaViewMut<'_, V>>,
 ) -> Result<Outcome, Error> {
     let plan = plan(request, &args);
-    let keys = Some(&keys);
-    match (values, out_values) {
-        (ValuesIn::Copy(values), Some(mut out)) => {
-            let values = SelectedValues::Copy {
-                values: &values,
-                out: &mut out,
-            };
-            launch(cuda, request, plan, keys, &mut out_keys, values)
-        }
-        (ValuesIn::Index(_), Some(mut out)) => {
-            let values = SelectedValues::Index { out: &mut out };
-            launch(cuda, request, plan, keys, &mut out_keys, values)
-        }
-        _ => launch(
-            cuda,
-            request,
-            plan,
-            keys,
-            &mut out_keys,
-            SelectedValues::<V>::None,
-        ),
-    }
+    with_selected(values, out_values, |values| {
+        launch(cuda, request, plan, Some(&keys), &mut out_keys, values)
+    })
 }
 
 /// The listed layout on the device: the kernels read every segment in its own view (the

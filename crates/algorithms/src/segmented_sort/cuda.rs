@@ -7,7 +7,7 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
 use oxicub_kernels::families::segmented_sort::{
     segmented_sort, SegmentedSortPlan, SortLayout, SortStatus,
 };
-use oxicub_kernels::families::{listed_copy, HostOrDevice, SelectedValues};
+use oxicub_kernels::families::{listed_copy, HostOrDevice};
 use oxicub_kernels::segments::VIOLATION_OPTION_NOT_COMPILED;
 use oxicub_params::SortOrder;
 
@@ -19,7 +19,7 @@ use crate::error::driver_error;
 use crate::radix::RadixKey;
 use crate::sealed::Token;
 use crate::segments::cuda::{
-    host_or_device, launch_bounds, on_device_copies, ChoiceCopy, SegmentArgsCopy,
+    host_or_device, launch_bounds, on_device_copies, with_selected, ChoiceCopy, SegmentArgsCopy,
 };
 use crate::segments::{segmented_error, DeviceReport, LayoutArg, Pending, SegmentArgs};
 use crate::values::ValuesIn;
@@ -34,7 +34,7 @@ struct DeviceStatus {
 }
 
 impl DeviceReport<MergeStatistics> for DeviceStatus {
-    fn wait(self: Box<Self>) -> Result<MergeStatistics, Error> {
+    fn wait(&self) -> Result<MergeStatistics, Error> {
         let report = self.status.status.decode(&self.stream)?;
         let request = &self.request;
         segmented_error(report, &request.segments, |code| {
@@ -185,23 +185,18 @@ fn run<K: RadixKey, V: DeviceValue>(
 ) -> Result<Pending<MergeStatistics>, Error> {
     let plan = plan(request, &args);
     let (runtime, stream) = (cuda.runtime(), cuda.stream());
-    let status = match (values, out_values) {
-        (ValuesIn::Copy(values), Some(mut out)) => {
-            let values = SelectedValues::Copy {
-                values: &values,
-                out: &mut out,
-            };
-            segmented_sort(runtime, stream, plan, &keys, &mut out_keys, values)?
-        }
-        (ValuesIn::Index(_), Some(mut out)) => {
-            let values = SelectedValues::Index { out: &mut out };
-            segmented_sort(runtime, stream, plan, &keys, &mut out_keys, values)?
-        }
-        _ => {
-            let values = SelectedValues::<V>::None;
-            segmented_sort(runtime, stream, plan, &keys, &mut out_keys, values)?
-        }
-    };
+    let scratch = cuda.scratch()?;
+    let status = with_selected(values, out_values, |values| {
+        segmented_sort(
+            runtime,
+            stream,
+            &scratch,
+            plan,
+            &keys,
+            &mut out_keys,
+            values,
+        )
+    })?;
     let report = DeviceStatus {
         status,
         stream: stream.clone(),

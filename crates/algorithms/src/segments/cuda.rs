@@ -2,7 +2,7 @@
 //! call copied to the device. (A listed layout's views go to the kernel launcher as they are.)
 
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
-use oxicub_kernels::families::HostOrDevice;
+use oxicub_kernels::families::{HostOrDevice, SelectedValues};
 use oxicub_params::Bounds;
 
 use super::{LayoutArg, Pending, SegmentArgs};
@@ -26,6 +26,23 @@ pub(crate) fn host_or_device<'a, 'b>(
 /// Bounds as a kernel launcher takes them (counts: negative bounds are 0).
 pub(crate) fn launch_bounds(bounds: Bounds) -> (u64, u64) {
     (bounds.min.max(0) as u64, bounds.max.max(0) as u64)
+}
+
+/// Runs `run` with the launcher's form of a call's values: copied with the keys, each item's
+/// index, or none (the keys-only call).
+pub(crate) fn with_selected<V, R>(
+    values: ValuesIn<CudaView<'_, V>, V>,
+    out_values: Option<CudaViewMut<'_, V>>,
+    run: impl FnOnce(SelectedValues<'_, '_, V>) -> R,
+) -> R {
+    match (values, out_values) {
+        (ValuesIn::Copy(values), Some(mut out)) => run(SelectedValues::Copy {
+            values: &values,
+            out: &mut out,
+        }),
+        (ValuesIn::Index(_), Some(mut out)) => run(SelectedValues::Index { out: &mut out }),
+        _ => run(SelectedValues::None),
+    }
 }
 
 /// A host buffer copied to the device (one element when empty: the device allocates no empty

@@ -33,7 +33,7 @@ struct HeadsCheck {
 }
 
 impl DeviceReport<usize> for HeadsCheck {
-    fn wait(self: Box<Self>) -> Result<usize, Error> {
+    fn wait(&self) -> Result<usize, Error> {
         let report = self.status.decode(&self.stream)?;
         if let Some(invalid) = report.invalid {
             let reason = match invalid.fault {
@@ -143,6 +143,7 @@ pub fn offsets_from_head_flags_on_device(
     let status = segment_heads::offsets_from_head_flags(
         cuda.runtime(),
         cuda.stream(),
+        &cuda.scratch()?,
         &flags,
         num_keys as u64,
         &mut begin,
@@ -208,6 +209,7 @@ pub fn offsets_from_head_indices_on_device(
     let status = segment_heads::offsets_from_head_indices(
         cuda.runtime(),
         cuda.stream(),
+        &cuda.scratch()?,
         &heads,
         num_keys as u64,
         &mut begin,

@@ -149,7 +149,7 @@ pub(crate) fn segmented_error(
 pub(crate) trait DeviceReport<T = ()>: std::fmt::Debug + Send + Sync {
     /// Waits for the stream and turns the status into the call's error, if any (else the
     /// result).
-    fn wait(self: Box<Self>) -> Result<T, Error>;
+    fn wait(&self) -> Result<T, Error>;
 }
 
 #[derive(Debug)]
@@ -234,6 +234,34 @@ impl<T> Pending<T> {
             Report::Ready(value, None) => Ok(value),
             Report::Ready(_, Some(error)) => Err(error),
             Report::Device(value, report) => report.wait().map(|()| value),
+            Report::Computed(report) => report.wait(),
+        }
+    }
+
+    /// [`check`](Pending::check) without giving the outcome up: for a call captured into a
+    /// CUDA graph (stream capture on [`Cuda::stream`](crate::Cuda::stream)), whose status each
+    /// replay rewrites, this reports the replay that last finished (it waits for the stream).
+    /// Keep the outcome as long as the graph: it holds the status buffer the graph writes.
+    ///
+    /// ```
+    /// use oxicub::{topk, Host};
+    /// use oxicub::params::{direction, k};
+    ///
+    /// let mut top = [0u32; 1];
+    /// let outcome = topk::select_keys(&Host::new(), &direction::Max, &[4u32, 7][..], &mut top[..], &k::Static::<1>::new(), &oxicub::env::Env::new())?;
+    /// outcome.check_replay()?;
+    /// outcome.check_replay()?; // the same report
+    /// assert_eq!(top, [7]);
+    /// # Ok::<(), oxicub::Error>(())
+    /// ```
+    pub fn check_replay(&self) -> Result<T, Error>
+    where
+        T: Clone,
+    {
+        match &self.report {
+            Report::Ready(value, None) => Ok(value.clone()),
+            Report::Ready(_, Some(error)) => Err(error.clone()),
+            Report::Device(value, report) => report.wait().map(|()| value.clone()),
             Report::Computed(report) => report.wait(),
         }
     }

@@ -37,7 +37,7 @@ struct DeviceStatus {
 }
 
 impl DeviceReport<usize> for DeviceStatus {
-    fn wait(self: Box<Self>) -> Result<usize, Error> {
+    fn wait(&self) -> Result<usize, Error> {
         let report = self.status.decode(&self.stream)?;
         if let Some((a, b)) = &self.batch {
             // The pairs' checks first, as the host makes them.
@@ -121,6 +121,7 @@ impl SetsBackend for Cuda {
         outputs: SetOutputs<'_, '_, '_, Self, K, V>,
     ) -> Result<Pending<usize>, Error> {
         let (runtime, stream) = (self.runtime(), self.stream());
+        let scratch = self.scratch()?;
         let plan = plan(request);
         let SetOutputs {
             keys: mut out_keys,
@@ -129,7 +130,17 @@ impl SetsBackend for Cuda {
         } = outputs;
         let count = count.as_mut();
         let status = with_values(values, out_values, |values| {
-            set_operation(runtime, stream, plan, &a, &b, &mut out_keys, values, count)
+            set_operation(
+                runtime,
+                stream,
+                &scratch,
+                plan,
+                &a,
+                &b,
+                &mut out_keys,
+                values,
+                count,
+            )
         })?;
         let report = DeviceStatus {
             status,
@@ -152,6 +163,7 @@ impl SetsBackend for Cuda {
         mut out_offsets: CudaViewMut<'_, i64>,
     ) -> Result<Pending<usize>, Error> {
         let (runtime, stream) = (self.runtime(), self.stream());
+        let scratch = self.scratch()?;
         let plan = plan(&request.set);
         let SetOutputs {
             keys: mut out_keys,
@@ -170,6 +182,7 @@ impl SetsBackend for Cuda {
             batched_set_operation(
                 runtime,
                 stream,
+                &scratch,
                 plan,
                 batch,
                 offsets,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 use oxicub_env::{Determinism, OutputOrdering, TieBreak};
 use oxicub_kernels::families::topk_radix_select::{topk_radix_select, TopKPlan, TopKStatus};
-use oxicub_kernels::families::{HostOrDevice, SelectedValues};
+use oxicub_kernels::families::HostOrDevice;
 use oxicub_kernels::Direction;
 use oxicub_params::SelectDirection;
 
@@ -17,6 +17,7 @@ use crate::contract::DeferredBounds;
 use crate::contract::TopKRequest;
 use crate::radix::RadixKey;
 use crate::sealed::Token;
+use crate::segments::cuda::with_selected;
 use crate::segments::{DeviceReport, Outcome, Pending};
 use crate::values::ValuesIn;
 use crate::Error;
@@ -30,7 +31,7 @@ struct DeviceStatus {
 }
 
 impl DeviceReport for DeviceStatus {
-    fn wait(self: Box<Self>) -> Result<(), Error> {
+    fn wait(&self) -> Result<(), Error> {
         match self.status.decode(&self.stream)? {
             None => Ok(()),
             Some(value) => self.k.resolve("k", value).1.map_or(Ok(()), Err),
@@ -79,23 +80,18 @@ impl TopKBackend for Cuda {
     ) -> Result<Outcome, Error> {
         let plan = plan(&request, k);
         let (runtime, stream) = (self.runtime(), self.stream());
-        let status = match (values, out_values) {
-            (ValuesIn::Copy(values), Some(mut out)) => {
-                let values = SelectedValues::Copy {
-                    values: &values,
-                    out: &mut out,
-                };
-                topk_radix_select(runtime, stream, plan, &keys, &mut out_keys, values)?
-            }
-            (ValuesIn::Index(_), Some(mut out)) => {
-                let values = SelectedValues::Index { out: &mut out };
-                topk_radix_select(runtime, stream, plan, &keys, &mut out_keys, values)?
-            }
-            _ => {
-                let values = SelectedValues::<V>::None;
-                topk_radix_select(runtime, stream, plan, &keys, &mut out_keys, values)?
-            }
-        };
+        let scratch = self.scratch()?;
+        let status = with_selected(values, out_values, |values| {
+            topk_radix_select(
+                runtime,
+                stream,
+                &scratch,
+                plan,
+                &keys,
+                &mut out_keys,
+                values,
+            )
+        })?;
         if status.is_empty() {
             return Ok(Outcome::ready((), None));
         }

@@ -59,6 +59,7 @@ pub(crate) fn table<T: DeviceRepr + Default + Copy>(
     if values.is_empty() {
         values.push(T::default());
     }
+    runtime.count_allocation();
     runtime.during("cuMemcpyHtoDAsync", stream.clone_htod(&values))
 }
 

@@ -11,7 +11,7 @@ pub mod batched_topk;
 pub mod digit_histogram;
 mod listed;
 pub mod listed_copy;
-mod scratch;
+pub(crate) mod scratch;
 pub mod segment_heads;
 pub mod segmented_sort;
 pub mod sets;

@@ -11,12 +11,10 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{
-    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop,
-};
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
 
 use crate::codegen::{device_constants, kernel_params, FamilyTable, KernelParams, TemplateArg};
-use crate::families::scratch::{alloc_uninit, alloc_zeroed};
+use crate::families::scratch::{Scratch, StatusWords};
 use crate::families::{at_least, keep};
 use crate::health::ContextHealth;
 use crate::radix::KeyType;
@@ -166,18 +164,28 @@ pub struct HeadsReport {
 /// The status words a call leaves on the device, read when the caller checks.
 #[derive(Debug)]
 pub struct HeadsStatus {
-    words: CudaSlice<u64>,
+    /// `None` when the call was only measured.
+    words: Option<StatusWords>,
     health: Arc<ContextHealth>,
 }
 
 impl HeadsStatus {
+    /// The status of a call that was only measured (nothing ran, nothing to report).
+    fn measured(runtime: &KernelRuntime) -> HeadsStatus {
+        HeadsStatus {
+            words: None,
+            health: Arc::clone(runtime.health()),
+        }
+    }
+
     /// Reads the status (waits for the stream). A kernel fault seen here (the call's own, or
     /// an earlier one's on the context) is [`KernelError::ContextPoisoned`].
     pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<HeadsReport, KernelError> {
         self.health.check()?;
-        let words = self
-            .health
-            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(&self.words))?;
+        let words = match self.words.as_ref() {
+            Some(words) => words.read(&self.health, stream)?,
+            None => Vec::new(),
+        };
         let word = |at: u32| words.get(at as usize).copied().unwrap_or(0);
         let invalid = word(SH_STATUS_INVALID);
         let invalid = (invalid != 0).then(|| {
@@ -254,6 +262,7 @@ fn check_num_keys(num_keys: u64) -> Result<(), KernelError> {
 ///
 /// ```no_run
 /// use oxicub::kernels::families::segment_heads::offsets_from_head_flags;
+/// use oxicub::kernels::Scratch;
 /// use oxicub::kernels::{open_context, KernelRuntime};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
@@ -265,6 +274,7 @@ fn check_num_keys(num_keys: u64) -> Result<(), KernelError> {
 /// let status = offsets_from_head_flags(
 ///     &runtime,
 ///     &stream,
+///     &Scratch::allocate(),
 ///     &flags.as_view(),
 ///     10,
 ///     &mut begin.as_view_mut(),
@@ -274,9 +284,11 @@ fn check_num_keys(num_keys: u64) -> Result<(), KernelError> {
 /// assert_eq!(status.decode(&stream)?.count, 2); // [0, 3) and [3, 10)
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[allow(clippy::too_many_arguments)]
 pub fn offsets_from_head_flags(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
+    scratch: &Scratch<'_>,
     flags: &CudaView<'_, u32>,
     num_keys: u64,
     begin: &mut CudaViewMut<'_, i64>,
@@ -290,18 +302,23 @@ pub fn offsets_from_head_flags(
     let chunk_words = u64::from(BLOCK_THREADS * SH_WORDS_PER_THREAD);
     let chunks = words.div_ceil(chunk_words);
     let kernel = runtime.kernel(&KernelSpec::segment_heads())?;
-    let mut status = alloc_zeroed::<u64>(runtime, stream, "status", SH_STATUS_WORDS.into())?;
+    let mut status = scratch.status(runtime, stream, SH_STATUS_WORDS.into())?;
     // SAFETY: COUNT writes every chunk's count before SCAN reads it.
     let mut chunk_counts =
-        unsafe { alloc_uninit::<u64>(runtime, stream, "chunk_counts", chunks.max(1)) }?;
+        unsafe { scratch.uninit::<u64>(runtime, stream, "chunk_counts", chunks.max(1)) }?;
     let mut out = outputs(runtime, stream, begin, end, count)?;
+    if scratch.is_measuring() {
+        return Ok(HeadsStatus::measured(runtime));
+    }
     let params = SegmentHeadsParams {
         input: keep(&mut out.guards, flags.device_ptr(stream)),
         begin: out.begin,
         end: out.end,
         count: out.count,
-        chunk_counts: keep(&mut out.guards, chunk_counts.device_ptr_mut(stream)),
-        status: keep(&mut out.guards, status.device_ptr_mut(stream)),
+        chunk_counts: chunk_counts.ptr(&mut out.guards, stream),
+        status: status
+            .as_mut()
+            .map_or(0, |words| words.ptr(&mut out.guards, stream)),
         num_keys,
         num_inputs: flags.len() as u64,
         begin_len: out.lens.0,
@@ -337,6 +354,7 @@ pub fn offsets_from_head_flags(
 ///
 /// ```no_run
 /// use oxicub::kernels::families::segment_heads::offsets_from_head_indices;
+/// use oxicub::kernels::Scratch;
 /// use oxicub::kernels::{open_context, KernelRuntime};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
@@ -348,6 +366,7 @@ pub fn offsets_from_head_flags(
 /// let status = offsets_from_head_indices(
 ///     &runtime,
 ///     &stream,
+///     &Scratch::allocate(),
 ///     &heads.as_view(),
 ///     25,
 ///     &mut begin.as_view_mut(),
@@ -358,9 +377,11 @@ pub fn offsets_from_head_flags(
 /// assert_eq!((report.count, report.invalid), (3, None));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[allow(clippy::too_many_arguments)]
 pub fn offsets_from_head_indices(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
+    scratch: &Scratch<'_>,
     heads: &CudaView<'_, i64>,
     num_keys: u64,
     begin: &mut CudaViewMut<'_, i64>,
@@ -370,8 +391,11 @@ pub fn offsets_from_head_indices(
     check_num_keys(num_keys)?;
     runtime.check_buffer("heads", heads)?;
     let kernel = runtime.kernel(&KernelSpec::segment_heads())?;
-    let mut status = alloc_zeroed::<u64>(runtime, stream, "status", SH_STATUS_WORDS.into())?;
+    let mut status = scratch.status(runtime, stream, SH_STATUS_WORDS.into())?;
     let mut out = outputs(runtime, stream, begin, end, count)?;
+    if scratch.is_measuring() {
+        return Ok(HeadsStatus::measured(runtime));
+    }
     let num_heads = heads.len() as u64;
     let params = SegmentHeadsParams {
         input: keep(&mut out.guards, heads.device_ptr(stream)),
@@ -379,7 +403,9 @@ pub fn offsets_from_head_indices(
         end: out.end,
         count: out.count,
         chunk_counts: 0,
-        status: keep(&mut out.guards, status.device_ptr_mut(stream)),
+        status: status
+            .as_mut()
+            .map_or(0, |words| words.ptr(&mut out.guards, stream)),
         num_keys,
         num_inputs: num_heads,
         begin_len: out.lens.0,

@@ -10,12 +10,10 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{
-    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop,
-};
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
 
 use crate::codegen::{device_constants, kernel_params, FamilyTable, KernelParams, TemplateArg};
-use crate::families::scratch::alloc_zeroed;
+use crate::families::scratch::{Scratch, StatusWords};
 use crate::families::{at_least, keep, HostOrDevice};
 use crate::health::ContextHealth;
 use crate::radix::{KeyType, RadixKey};
@@ -348,7 +346,8 @@ pub struct SetsReport {
 /// when the caller checks.
 #[derive(Debug)]
 pub struct SetsStatus {
-    words: CudaSlice<u64>,
+    /// `None` when the call was only measured.
+    words: Option<StatusWords>,
     health: Arc<ContextHealth>,
 }
 
@@ -357,12 +356,10 @@ impl SetsStatus {
     /// [`KernelError::ContextPoisoned`].
     pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<SetsReport, KernelError> {
         self.health.check()?;
-        let status = self
-            .words
-            .slice(..(SETS_STATUS_WORDS as usize).min(self.words.len()));
-        let words = self
-            .health
-            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(&status))?;
+        let words = match self.words.as_ref() {
+            Some(words) => words.read(&self.health, stream)?,
+            None => Vec::new(),
+        };
         let word = |at: u32| words.get(at as usize).copied().unwrap_or(0);
         let bad = |at: u32| {
             let w = !word(at);
@@ -436,6 +433,7 @@ pub struct SetsBatch<'a, 'b> {
 pub fn set_operation<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
+    scratch: &Scratch<'_>,
     plan: SetsPlan,
     a: &CudaView<'_, K>,
     b: &CudaView<'_, K>,
@@ -444,7 +442,7 @@ pub fn set_operation<K: RadixKey, V>(
     count_out: Option<&mut CudaViewMut<'_, i64>>,
 ) -> Result<SetsStatus, KernelError> {
     launch(
-        runtime, stream, plan, None, a, b, out_keys, values, count_out,
+        runtime, stream, scratch, plan, None, a, b, out_keys, values, count_out,
     )
 }
 
@@ -457,6 +455,7 @@ pub fn set_operation<K: RadixKey, V>(
 pub fn batched_set_operation<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
+    scratch: &Scratch<'_>,
     plan: SetsPlan,
     batch: SetsBatch<'_, '_>,
     out_offsets: &mut CudaViewMut<'_, i64>,
@@ -466,7 +465,9 @@ pub fn batched_set_operation<K: RadixKey, V>(
     values: SetsValues<'_, '_, V>,
 ) -> Result<SetsStatus, KernelError> {
     let batch = Some((batch, out_offsets));
-    launch(runtime, stream, plan, batch, a, b, out_keys, values, None)
+    launch(
+        runtime, stream, scratch, plan, batch, a, b, out_keys, values, None,
+    )
 }
 
 /// A batched call's segment fields: (begin, end, sizes, size value, stride, flags) of one side.
@@ -506,6 +507,7 @@ fn side_fields<'g>(
 fn launch<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
+    scratch: &Scratch<'_>,
     plan: SetsPlan,
     mut batch: Option<(SetsBatch<'_, '_>, &mut CudaViewMut<'_, i64>)>,
     a: &CudaView<'_, K>,
@@ -575,15 +577,13 @@ fn launch<K: RadixKey, V>(
     let kernel = runtime.kernel(&spec)?;
     let total = m.saturating_add(n);
     let tiles = total.div_ceil(tile_items(K::KEY_TYPE, batched));
-    // One zeroed buffer: the status words, a state word per tile, the partition words of each
-    // tile boundary (tiles + 1 of them, one word each, three for a batched call: written by
-    // PARTITION before TILES reads them).
-    let status_words = u64::from(SETS_STATUS_WORDS);
+    // The status words, and one zeroed buffer: a state word per tile, the partition words of
+    // each tile boundary (tiles + 1 of them, one word each, three for a batched call: written
+    // by PARTITION before TILES reads them).
+    let mut status_words = scratch.status(runtime, stream, SETS_STATUS_WORDS.into())?;
     let partition_words: u64 = if batched { 3 } else { 1 };
-    let scratch_len = status_words
-        .saturating_add(tiles)
-        .saturating_add(tiles.saturating_add(1).saturating_mul(partition_words));
-    let mut scratch = alloc_zeroed::<u64>(runtime, stream, "sets scratch", scratch_len)?;
+    let tiles_len = tiles.saturating_add(tiles.saturating_add(1).saturating_mul(partition_words));
+    let mut tile_words = scratch.zeroed::<u64>(runtime, stream, "sets tiles", tiles_len)?;
     let mut guards = Vec::new();
     let (a_values, b_values, out_values) = match &mut values {
         SetsValues::None => (0, 0, 0),
@@ -606,7 +606,10 @@ fn launch<K: RadixKey, V>(
         }
         None => 0,
     };
-    let status = keep(&mut guards, scratch.device_ptr_mut(stream));
+    let status = status_words
+        .as_mut()
+        .map_or(0, |words| words.ptr(&mut guards, stream));
+    let tile_state = tile_words.ptr(&mut guards, stream);
     let mut batch_params = SetsParams::default();
     let mut pairs_threads = 0;
     if let Some((batch, out_offsets)) = batch.as_mut() {
@@ -652,6 +655,12 @@ fn launch<K: RadixKey, V>(
             ..SetsParams::default()
         };
     }
+    if scratch.is_measuring() {
+        return Ok(SetsStatus {
+            words: None,
+            health: runtime.health().clone(),
+        });
+    }
     let params = SetsParams {
         a: keep(&mut guards, a.device_ptr(stream)),
         b: keep(&mut guards, b.device_ptr(stream)),
@@ -659,8 +668,8 @@ fn launch<K: RadixKey, V>(
         b_values,
         out_keys: keep(&mut guards, out_keys.device_ptr_mut(stream)),
         out_values,
-        partition: status + 8 * (status_words + tiles),
-        tile_state: status + 8 * status_words,
+        partition: tile_state + 8 * tiles,
+        tile_state,
         status,
         count_out: count_ptr,
         a_count: m,
@@ -686,7 +695,7 @@ fn launch<K: RadixKey, V>(
     runtime.launch(stream, &kernel, over_tiles, stage(SETS_STAGE_TILES))?;
     drop(guards);
     Ok(SetsStatus {
-        words: scratch,
+        words: status_words,
         health: runtime.health().clone(),
     })
 }

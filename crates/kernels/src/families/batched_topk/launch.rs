@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::SyncOnDrop;
-use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
 
 use super::call::{BatchedLayout, BatchedTopKPlan};
 use super::constants::{
@@ -19,7 +19,7 @@ use super::layout::ClusterLayout;
 use super::listed::ListedTables;
 use super::plan::{plan as plan_call, stride_coprime, CallShape, LayoutShape, Step, ValuesShape};
 use super::HostOrDevice;
-use crate::families::scratch::{alloc_uninit, alloc_zeroed};
+use crate::families::scratch::{Scratch, ScratchBuffer};
 use crate::families::{at_least, keep, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::runtime::{LaunchOrder, LoadedKernel};
@@ -30,12 +30,16 @@ use crate::{KernelError, KernelRuntime, KernelSpec};
 /// `out_keys[i * out_stride ..]`, as `plan` says. Asynchronous on `stream`; returns the status
 /// words to decode when the caller chooses to synchronise.
 ///
+/// Its scratch, status words and tables come from `scratch` (when it only measures, the call
+/// is checked and planned and nothing is launched).
+///
 /// `keys` is the buffer the strided and offsets layouts index, and `None` exactly when the
 /// layout is [`BatchedLayout::Listed`] (each segment is its own view); copied values are
 /// [`SelectedValues::Listed`] exactly then too.
 pub fn batched_topk<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
+    scratch: &Scratch<'_>,
     plan: BatchedTopKPlan<'_, '_, K>,
     keys: Option<&CudaView<'_, K>>,
     out_keys: &mut CudaViewMut<'_, K>,
@@ -151,6 +155,7 @@ pub fn batched_topk<K: RadixKey, V>(
             };
             Some(ListedTables::new(
                 runtime,
+                scratch,
                 stream,
                 segments,
                 values,
@@ -161,25 +166,23 @@ pub fn batched_topk<K: RadixKey, V>(
     };
 
     // Scratch every stage writes before it reads: no clearing.
-    // None (pointer 0) when no stage uses it: a direct call of the warp or block tier
+    // Absent (pointer 0) when no stage uses it: a direct call of the warp or block tier
     // allocates nothing (an allocation and a free cost host time on every call).
-    let scratch =
-        |buffer: &'static str, count: u64| -> Result<Option<CudaSlice<u64>>, KernelError> {
-            if count == 0 {
-                return Ok(None);
-            }
-            // SAFETY: the kernels write every word of these buffers (state and histogram in
-            // LARGE_INIT, chunk counts in LARGE_COUNT, selected indices in LARGE_COLLECT /
-            // LARGE_SORT_INIT, descriptors in RESOLVE) before reading it.
-            unsafe { alloc_uninit::<u64>(runtime, stream, buffer, count) }.map(Some)
-        };
+    let buffer = |buffer: &'static str, count: u64| -> Result<ScratchBuffer<u64>, KernelError> {
+        if count == 0 {
+            return Ok(ScratchBuffer::Absent);
+        }
+        // SAFETY: the kernels write every word of these buffers (state and histogram in
+        // LARGE_INIT, chunk counts in LARGE_COUNT, selected indices in LARGE_COLLECT /
+        // LARGE_SORT_INIT, descriptors in RESOLVE) before reading it.
+        unsafe { scratch.uninit::<u64>(runtime, stream, buffer, count) }
+    };
     let planned = plan_call(&shape, &runtime.limits())?;
     // A direct call has nothing to report (no allocation, no clearing).
     let mut status = if shape.is_direct() {
         None
     } else {
-        let words = u64::from(BT_STATUS_WORDS);
-        Some(alloc_zeroed::<u64>(runtime, stream, "status", words)?)
+        scratch.status(runtime, stream, u64::from(BT_STATUS_WORDS))?
     };
     let Some(launch_plan) = planned else {
         // No segment: nothing to launch, nothing to report (a deferred count is still read, to
@@ -187,24 +190,27 @@ pub fn batched_topk<K: RadixKey, V>(
         let mut none = [0u64; BT_STATUS_WORDS as usize];
         none[0] = u64::MAX;
         if let Some(status) = status.as_mut() {
-            runtime.during("cuMemcpyHtoDAsync", stream.memcpy_htod(&none, status))?;
+            status.write(runtime, stream, &none)?;
         }
         return Ok(SegmentedStatus::new(runtime, status, TOTAL_WORDS));
     };
-    let mut descriptors = scratch("descriptors", launch_plan.descriptor_words())?;
+    let mut descriptors = buffer("descriptors", launch_plan.descriptor_words())?;
     let cluster = launch_plan
         .cluster
         .and_then(|layout| cluster_launch::<K>(runtime, stream, value_bytes, layout, max_segments));
     let sizes = launch_plan.scratch(cluster.is_some());
-    let mut bins = scratch("bins", sizes.bins)?;
-    let mut large_state = scratch("large_state", sizes.large_state)?;
-    let mut large_histogram = scratch("large_histogram", sizes.large_histogram)?;
-    let mut large_chunks = scratch("large_chunks", sizes.large_chunks)?;
-    let mut large_selected = scratch("large_selected", sizes.large_selected)?;
-    let mut large_ranks = scratch("large_ranks", sizes.large_ranks)?;
-    let mut stream_ranks = scratch("stream_ranks", sizes.stream_ranks)?;
-    let mut stream_indices = scratch("stream_indices", sizes.stream_indices)?;
-    let mut stream_counts = scratch("stream_counts", sizes.stream_counts)?;
+    let mut bins = buffer("bins", sizes.bins)?;
+    let mut large_state = buffer("large_state", sizes.large_state)?;
+    let mut large_histogram = buffer("large_histogram", sizes.large_histogram)?;
+    let mut large_chunks = buffer("large_chunks", sizes.large_chunks)?;
+    let mut large_selected = buffer("large_selected", sizes.large_selected)?;
+    let mut large_ranks = buffer("large_ranks", sizes.large_ranks)?;
+    let mut stream_ranks = buffer("stream_ranks", sizes.stream_ranks)?;
+    let mut stream_indices = buffer("stream_indices", sizes.stream_indices)?;
+    let mut stream_counts = buffer("stream_counts", sizes.stream_counts)?;
+    if scratch.is_measuring() {
+        return Ok(SegmentedStatus::new(runtime, None, TOTAL_WORDS));
+    }
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     // Listed: the segments' element addresses are offsets from a keys base of 0.
@@ -214,22 +220,22 @@ pub fn batched_topk<K: RadixKey, V>(
     };
     let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
     let status_ptr = match status.as_mut() {
-        Some(status) => keep(&mut guards, status.device_ptr_mut(stream)),
+        Some(status) => status.ptr(&mut guards, stream),
         None => 0,
     };
-    let descriptors_ptr = keep_opt(&mut guards, stream, &mut descriptors);
-    let large_state_ptr = keep_opt(&mut guards, stream, &mut large_state);
-    let large_histogram_ptr = keep_opt(&mut guards, stream, &mut large_histogram);
-    let large_chunks_ptr = keep_opt(&mut guards, stream, &mut large_chunks);
-    let large_selected_ptr = keep_opt(&mut guards, stream, &mut large_selected);
-    let large_ranks_ptr = keep_opt(&mut guards, stream, &mut large_ranks);
-    let bins_ptr = keep_opt(&mut guards, stream, &mut bins);
-    let stream_ranks_ptr = keep_opt(&mut guards, stream, &mut stream_ranks);
-    let stream_indices_ptr = keep_opt(&mut guards, stream, &mut stream_indices);
-    let stream_counts_ptr = keep_opt(&mut guards, stream, &mut stream_counts);
+    let descriptors_ptr = descriptors.ptr(&mut guards, stream);
+    let large_state_ptr = large_state.ptr(&mut guards, stream);
+    let large_histogram_ptr = large_histogram.ptr(&mut guards, stream);
+    let large_chunks_ptr = large_chunks.ptr(&mut guards, stream);
+    let large_selected_ptr = large_selected.ptr(&mut guards, stream);
+    let large_ranks_ptr = large_ranks.ptr(&mut guards, stream);
+    let bins_ptr = bins.ptr(&mut guards, stream);
+    let stream_ranks_ptr = stream_ranks.ptr(&mut guards, stream);
+    let stream_indices_ptr = stream_indices.ptr(&mut guards, stream);
+    let stream_counts_ptr = stream_counts.ptr(&mut guards, stream);
     let (mut values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
     if let Some(addresses) = listed.as_ref().and_then(|t| t.value_addresses.as_ref()) {
-        values_ptr = keep(&mut guards, addresses.device_ptr(stream));
+        values_ptr = addresses.read_ptr(&mut guards, stream);
     }
     let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match (plan.layout, &listed) {
         (BatchedLayout::Strided { stride, sizes }, _) => match sizes {
@@ -249,8 +255,8 @@ pub fn batched_topk<K: RadixKey, V>(
             0,
             0,
             0,
-            keep(&mut guards, tables.begin.device_ptr(stream)),
-            keep(&mut guards, tables.end.device_ptr(stream)),
+            tables.begin.read_ptr(&mut guards, stream),
+            tables.end.read_ptr(&mut guards, stream),
         ),
         (BatchedLayout::Listed { .. }, None) => unreachable!("a listed layout has its tables"),
     };
@@ -581,18 +587,6 @@ fn clusters_enabled() -> bool {
 /// The largest of a listed layout's segments.
 fn largest<K>(segments: &[CudaView<'_, K>]) -> u64 {
     segments.iter().map(|s| s.len() as u64).max().unwrap_or(0)
-}
-
-/// [`keep`] for a buffer that may not exist (pointer 0).
-fn keep_opt<'a>(
-    guards: &mut Vec<SyncOnDrop<'a>>,
-    stream: &'a Arc<CudaStream>,
-    buffer: &'a mut Option<CudaSlice<u64>>,
-) -> u64 {
-    match buffer {
-        Some(buffer) => keep(guards, buffer.device_ptr_mut(stream)),
-        None => 0,
-    }
 }
 
 /// Where batched top-k keeps the valid segments' total size and its check.

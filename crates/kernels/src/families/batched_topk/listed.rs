@@ -6,19 +6,20 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, SyncOnDrop};
+use cudarc::driver::{CudaStream, CudaView, DevicePtr, SyncOnDrop};
 
 use crate::families::at_least;
-use crate::families::listed::{listed_range, table};
+use crate::families::listed::listed_range;
+use crate::families::scratch::{Scratch, ScratchBuffer};
 use crate::{KernelError, KernelRuntime};
 
 /// The device tables of a listed call: each segment's begin and end element addresses and,
 /// for copied values, each segment's values' byte address. Holds the guards of the views, so
 /// they stay marked in use on the stream until the launches are issued and this is dropped.
 pub(super) struct ListedTables<'v> {
-    pub(super) begin: CudaSlice<i64>,
-    pub(super) end: CudaSlice<i64>,
-    pub(super) value_addresses: Option<CudaSlice<u64>>,
+    pub(super) begin: ScratchBuffer<i64>,
+    pub(super) end: ScratchBuffer<i64>,
+    pub(super) value_addresses: Option<ScratchBuffer<u64>>,
     _guards: Vec<SyncOnDrop<'v>>,
 }
 
@@ -41,9 +42,11 @@ fn view_address<'v, T>(
 impl<'v> ListedTables<'v> {
     /// Checks the views and makes the tables: at least `max_segments` segments, each of the
     /// runtime's context and aligned to its key type; copied values (`values`): at least as
-    /// many views, each at least as long as its segment, of the context and aligned.
+    /// many views, each at least as long as its segment, of the context and aligned. The
+    /// tables come from `scratch`.
     pub(super) fn new<K, V>(
         runtime: &KernelRuntime,
+        scratch: &Scratch<'_>,
         stream: &'v Arc<CudaStream>,
         segments: &'v [CudaView<'_, K>],
         values: Option<&'v [CudaView<'_, V>]>,
@@ -75,12 +78,12 @@ impl<'v> ListedTables<'v> {
                         &mut guards,
                     )?);
                 }
-                Some(table(runtime, stream, addresses)?)
+                Some(scratch.upload(runtime, stream, "value_addresses", addresses)?)
             }
         };
         Ok(ListedTables {
-            begin: table(runtime, stream, begin)?,
-            end: table(runtime, stream, end)?,
+            begin: scratch.upload(runtime, stream, "begin_offsets", begin)?,
+            end: scratch.upload(runtime, stream, "end_offsets", end)?,
             value_addresses,
             _guards: guards,
         })

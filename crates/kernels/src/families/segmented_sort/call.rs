@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, CudaView};
+use cudarc::driver::{CudaStream, CudaView};
+
+use crate::families::scratch::StatusWords;
 
 use crate::families::HostOrDevice;
 use crate::segments::SegmentedStatus;
@@ -55,7 +57,7 @@ pub struct SortStatus {
     /// The per-segment checks' words.
     pub status: SegmentedStatus,
     /// Two words per merge pass: its merge tiles and its copy tiles.
-    pub(super) statistics: CudaSlice<u64>,
+    pub(super) statistics: Option<StatusWords>,
     /// The number of merge passes launched.
     pub(super) passes: usize,
     /// The number of tiles.
@@ -80,10 +82,10 @@ impl SortStatus {
         &self,
         stream: &Arc<CudaStream>,
     ) -> Result<(Vec<(u64, u64)>, u64), KernelError> {
-        let words = self
-            .status
-            .health()
-            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(&self.statistics))?;
+        let Some(statistics) = self.statistics.as_ref() else {
+            return Ok((Vec::new(), 0)); // measured only: nothing ran
+        };
+        let words = statistics.read(self.status.health(), stream)?;
         let (tiles, ran) = match self.tiles {
             SortTiles::Host(tiles) => (tiles, self.passes),
             SortTiles::Device => {

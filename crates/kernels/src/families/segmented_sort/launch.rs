@@ -17,7 +17,7 @@ use super::constants::{
 };
 use super::kernels::{register_shared_bytes, SegmentedSortParams};
 use super::plan::{merge_widths, register_tile, sort_path, SortPath};
-use crate::families::scratch::{alloc_uninit, alloc_zeroed};
+use crate::families::scratch::Scratch;
 use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
 use crate::radix::{KeyType, RadixKey};
 use crate::runtime::LaunchOrder;
@@ -34,6 +34,7 @@ use crate::{KernelError, KernelRuntime, KernelSpec};
 pub fn segmented_sort<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
+    scratch: &Scratch<'_>,
     plan: SegmentedSortPlan<'_, '_>,
     keys: &CudaView<'_, K>,
     out_keys: &mut CudaViewMut<'_, K>,
@@ -122,14 +123,14 @@ pub fn segmented_sort<K: RadixKey, V>(
         flags |= SS_VALUES_INDEX;
     }
 
-    let mut status = alloc_zeroed::<u64>(runtime, stream, "status", SS_STATUS_WORDS.into())?;
+    let mut status = scratch.status(runtime, stream, SS_STATUS_WORDS.into())?;
     // Sized by the count's bound (a size the device cannot hold is refused by the allocation).
     let descriptor_words = max_segments
         .max(1)
         .saturating_mul(u64::from(SEGMENT_DESC_WORDS));
     // SAFETY: RESOLVE describes every segment below the count before FILL reads one.
     let mut descriptors =
-        unsafe { alloc_uninit::<u64>(runtime, stream, "descriptors", descriptor_words) }?;
+        unsafe { scratch.uninit::<u64>(runtime, stream, "descriptors", descriptor_words) }?;
     // The path the keys' width and the segments' sizes select (plan.rs, `sort_path`).
     let (largest, uniform) = match plan.layout {
         SortLayout::Strided {
@@ -181,9 +182,9 @@ pub fn segmented_sort<K: RadixKey, V>(
     // SAFETY: FILL writes every start, rank and position of buffer 0 before any other stage
     // reads them, and each merge pass writes every entry of the buffer it fills before the
     // next stage reads it (a pass moves a permutation of its entries).
-    let mut seg_start = unsafe { alloc_uninit::<u64>(runtime, stream, "seg_start", words) }?;
-    let mut ranks = unsafe { alloc_uninit::<u64>(runtime, stream, "ranks", 2 * words) }?;
-    let mut positions = unsafe { alloc_uninit::<u64>(runtime, stream, "positions", 2 * words) }?;
+    let mut seg_start = unsafe { scratch.uninit::<u64>(runtime, stream, "seg_start", words) }?;
+    let mut ranks = unsafe { scratch.uninit::<u64>(runtime, stream, "ranks", 2 * words) }?;
+    let mut positions = unsafe { scratch.uninit::<u64>(runtime, stream, "positions", 2 * words) }?;
     let (tiles, widths) = match path {
         SortPath::Mergesort => (
             n.div_ceil(u64::from(SS_TILE)),
@@ -193,8 +194,7 @@ pub fn segmented_sort<K: RadixKey, V>(
         _ => (0, Vec::new()),
     };
     // Two words per merge pass; the register path's tile and pass counts after them.
-    let mut statistics =
-        alloc_zeroed::<u64>(runtime, stream, "statistics", 2 * widths.len() as u64 + 2)?;
+    let mut statistics = scratch.status(runtime, stream, 2 * widths.len() as u64 + 2)?;
 
     // The register path's classes: the plan words, a place per segment, a first chunk per
     // long segment (above a tile, so at most n / (tile + 1) of them), SS_PARTITION_WORDS words
@@ -211,23 +211,31 @@ pub fn segmented_sort<K: RadixKey, V>(
     } else {
         (1, 1, 1, 1)
     };
-    let mut plan_words = alloc_zeroed::<u64>(runtime, stream, "plan", SS_PLAN_WORDS.into())?;
+    let mut plan_words = scratch.zeroed::<u64>(runtime, stream, "plan", SS_PLAN_WORDS.into())?;
     // SAFETY: PLACE writes the place of every listed segment and the first chunk of every long
     // one before BLOCK reads them; PARTITION writes the words of every chunk a merge pass
     // reads; BLOCK writes every position of the long segments into entries buffer 0, and each
     // merge pass every position of the segments it has not finished into the other buffer.
     let mut segment_list =
-        unsafe { alloc_uninit::<u64>(runtime, stream, "segment_list", list_words) }?;
-    let mut chunk_base = unsafe { alloc_uninit::<u64>(runtime, stream, "chunk_base", longs) }?;
+        unsafe { scratch.uninit::<u64>(runtime, stream, "segment_list", list_words) }?;
+    let mut chunk_base = unsafe { scratch.uninit::<u64>(runtime, stream, "chunk_base", longs) }?;
     let words_per_part = u64::from(SS_PARTITION_WORDS);
     let mut partition =
-        unsafe { alloc_uninit::<u64>(runtime, stream, "partition", words_per_part * parts) }?;
-    let mut entries = unsafe { alloc_uninit::<u64>(runtime, stream, "entries", entry_words) }?;
+        unsafe { scratch.uninit::<u64>(runtime, stream, "partition", words_per_part * parts) }?;
+    let mut entries = unsafe { scratch.uninit::<u64>(runtime, stream, "entries", entry_words) }?;
     // SAFETY: TILE (the mergesort) or BLOCK (a chunk of the register path: its parts) writes
     // every tile's flag before a merge pass reads it.
     let flags_words = if classes { parts } else { tiles.max(1) };
     let mut tile_dirty =
-        unsafe { alloc_uninit::<u32>(runtime, stream, "tile_dirty", flags_words) }?;
+        unsafe { scratch.uninit::<u32>(runtime, stream, "tile_dirty", flags_words) }?;
+    if scratch.is_measuring() {
+        return Ok(SortStatus {
+            status: SegmentedStatus::new(runtime, None, (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD)),
+            statistics: None,
+            passes: 0,
+            tiles: SortTiles::Host(0),
+        });
+    }
 
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
@@ -264,18 +272,22 @@ pub fn segmented_sort<K: RadixKey, V>(
         sizes,
         orders,
         num_segments_ptr,
-        status: keep(&mut guards, status.device_ptr_mut(stream)),
-        descriptors: keep(&mut guards, descriptors.device_ptr_mut(stream)),
-        seg_start: keep(&mut guards, seg_start.device_ptr_mut(stream)),
-        ranks: keep(&mut guards, ranks.device_ptr_mut(stream)),
-        positions: keep(&mut guards, positions.device_ptr_mut(stream)),
-        tile_dirty: keep(&mut guards, tile_dirty.device_ptr_mut(stream)),
-        plan: keep(&mut guards, plan_words.device_ptr_mut(stream)),
-        segment_list: keep(&mut guards, segment_list.device_ptr_mut(stream)),
-        chunk_base: keep(&mut guards, chunk_base.device_ptr_mut(stream)),
-        partition: keep(&mut guards, partition.device_ptr_mut(stream)),
-        entries: keep(&mut guards, entries.device_ptr_mut(stream)),
-        statistics: keep(&mut guards, statistics.device_ptr_mut(stream)),
+        status: status
+            .as_mut()
+            .map_or(0, |status| status.ptr(&mut guards, stream)),
+        descriptors: descriptors.ptr(&mut guards, stream),
+        seg_start: seg_start.ptr(&mut guards, stream),
+        ranks: ranks.ptr(&mut guards, stream),
+        positions: positions.ptr(&mut guards, stream),
+        tile_dirty: tile_dirty.ptr(&mut guards, stream),
+        plan: plan_words.ptr(&mut guards, stream),
+        segment_list: segment_list.ptr(&mut guards, stream),
+        chunk_base: chunk_base.ptr(&mut guards, stream),
+        partition: partition.ptr(&mut guards, stream),
+        entries: entries.ptr(&mut guards, stream),
+        statistics: statistics
+            .as_mut()
+            .map_or(0, |statistics| statistics.ptr(&mut guards, stream)),
         num_keys: n,
         stride,
         size_value,
@@ -310,11 +322,7 @@ pub fn segmented_sort<K: RadixKey, V>(
         ..params
     };
     let status_of = |status, statistics, passes, tiles| SortStatus {
-        status: SegmentedStatus::new(
-            runtime,
-            Some(status),
-            (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD),
-        ),
+        status: SegmentedStatus::new(runtime, status, (SS_STATUS_TOTAL, SS_STATUS_TOTAL_BAD)),
         statistics,
         passes,
         tiles,

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::CudaStream;
+
+use crate::families::scratch::StatusWords;
 
 use crate::families::HostOrDevice;
 use crate::health::ContextHealth;
@@ -41,7 +43,7 @@ pub struct TopKPlan<'a> {
 pub struct TopKStatus {
     /// Two words, a flag and the value, when `k` was deferred; `None` when the host knew it
     /// (nothing to report).
-    words: Option<CudaSlice<u64>>,
+    words: Option<StatusWords>,
     /// The health of the launching runtime's context: a kernel fault seen by the read is
     /// reported as one.
     health: Arc<ContextHealth>,
@@ -49,7 +51,7 @@ pub struct TopKStatus {
 
 impl TopKStatus {
     /// The status of a call launched by `runtime`.
-    pub(super) fn new(runtime: &KernelRuntime, words: Option<CudaSlice<u64>>) -> TopKStatus {
+    pub(super) fn new(runtime: &KernelRuntime, words: Option<StatusWords>) -> TopKStatus {
         TopKStatus {
             words,
             health: Arc::clone(runtime.health()),
@@ -68,9 +70,7 @@ impl TopKStatus {
             return Ok(None);
         };
         self.health.check()?;
-        let words = self
-            .health
-            .during("cuMemcpyDtoHAsync", stream.clone_dtoh(words))?;
+        let words = words.read(&self.health, stream)?;
         Ok((words[0] != 0).then_some(words[1] as i64))
     }
 }

@@ -5,9 +5,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{
-    CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop,
-};
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, SyncOnDrop};
 
 use super::call::{TopKPlan, TopKStatus};
 use super::constants::{
@@ -16,7 +14,7 @@ use super::constants::{
 use super::kernels::TopKRadixSelectParams;
 use super::plan::{plan as select_plan, Grid, SelectShape, Step};
 
-use crate::families::scratch::{alloc_uninit, alloc_zeroed};
+use crate::families::scratch::{Scratch, StatusWords};
 use crate::families::{at_least, keep, HostOrDevice, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::{KernelError, KernelRuntime, KernelSpec};
@@ -30,19 +28,20 @@ use crate::{KernelError, KernelRuntime, KernelSpec};
 /// use oxicub::kernels::families::topk_radix_select::{topk_radix_select, TopKPlan};
 /// use oxicub::kernels::families::HostOrDevice;
 /// use oxicub::kernels::families::SelectedValues;
-/// use oxicub::kernels::{open_context, Direction, KernelRuntime};
+/// use oxicub::kernels::{open_context, Direction, KernelRuntime, Scratch};
 ///
 /// let runtime = KernelRuntime::new(open_context(0)?)?;
 /// let stream = runtime.context().default_stream();
 /// let keys = stream.clone_htod(&[3u32, 9, 1]).map_err(|e| e.to_string())?;
 /// let mut top = stream.alloc_zeros::<u32>(2).map_err(|e| e.to_string())?;
 /// let plan = TopKPlan { direction: Direction::Descending, prefer_larger_index: false, sorted: true, deterministic: true, k: HostOrDevice::Host(2), k_bounds: (2, 2), max_written: 2 };
-/// topk_radix_select::<u32, u32>(&runtime, &stream, plan, &keys.as_view(), &mut top.as_view_mut(), SelectedValues::None)?;
+/// topk_radix_select::<u32, u32>(&runtime, &stream, &Scratch::allocate(), plan, &keys.as_view(), &mut top.as_view_mut(), SelectedValues::None)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn topk_radix_select<K: RadixKey, V>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
+    scratch: &Scratch<'_>,
     call: TopKPlan<'_>,
     keys: &CudaView<'_, K>,
     out_keys: &mut CudaViewMut<'_, K>,
@@ -119,7 +118,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
     }
     // A deferred k is checked on the device even when nothing is written.
     let mut report = match call.k {
-        HostOrDevice::Device(_) => Some(alloc_zeroed::<u64>(runtime, stream, "k_report", 2)?),
+        HostOrDevice::Device(_) => scratch.status(runtime, stream, 2)?,
         HostOrDevice::Host(_) => None,
     };
     if max_written == 0 && report.is_none() {
@@ -131,11 +130,14 @@ pub fn topk_radix_select<K: RadixKey, V>(
         // Only the check of the deferred k: the INIT stage, on a scratch of the pass state.
         // SAFETY: INIT writes the state words it uses and reads none.
         let mut state =
-            unsafe { alloc_uninit::<u64>(runtime, stream, "scratch", TOPK_STATE_SLOTS.into()) }?;
+            unsafe { scratch.uninit::<u64>(runtime, stream, "scratch", TOPK_STATE_SLOTS.into()) }?;
+        if scratch.is_measuring() {
+            return Ok(TopKStatus::new(runtime, None));
+        }
         let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
         let report_ptr = report_pointer(&mut guards, stream, &mut report);
         let params = TopKRadixSelectParams {
-            state: keep(&mut guards, state.device_ptr_mut(stream)),
+            state: state.ptr(&mut guards, stream),
             ..init_params(&call, &mut guards, stream, report_ptr, len)
         };
         runtime.launch(stream, &kernel, 1, params)?;
@@ -165,15 +167,17 @@ pub fn topk_radix_select<K: RadixKey, V>(
     let layout = plan.layout(prefilter_grid);
     // SAFETY: the first `layout.zeroed` words are zeroed below; the kernels write every other
     // word before they read it (ScratchLayout).
-    let mut scratch = unsafe { alloc_uninit::<u64>(runtime, stream, "scratch", layout.words) }?;
-    let zeroed = stream.memset_zeros(&mut scratch.slice_mut(..layout.zeroed as usize));
-    runtime.during("cuMemsetD8Async", zeroed)?;
+    let mut words = unsafe { scratch.uninit::<u64>(runtime, stream, "scratch", layout.words) }?;
+    words.zero_prefix(runtime, stream, layout.zeroed)?;
+    if scratch.is_measuring() {
+        return Ok(TopKStatus::new(runtime, None));
+    }
 
     // Device pointers, with the guards that order each buffer's other uses around the launches.
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     let keys_ptr = keep(&mut guards, keys.device_ptr(stream));
     let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
-    let scratch_ptr = keep(&mut guards, scratch.device_ptr_mut(stream));
+    let scratch_ptr = words.ptr(&mut guards, stream);
     let at = |word: u64| scratch_ptr + 8 * word;
     let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
     let report_ptr = report_pointer(&mut guards, stream, &mut report);
@@ -255,10 +259,10 @@ pub fn topk_radix_select<K: RadixKey, V>(
 fn report_pointer<'a>(
     guards: &mut Vec<SyncOnDrop<'a>>,
     stream: &'a Arc<CudaStream>,
-    report: &'a mut Option<CudaSlice<u64>>,
+    report: &'a mut Option<StatusWords>,
 ) -> u64 {
     match report.as_mut() {
-        Some(report) => keep(guards, report.device_ptr_mut(stream)),
+        Some(report) => report.ptr(guards, stream),
         None => 0,
     }
 }
