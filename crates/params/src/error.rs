@@ -48,6 +48,14 @@ pub enum ParamError {
         /// Which fact the bound came from.
         origin: BoundOrigin,
     },
+    /// A buffer's length is not a whole number of rows (`num_segments::rows`).
+    #[error("{len} items are not a whole number of rows of {row}: the last row would be partial")]
+    NotWholeRows {
+        /// The buffer's length.
+        len: usize,
+        /// The row's length.
+        row: usize,
+    },
     /// Runtime bounds with `min > max`.
     #[error("{param}: runtime bounds {bounds} are empty (min > max)")]
     EmptyBounds {
@@ -119,6 +127,7 @@ impl ParamError {
             | ParamError::ContradictsGuarantee { param, .. }
             | ParamError::ContradictoryGuarantees { param, .. }
             | ParamError::OptionNotCompiled { param, .. } => param,
+            ParamError::NotWholeRows { .. } => "num_segments",
         }
     }
 }

@@ -377,7 +377,7 @@ impl<R: Role, S, const MIN: i64, const MAX: i64> SingleValue for Deferred<R, S, 
 
 /// Declares the per-role module of aliases: `k::Static<8>`, `k::Uniform<1, 8>`, ...
 macro_rules! role_module {
-    ($(#[$doc:meta])* $module:ident, $role:ident) => {
+    ($(#[$doc:meta])* $module:ident, $role:ident $(, { $($extra:item)* })?) => {
         $(#[$doc])*
         pub mod $module {
             use crate::role::$role as R;
@@ -401,6 +401,8 @@ macro_rules! role_module {
             pub fn uniform(value: i64) -> Result<Uniform, crate::ParamError> {
                 Uniform::new(value)
             }
+
+            $($($extra)*)?
         }
     };
 }
@@ -437,7 +439,30 @@ role_module!(
     /// # Ok::<(), oxicub::params::ParamError>(())
     /// ```
     num_segments,
-    NumSegments
+    NumSegments,
+    {
+        /// The number of rows of a `[rows x row]` matrix held in `len` items: `len / row`,
+        /// when that is a whole number ([`ParamError::NotWholeRows`](crate::ParamError::NotWholeRows)
+        /// otherwise, and for rows of no item), so a `[tokens x experts]` buffer whose length
+        /// is off by a partial row is refused rather than its tail ignored.
+        ///
+        /// ```
+        /// use oxicub::params::num_segments;
+        /// assert_eq!(num_segments::rows(64 * 256, 256)?.get(), 64);
+        /// assert!(num_segments::rows(64 * 256 + 3, 256).is_err());
+        /// # Ok::<(), oxicub::params::ParamError>(())
+        /// ```
+        pub fn rows(len: usize, row: usize) -> Result<Uniform, crate::ParamError> {
+            if row == 0 || len % row != 0 {
+                return Err(crate::ParamError::NotWholeRows { len, row });
+            }
+            let rows = i64::try_from(len / row).map_err(|_| crate::ParamError::NotWholeRows {
+                len,
+                row,
+            })?;
+            Uniform::new(rows)
+        }
+    }
 );
 role_module!(
     /// `num_items`: the length of a single-problem input.
