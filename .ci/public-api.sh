@@ -18,7 +18,10 @@ crates=(oxicub oxicub-algorithms oxicub-kernels oxicub-params oxicub-env)
 out="${CARGO_TARGET_DIR:-target}/public-api"
 jsons=()
 for crate in "${crates[@]}"; do
-    RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$out" cargo rustdoc --quiet --lib -p "$crate" -- \
+    # The facade with its optional `candle` module: a feature's items are public API too.
+    features=()
+    [[ "$crate" == oxicub ]] && features=(--features candle)
+    RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$out" cargo rustdoc --quiet --lib -p "$crate" "${features[@]}" -- \
         -Z unstable-options --output-format json --document-hidden-items
     jsons+=("$out/doc/${crate//-/_}.json")
 done

@@ -23,12 +23,14 @@
 //! ```
 //!
 //! The crates behind the facade: [`params`] (parameter kinds and bounds), [`env`](mod@env) (requirements,
-//! guarantees, stream) and the algorithms with their backends: [`topk`], [`batched_topk`], the
+//! guarantees) and the algorithms with their backends: [`topk`], [`batched_topk`], the
 //! segmented problem they share ([`segments`]), and each algorithm's front check
 //! ([`contract`]).
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "candle")]
+pub mod candle;
 pub use oxicub_env as env;
 /// The kernels' layer: specs, the runtime, the compile cache, the launchers (every type the
 /// algorithms' signatures mention is nameable from `oxicub`).
