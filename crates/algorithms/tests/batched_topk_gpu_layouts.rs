@@ -314,3 +314,170 @@ fn listed_segments_with_bad_sizes_and_too_short_lists() {
         "{err}"
     );
 }
+
+/// `reject_k_above_size` on the device: per-row lengths and k (some k above its row's length,
+/// some rows empty), strided and offsets, every tier's sizes; the report (the smallest such
+/// row, `k`, its value) and every output equal the host's, outputs poisoned; a uniform k above
+/// a uniform size (no direct call: reported from the device) names segment 0.
+#[test]
+fn a_refused_k_above_size_is_reported_like_the_host() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let rows = 300usize;
+    let stride = 5000usize;
+    let keys: Vec<f32> = sample_keys(rows * stride, 41);
+    let mut rng = oxicub_test::SplitMix64::new(42);
+    let sizes: Vec<i64> = (0..rows)
+        .map(|r| match r % 7 {
+            0 => 0,
+            1 => 3000 + (rng.next_u64() % 2000) as i64,
+            _ => (rng.next_u64() % 300) as i64,
+        })
+        .collect();
+    let ks: Vec<i64> = (0..rows).map(|_| (rng.next_u64() % 257) as i64).collect();
+    let (begin, end): (Vec<i64>, Vec<i64>) = (0..rows)
+        .map(|r| ((r * stride) as i64, (r * stride) as i64 + sizes[r]))
+        .unzip();
+    let device_keys = cuda.upload(&keys).expect("upload");
+    let device_sizes = cuda.upload(&sizes).expect("upload");
+    let device_ks = cuda.upload(&ks).expect("upload");
+    let device_begin = cuda.upload(&begin).expect("upload");
+    let device_end = cuda.upload(&end).expect("upload");
+    let out_len = rows * 256;
+    let report = |result: Result<(), Error>| match result {
+        Err(Error::InvalidSegment {
+            segment,
+            arg,
+            value,
+            ..
+        }) => (segment, arg, value),
+        other => panic!("a refused k: {other:?}"),
+    };
+    for offsets in [false, true] {
+        // Host.
+        let (mut host_top, mut host_at) = (vec![poison::<f32>(); out_len], vec![u32::MAX; out_len]);
+        let host_result = if offsets {
+            let problem = Problem::offsets(
+                &begin[..],
+                &end[..],
+                segment_size::PerSegment::<(), 0, 5000>::new(()),
+                k::PerSegment::<_, 0, 256>::new(&ks[..]),
+                direction::Max,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+            .reject_k_above_size();
+            batched_topk::select_indices(
+                &Host::new(),
+                &problem,
+                &keys[..],
+                &mut host_top[..],
+                &mut host_at[..],
+                &Env::new(),
+            )
+        } else {
+            let problem = Problem::strided(
+                stride,
+                segment_size::PerSegment::<_, 0, 5000>::new(&sizes[..]),
+                k::PerSegment::<_, 0, 256>::new(&ks[..]),
+                direction::Max,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+            .reject_k_above_size();
+            batched_topk::select_indices(
+                &Host::new(),
+                &problem,
+                &keys[..],
+                &mut host_top[..],
+                &mut host_at[..],
+                &Env::new(),
+            )
+        }
+        .expect("front check")
+        .check();
+        // Device.
+        let mut top = cuda
+            .upload(&vec![poison::<f32>(); out_len])
+            .expect("poison");
+        let mut at = cuda.upload(&vec![u32::MAX; out_len]).expect("poison");
+        let device_result = if offsets {
+            let problem = Problem::offsets(
+                device_begin.as_view(),
+                device_end.as_view(),
+                segment_size::PerSegment::<(), 0, 5000>::new(()),
+                k::PerSegment::<_, 0, 256>::new(device_ks.as_view()),
+                direction::Max,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+            .reject_k_above_size();
+            batched_topk::select_indices(
+                &cuda,
+                &problem,
+                device_keys.as_view(),
+                top.as_view_mut(),
+                at.as_view_mut(),
+                &Env::new(),
+            )
+        } else {
+            let problem = Problem::strided(
+                stride,
+                segment_size::PerSegment::<_, 0, 5000>::new(device_sizes.as_view()),
+                k::PerSegment::<_, 0, 256>::new(device_ks.as_view()),
+                direction::Max,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+            .reject_k_above_size();
+            batched_topk::select_indices(
+                &cuda,
+                &problem,
+                device_keys.as_view(),
+                top.as_view_mut(),
+                at.as_view_mut(),
+                &Env::new(),
+            )
+        }
+        .expect("front check")
+        .check();
+        assert_eq!(
+            report(device_result),
+            report(host_result),
+            "offsets: {offsets}"
+        );
+        let got_top = cuda.download(&top.as_view()).expect("download");
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(
+            bits(&got_top) == bits(&host_top),
+            "offsets: {offsets}: keys"
+        );
+        assert!(
+            cuda.download(&at.as_view()).expect("download") == host_at,
+            "offsets: {offsets}: indices"
+        );
+    }
+    // Uniform k above a uniform size: not a direct call, segment 0 reported by the device.
+    let problem = Problem::strided(
+        stride,
+        segment_size::uniform(100).expect("size"),
+        k::uniform(101).expect("k"),
+        direction::Max,
+        num_segments::uniform(rows as i64).expect("n"),
+    )
+    .reject_k_above_size()
+    .out_stride(101);
+    let mut top = cuda
+        .upload(&vec![poison::<f32>(); rows * 101])
+        .expect("poison");
+    let result = batched_topk::select_keys(
+        &cuda,
+        &problem,
+        device_keys.as_view(),
+        top.as_view_mut(),
+        &Env::new(),
+    )
+    .expect("front check")
+    .check();
+    assert_eq!(report(result), (0, "k", 101));
+    assert!(cuda
+        .download(&top.as_view())
+        .expect("download")
+        .iter()
+        .all(|v| v.to_bits() == poison::<f32>().to_bits()));
+}

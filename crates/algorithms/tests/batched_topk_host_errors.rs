@@ -621,3 +621,103 @@ fn a_huge_count_of_segments_that_write_nothing_is_not_visited() {
         .check()
         .expect("every segment is valid and empty");
 }
+
+/// `reject_k_above_size`: a segment whose k is above its size writes nothing and the smallest
+/// such segment is reported, naming `k` and its value; the others run. Without it the same
+/// call clamps (the default). Per-segment sizes, per-segment k, offsets and a uniform k above
+/// a uniform size (every segment: segment 0 reported).
+#[test]
+fn a_refused_k_above_a_segments_size_is_reported() {
+    let keys = [5u32, 1, 9, 3, /**/ 8, 2, 0, 0, /**/ 7, 6, 4, 0];
+    let sizes = [4i64, 2, 3];
+    let ks = [2i64, 3, 3];
+    let run = |reject: bool| {
+        let problem = Problem::strided(
+            4,
+            segment_size::PerSegment::<_, 0, 4>::new(&sizes[..]),
+            k::PerSegment::<_, 0, 3>::new(&ks[..]),
+            direction::Max,
+            num_segments::uniform(3).expect("n"),
+        );
+        let problem = if reject {
+            problem.reject_k_above_size()
+        } else {
+            problem
+        };
+        let mut top = [u32::MAX; 9];
+        let result =
+            batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &Env::new())
+                .expect("front check")
+                .check();
+        (result, top)
+    };
+    let (clamped, top) = run(false);
+    clamped.expect("clamped by default");
+    assert_eq!(top, [9, 5, u32::MAX, 8, 2, u32::MAX, 7, 6, 4]);
+    let (refused, top) = run(true);
+    match refused {
+        Err(Error::InvalidSegment {
+            segment: 1,
+            arg: "k",
+            value: 3,
+            reason,
+        }) => assert!(reason.contains("reject_k_above_size"), "{reason}"),
+        other => panic!("segment 1's k = 3 above its size 2: {other:?}"),
+    }
+    assert_eq!(top, [9, 5, u32::MAX, u32::MAX, u32::MAX, u32::MAX, 7, 6, 4]);
+
+    // Offsets, k uniform: segment 2 (one key) refuses k = 2.
+    let (begin, end) = ([0i64, 4, 8], [3i64, 6, 9]);
+    let problem = Problem::offsets(
+        &begin[..],
+        &end[..],
+        segment_size::PerSegment::<(), 0, 4>::new(()),
+        k::uniform(2).expect("k"),
+        direction::Min,
+        num_segments::uniform(3).expect("n"),
+    )
+    .reject_k_above_size();
+    let mut low = [u32::MAX; 6];
+    let err =
+        batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut low[..], &Env::new())
+            .expect("front check")
+            .check()
+            .expect_err("segment 2 holds one key");
+    assert!(matches!(
+        err,
+        Error::InvalidSegment {
+            segment: 2,
+            arg: "k",
+            value: 2,
+            ..
+        }
+    ));
+    assert_eq!(low, [1, 5, 2, 8, u32::MAX, u32::MAX]);
+
+    // Every segment alike, k above the size: segment 0 is reported, nothing written.
+    let problem = Problem::strided(
+        4,
+        segment_size::uniform(3).expect("size"),
+        k::uniform(4).expect("k"),
+        direction::Max,
+        num_segments::uniform(3).expect("n"),
+    )
+    .reject_k_above_size()
+    .out_stride(4);
+    let mut top = [u32::MAX; 12];
+    let err =
+        batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &Env::new())
+            .expect("front check")
+            .check()
+            .expect_err("every segment");
+    assert!(matches!(
+        err,
+        Error::InvalidSegment {
+            segment: 0,
+            arg: "k",
+            value: 4,
+            ..
+        }
+    ));
+    assert!(top.iter().all(|&v| v == u32::MAX));
+}

@@ -113,6 +113,7 @@ fn listed_plan<'a, 'b>(
         prefer_larger_index: false,
         sorted: true,
         stable: true,
+        reject_k_above_size: false,
     }
 }
 
@@ -289,6 +290,7 @@ fn strided_plan<'a, 'b>(
         prefer_larger_index: false,
         sorted: true,
         stable: true,
+        reject_k_above_size: false,
     }
 }
 

@@ -82,6 +82,9 @@ device_constants! {
     /// Violation: a segment begins before the previous one ends (a family that writes each
     /// segment where it lies, such as a sort, needs them in order and disjoint).
     pub const VIOLATION_OVERLAPS: u32 = 7;
+    /// Violation: a segment's `k` is above its size, in a call that refuses that rather than
+    /// clamping (batched top-k's `reject_k_above_size`).
+    pub const VIOLATION_K_ABOVE_SIZE: u32 = 8;
 }
 
 /// The status words a segmented call leaves on the device (see [`SegmentedStatus::decode`]).
@@ -129,14 +132,13 @@ impl SegmentedStatus {
         &self.health
     }
 
-    /// Reads the status (waits for the stream). A kernel fault seen here (the call's own, or
-    /// an earlier one's on the context) is [`KernelError::ContextPoisoned`].
+    /// Reads the status (waits for the stream when the call left words to read: a call with
+    /// nothing the device could find wrong returns at once). A kernel fault seen here (the
+    /// call's own, or an earlier one's on the context) is [`KernelError::ContextPoisoned`].
     pub fn decode(&self, stream: &Arc<CudaStream>) -> Result<SegmentedReport, KernelError> {
         self.health.check()?;
         let Some(words) = &self.words else {
-            // Nothing to read; still the caller's synchronisation point.
-            self.health
-                .during("cuStreamSynchronize", stream.synchronize())?;
+            // Nothing to read, so nothing to wait for: the outputs are read in stream order.
             return Ok(SegmentedReport {
                 violation: None,
                 bad_num_segments: None,

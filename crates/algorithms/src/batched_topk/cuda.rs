@@ -8,7 +8,8 @@ use oxicub_env::{OutputOrdering, TieBreak};
 use oxicub_kernels::families::batched_topk::{batched_topk, BatchedLayout, BatchedTopKPlan};
 use oxicub_kernels::families::{HostOrDevice, SelectedValues};
 use oxicub_kernels::segments::{
-    SegmentedStatus, VIOLATION_OPTION_NOT_COMPILED, VIOLATION_PARAM_OUT_OF_BOUNDS,
+    SegmentedStatus, VIOLATION_K_ABOVE_SIZE, VIOLATION_OPTION_NOT_COMPILED,
+    VIOLATION_PARAM_OUT_OF_BOUNDS,
 };
 use oxicub_params::SelectDirection;
 
@@ -45,6 +46,7 @@ impl DeviceReport for DeviceStatus {
                 bounds: request.k,
             }),
             VIOLATION_OPTION_NOT_COMPILED => Some(direction_not_compiled(request)),
+            VIOLATION_K_ABOVE_SIZE => Some(Violation::KAboveSize),
             _ => None,
         })
     }
@@ -91,6 +93,7 @@ where
         prefer_larger_index: request.requirements.tie_break == TieBreak::PreferLargerIndex,
         sorted: ordering != OutputOrdering::Unsorted,
         stable: ordering == OutputOrdering::StableSorted,
+        reject_k_above_size: request.reject_k_above_size,
     }
 }
 

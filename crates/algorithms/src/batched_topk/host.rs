@@ -47,6 +47,9 @@ pub(crate) fn resolve(
         let bounds = request.k;
         return Err((Violation::OutOfBounds { arg: "k", bounds }, k));
     }
+    if request.reject_k_above_size && k as u64 > size {
+        return Err((Violation::KAboveSize, k));
+    }
     let direction = match args.direction {
         ChoiceValues::Host(direction) => direction,
         ChoiceValues::PerSegment(dirs) => {

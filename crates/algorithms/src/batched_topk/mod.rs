@@ -59,7 +59,9 @@
 //! * `k_i > size_i` is **clamped per segment**: the segment writes all its `size_i` items. (The
 //!   single-problem top-k rejects `k > keys.len()` when the host knows both; in a batch the
 //!   sizes vary by segment, and a static `k` above every size the types allow is still a
-//!   compile error.) An empty segment, `k_i = 0` and `num_segments = 0` write nothing.
+//!   compile error.) A caller whose rows must hold `k` items asks for an error instead
+//!   ([`Problem::reject_k_above_size`]): such a segment is then invalid, as below. An empty
+//!   segment, `k_i = 0` and `num_segments = 0` write nothing.
 //! * Per-segment values are checked against their declared bounds (static, runtime and the
 //!   environment's guarantees), offsets against order and the buffer, a direction against the
 //!   option set compiled. A segment that fails writes nothing, the others are processed, and
@@ -326,6 +328,7 @@ pub struct Problem<L, S, K, D, N> {
     pub(crate) k: K,
     pub(crate) direction: D,
     pub(crate) out_stride: Option<u64>,
+    pub(crate) reject_k_above_size: bool,
 }
 
 impl<L, S, K, D, N> Problem<L, S, K, D, N> {
@@ -347,6 +350,7 @@ impl<L, S, K, D, N> Problem<L, S, K, D, N> {
             k,
             direction,
             out_stride: None,
+            reject_k_above_size: false,
         }
     }
 
@@ -413,6 +417,31 @@ impl<L, S, K, D, N> Problem<L, S, K, D, N> {
     /// one segment can write). It must be at least that.
     pub fn out_stride(mut self, out_stride: usize) -> Self {
         self.out_stride = Some(out_stride as u64);
+        self
+    }
+
+    /// Refuses a segment whose `k` is above its size instead of clamping it (the default
+    /// writes the whole segment): such a segment writes nothing and the call reports
+    /// [`Error::InvalidSegment`] for the smallest one, naming `k`; the other segments are
+    /// processed. For callers whose rows must hold at least `k` items (a bug upstream
+    /// otherwise).
+    ///
+    /// ```
+    /// use oxicub::{batched_topk::{self, Problem}, Error, Host};
+    /// use oxicub::params::{direction, k, num_segments, segment_size};
+    ///
+    /// let keys = [4u8, 1, 9, /**/ 7, 0, 0];
+    /// let sizes = [3i64, 1];
+    /// let problem = Problem::strided(3, segment_size::PerSegment::<_, 0, 3>::new(&sizes[..]), k::Static::<2>::new(), direction::Max, num_segments::uniform(2)?)
+    ///     .reject_k_above_size();
+    /// let mut top = [0u8; 4];
+    /// let result = batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &oxicub::env::Env::new())?.check();
+    /// assert!(matches!(result, Err(Error::InvalidSegment { segment: 1, arg: "k", value: 2, .. })));
+    /// assert_eq!(top, [9, 4, 0, 0]); // segment 0 written, segment 1 not
+    /// # Ok::<(), oxicub::Error>(())
+    /// ```
+    pub fn reject_k_above_size(mut self) -> Self {
+        self.reject_k_above_size = true;
         self
     }
 }

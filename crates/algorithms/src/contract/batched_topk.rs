@@ -152,6 +152,8 @@ pub struct BatchedTopKRequest {
     pub(crate) static_tiers: BatchedTiers,
     /// Keys per lane of the warp tier (a constant of the parameter types).
     pub(crate) warp_items: u32,
+    /// A segment whose `k` is above its size is invalid, not clamped.
+    pub(crate) reject_k_above_size: bool,
 }
 
 impl BatchedTopKRequest {
@@ -264,6 +266,7 @@ where
             out_stride,
             static_tiers: StaticTiers::<S, Kp, E::Guarantees>::TIERS,
             warp_items: StaticTiers::<S, Kp, E::Guarantees>::WARP_ITEMS,
+            reject_k_above_size: problem.reject_k_above_size,
         };
         let required = request.out_len();
         for &(arg, len) in outputs {

@@ -35,6 +35,8 @@ pub(crate) enum Violation {
         /// Its tightest bounds.
         bounds: Bounds,
     },
+    /// A segment's `k` is above its size, in a call that refuses that.
+    KAboveSize,
     /// A per-segment option is not among the compiled ones.
     NotCompiled {
         /// The parameter.
@@ -89,6 +91,12 @@ impl Violation {
             Violation::OutOfBounds { arg, bounds } => {
                 (arg, format!("is outside its bounds {bounds}"))
             }
+            Violation::KAboveSize => (
+                "k",
+                "is above the segment's size (the problem refuses that: \
+                 `Problem::reject_k_above_size`)"
+                    .to_owned(),
+            ),
             Violation::NotCompiled { arg, mask, legend } => (
                 arg,
                 format!("is not among the compiled options (mask {mask:#b}; {legend})"),
@@ -165,9 +173,11 @@ enum Report<T> {
 /// The result `T` of a call whose checks of the values it reads while it runs (per-segment
 /// values, a deferred `num_segments` or `k`) are made there (on [`Cuda`], on the device, in
 /// stream order): valid once [`check`](Pending::check) says so. Every segmented algorithm and
-/// single-problem [`topk`](crate::topk) return one. Checking is the
-/// caller's explicit synchronisation point on [`Cuda`]; between back-to-back launches, keep
-/// the `Pending` and check it later.
+/// single-problem [`topk`](crate::topk) return one. On [`Cuda`], checking waits for the stream
+/// when the call left a report there (per-segment or deferred values), and returns at once
+/// when it could not (every value known on the host): the outputs are then read in stream
+/// order, as cudarc's copies do. Between back-to-back launches, keep the `Pending` and check it
+/// later (after the caller's own synchronisation it has nothing left to wait for).
 ///
 /// [`Cuda`]: crate::Cuda
 ///
@@ -228,7 +238,7 @@ impl<T> Pending<T> {
     /// a deferred `num_segments` or `k` outside its bounds (naming the bounds it broke and their
     /// origin), a `TotalItems` guarantee the valid segments' sizes broke (all
     /// [`Error::Param`]), the smallest invalid segment ([`Error::InvalidSegment`]). Waits for
-    /// the stream on [`Cuda`](crate::Cuda) when the call left a report there.
+    /// the stream on [`Cuda`](crate::Cuda) when the call left a report there, and only then.
     pub fn check(self) -> Result<T, Error> {
         match self.report {
             Report::Ready(value, None) => Ok(value),

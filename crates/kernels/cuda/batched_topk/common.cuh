@@ -110,6 +110,10 @@ __device__ __forceinline__ u32 bt_resolve(const BatchedTopKParams& p, u64 seg, u
         *value = k;
         return VIOLATION_PARAM_OUT_OF_BOUNDS;
     }
+    if ((f & BT_REJECT_K_ABOVE_SIZE) && (u64)k > size) {
+        *value = k;
+        return VIOLATION_K_ABOVE_SIZE;
+    }
     u32 dir = p.direction_value;
     if (f & BT_DIR_PER_SEGMENT) {
         const u32 d = reinterpret_cast<const u8*>(p.directions)[seg];

@@ -73,4 +73,6 @@ pub struct BatchedTopKPlan<'a, 'b, K> {
     pub sorted: bool,
     /// ... with equal keys by index.
     pub stable: bool,
+    /// A segment whose `k` is above its size is invalid (reported), not clamped.
+    pub reject_k_above_size: bool,
 }

@@ -95,6 +95,9 @@ device_constants! {
     pub(crate) const BT_SORTED: u32 = 256;
     /// Flag: the multi-block tier sorts its selected sets in global memory.
     pub(crate) const BT_GLOBAL_SORT: u32 = 512;
+    /// Flag: a segment whose `k` is above its size is invalid (VIOLATION_K_ABOVE_SIZE), not
+    /// clamped.
+    pub(crate) const BT_REJECT_K_ABOVE_SIZE: u32 = 4096;
 
     /// Bin (a bit of `params.tiers`, the tiers a call runs): a warp per segment.
     pub(crate) const BT_TIER_WARP: u32 = 1;
@@ -155,7 +158,8 @@ const _: () = assert!(
         | BT_STABLE
         | BT_VALUES_ARE_INDEX
         | BT_SORTED
-        | BT_GLOBAL_SORT)
+        | BT_GLOBAL_SORT
+        | BT_REJECT_K_ABOVE_SIZE)
         & SEGMENT_FLAGS
         == 0,
     "a family's flags take bits the segmented problem's do not"

@@ -477,6 +477,7 @@ fn call_shape<K: RadixKey, V>(
         prefer_larger: plan.prefer_larger_index,
         sorted: plan.sorted,
         stable: plan.stable,
+        reject_k_above_size: plan.reject_k_above_size,
         num_keys,
         key: K::KEY_TYPE,
         values: match values {

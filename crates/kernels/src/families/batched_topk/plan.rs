@@ -68,6 +68,8 @@ pub(crate) struct CallShape {
     pub(crate) prefer_larger: bool,
     pub(crate) sorted: bool,
     pub(crate) stable: bool,
+    /// A segment whose `k` is above its size is invalid, not clamped.
+    pub(crate) reject_k_above_size: bool,
     /// The keys a segment may address.
     pub(crate) num_keys: u64,
     /// The key type.
@@ -123,7 +125,9 @@ impl CallShape {
             return false;
         };
         let size_ok = size >= self.size_bounds.0 && size <= self.size_bounds.1 && size <= stride;
-        let k_ok = k >= self.k_bounds.0 && k <= self.k_bounds.1;
+        // A refused k above the size is reported from the device (no direct call has status).
+        let k_ok =
+            k >= self.k_bounds.0 && k <= self.k_bounds.1 && !(self.reject_k_above_size && k > size);
         let dir_ok = dir <= 1 && (self.direction_mask >> dir) & 1 == 1;
         let end = n
             .checked_sub(1)
@@ -168,6 +172,7 @@ impl CallShape {
             | set(self.sorted, BT_SORTED)
             | set(global_sort, BT_GLOBAL_SORT)
             | set(direct, SEGMENT_DIRECT)
+            | set(self.reject_k_above_size, BT_REJECT_K_ABOVE_SIZE)
     }
 
     /// Whether the segments of a direct call (all alike) go to the stream tier: the order of

@@ -25,6 +25,7 @@ fn strided(n: u64, size: u64, k: u64) -> CallShape {
         prefer_larger: false,
         sorted: true,
         stable: true,
+        reject_k_above_size: false,
         num_keys: n * size,
         key: KeyType::F32,
         values: ValuesShape::None,
