@@ -12,7 +12,7 @@
 //! [`KernelError::AllocationTooLarge`] before anything is allocated or launched.
 //!
 //! A workspace serves one call at a time, in stream order: its memory is carved afresh by each
-//! call (a lock holds it from the first buffer to the last launch, so calls from several host
+//! call (a lock holds it from the call's `Scratch` to its last launch, so calls from several host
 //! threads do not interleave their launches over it), and it belongs to one stream, so the
 //! next call's kernels run after the previous call's. Status words outlive the call (the
 //! caller reads them when it checks), so they never come from the carved memory: a workspace
@@ -220,17 +220,14 @@ impl<'w> Scratch<'w> {
     }
 
     /// Every buffer carved from `workspace`, for a call on `stream` (the workspace's; another
-    /// stream is refused). Waits while another host thread's call holds the workspace.
+    /// stream is refused, here and by every buffer asked of it). Holds the workspace from now
+    /// until dropped: another host thread's call waits, and a second `Scratch` of the same
+    /// workspace on this thread would wait forever (each call makes one).
     pub fn workspace(
         workspace: &'w DeviceWorkspace,
         stream: &Arc<CudaStream>,
     ) -> Result<Scratch<'w>, KernelError> {
-        if !Arc::ptr_eq(stream, &workspace.stream) {
-            return Err(KernelError::InvalidSpec {
-                kernel: "workspace".to_owned(),
-                reason: "a workspace serves the stream it was made on".to_owned(),
-            });
-        }
+        same_stream(workspace, stream)?;
         let busy = workspace
             .busy
             .lock()
@@ -300,10 +297,17 @@ impl<'w> Scratch<'w> {
             Source::Allocate => Ok(ScratchBuffer::Owned(unsafe {
                 alloc_uninit(runtime, stream, buffer, count)
             }?)),
-            _ => Ok(match self.carve::<T>(runtime, buffer, count)? {
-                Some(address) => ScratchBuffer::Carved(address),
-                None => ScratchBuffer::Absent,
-            }),
+            Source::Workspace { workspace, .. } => {
+                same_stream(workspace, stream)?;
+                Ok(match self.carve::<T>(runtime, buffer, count)? {
+                    Some(address) => ScratchBuffer::Carved(address),
+                    None => ScratchBuffer::Absent,
+                })
+            }
+            Source::Measure { .. } => {
+                self.carve::<T>(runtime, buffer, count)?;
+                Ok(ScratchBuffer::Absent)
+            }
         }
     }
 
@@ -338,6 +342,9 @@ impl<'w> Scratch<'w> {
             let copy = runtime.during("cuMemcpyHtoDAsync", stream.clone_htod(&values))?;
             return Ok(ScratchBuffer::Owned(copy));
         }
+        if let Source::Workspace { workspace, .. } = &self.source {
+            same_stream(workspace, stream)?;
+        }
         let table = self.carve::<T>(runtime, buffer, values.len() as u64)?;
         if let Some(address) = table {
             runtime.during("cuCtxSetCurrent", stream.context().bind_to_thread())?;
@@ -359,18 +366,20 @@ impl<'w> Scratch<'w> {
         stream: &Arc<CudaStream>,
         words: u64,
     ) -> Result<Option<StatusWords>, KernelError> {
+        // Checked when measuring too: a measure sizes a workspace, whose pool takes this many.
+        if !matches!(self.source, Source::Allocate) && words > STATUS_SLOT_WORDS {
+            return Err(KernelError::InvalidSpec {
+                kernel: "workspace".to_owned(),
+                reason: format!("{words} status words; a status buffer holds {STATUS_SLOT_WORDS}"),
+            });
+        }
         let pool = match &self.source {
             Source::Measure { .. } => return Ok(None),
             Source::Allocate => None,
-            Source::Workspace { .. } if words > STATUS_SLOT_WORDS => {
-                return Err(KernelError::InvalidSpec {
-                    kernel: "workspace".to_owned(),
-                    reason: format!(
-                        "{words} status words; a status buffer holds {STATUS_SLOT_WORDS}"
-                    ),
-                })
+            Source::Workspace { workspace, .. } => {
+                same_stream(workspace, stream)?;
+                Some(Arc::clone(&workspace.statuses))
             }
-            Source::Workspace { workspace, .. } => Some(Arc::clone(&workspace.statuses)),
         };
         let mut slice = match pool.as_ref().and_then(|pool| pool.take()) {
             Some(slice) => slice,
@@ -528,6 +537,19 @@ impl Drop for StatusWords {
         if let (Some(pool), Some(words)) = (self.pool.as_ref(), self.words.take()) {
             pool.give_back(words);
         }
+    }
+}
+
+/// Refuses a stream other than the workspace's: its memory and status buffers are reused in
+/// that stream's order only.
+fn same_stream(workspace: &DeviceWorkspace, stream: &Arc<CudaStream>) -> Result<(), KernelError> {
+    if Arc::ptr_eq(stream, &workspace.stream) {
+        Ok(())
+    } else {
+        Err(KernelError::InvalidSpec {
+            kernel: "workspace".to_owned(),
+            reason: "a workspace serves the stream it was made on".to_owned(),
+        })
     }
 }
 

@@ -121,7 +121,7 @@ pub fn topk_radix_select<K: RadixKey, V>(
         HostOrDevice::Device(_) => scratch.status(runtime, stream, 2)?,
         HostOrDevice::Host(_) => None,
     };
-    if max_written == 0 && report.is_none() {
+    if max_written == 0 && matches!(call.k, HostOrDevice::Host(_)) {
         return Ok(TopKStatus::new(runtime, None)); // k = 0 or no keys: nothing to write
     }
     let kernel = runtime.kernel(&spec)?;
