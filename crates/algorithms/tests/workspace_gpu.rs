@@ -571,3 +571,36 @@ fn a_workspace_too_small_or_of_another_stream_is_an_error() {
         other => panic!("another stream's workspace: {other:?}"),
     }
 }
+
+/// A single top-k with a deferred k and no keys still checks its k on the device: its measure
+/// counts the state words it carves, so the workspace it sizes serves it, and a k outside its
+/// bounds is reported from the workspace call.
+#[test]
+fn an_empty_topk_with_a_deferred_k_measures_what_it_carves() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let empty = cuda.alloc_zeros::<f32>(1).expect("alloc");
+    let device_k = cuda.upload(&[3i64]).expect("upload");
+    let mut out = cuda.alloc_zeros::<f32>(1).expect("alloc");
+    let select = |cuda: &Cuda, out: &mut CudaSlice<f32>| {
+        let kp = k::Deferred::<_, 0, 2>::new(device_k.as_view());
+        topk::select_keys(
+            cuda,
+            &direction::Max,
+            empty.slice(..0),
+            out.as_view_mut(),
+            &kp,
+            &Env::new(),
+        )
+    };
+    let bytes = cuda
+        .workspace_bytes(|cuda| select(cuda, &mut out))
+        .expect("measure");
+    assert!(bytes > 0, "the state words of the k check");
+    let in_workspace = cuda
+        .with_workspace(&Workspace::new(&cuda, bytes).expect("workspace"))
+        .expect("same stream");
+    match select(&in_workspace, &mut out).and_then(Pending::check) {
+        Err(Error::Param(e)) => assert_eq!(e.param(), "k"),
+        other => panic!("k = 3 above its bound 2: {other:?}"),
+    }
+}
