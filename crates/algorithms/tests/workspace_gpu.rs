@@ -604,3 +604,53 @@ fn an_empty_topk_with_a_deferred_k_measures_what_it_carves() {
         other => panic!("k = 3 above its bound 2: {other:?}"),
     }
 }
+
+/// Deferred checks: an indexer loop that defers each step's outcome and checks them together
+/// after its own synchronisation reports the bad step's segment (the others valid), every
+/// step's outputs equal to the host's; a second round allocates nothing (the status pool grew
+/// to the outcomes deferred between two checks in the first).
+#[test]
+fn deferred_outcomes_are_checked_together() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let stream = cuda.stream().clone();
+    let first = Indexer::new(0);
+    let mut device = DeviceIndexer::new(&cuda, &first);
+    let bytes = cuda
+        .workspace_bytes(|cuda| device.select(cuda))
+        .expect("measure");
+    let in_workspace = cuda
+        .with_workspace(&Workspace::new(&cuda, bytes).expect("workspace"))
+        .expect("same stream");
+    let mut allocations = Vec::new();
+    for round in 0..2 {
+        for step in 0..6u64 {
+            let mut inputs = Indexer::new(100 + step);
+            if step == 3 {
+                inputs.ks[7] = MAX_K as i64 + 5;
+            }
+            device.refill(&stream, &inputs);
+            device
+                .select(&in_workspace)
+                .expect("launched")
+                .defer(&in_workspace);
+            if step != 3 {
+                device.check(&cuda, &inputs, &format!("round {round}, step {step}"));
+            }
+        }
+        assert_eq!(in_workspace.deferred(), 6);
+        stream
+            .synchronize()
+            .expect("the loop's own synchronisation");
+        match in_workspace.check_deferred() {
+            Err(Error::InvalidSegment {
+                segment: 7,
+                arg: "k",
+                ..
+            }) => {}
+            other => panic!("round {round}: step 3's k: {other:?}"),
+        }
+        assert_eq!(in_workspace.deferred(), 0);
+        allocations.push(in_workspace.device_allocations());
+    }
+    assert_eq!(allocations[0], allocations[1], "the second round allocated");
+}

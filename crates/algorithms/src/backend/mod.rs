@@ -13,7 +13,7 @@ pub use params::{
 pub use workspace::Workspace;
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
 use oxicub_kernels::{open_context, CubinOrigin, DeviceFacts, KernelRuntime, KernelSpec, RadixKey};
@@ -166,6 +166,9 @@ pub struct Cuda {
     runtime: Arc<KernelRuntime>,
     /// Where the calls' device buffers come from ([`Cuda::with_workspace`]).
     scratch: workspace::ScratchSource,
+    /// Outcomes set aside to be checked together ([`Pending::defer`](crate::Pending::defer)),
+    /// shared by the backend's clones and its other streams' backends.
+    deferred: Arc<Mutex<Vec<crate::Outcome>>>,
 }
 
 /// What [`Cuda::warm_up`] did: where each kernel's module came from.
@@ -203,6 +206,7 @@ impl Cuda {
             stream,
             runtime: Arc::new(runtime),
             scratch: workspace::ScratchSource::Allocate,
+            deferred: Arc::default(),
         })
     }
 
@@ -236,6 +240,7 @@ impl Cuda {
             stream,
             runtime: Arc::clone(&self.runtime),
             scratch: workspace::ScratchSource::Allocate,
+            deferred: Arc::clone(&self.deferred),
         })
     }
 
@@ -285,6 +290,55 @@ impl Cuda {
             }
         }
         Ok(warm)
+    }
+
+    /// Checks every outcome set aside with [`Pending::defer`](crate::Pending::defer) on this
+    /// backend (or its clones and other streams' backends), oldest first, and forgets them:
+    /// the first error, if any (every one is read). Each read waits for its stream, so after
+    /// the caller's own synchronisation (an engine step's end) this waits for nothing: the
+    /// status words were written by the kernels, and are only copied now.
+    ///
+    /// ```no_run
+    /// use oxicub::batched_topk::{self, Problem};
+    /// use oxicub::params::{direction, k, num_segments, segment_size};
+    /// use oxicub::{Cuda, Env};
+    ///
+    /// let cuda = Cuda::new(0)?;
+    /// let lengths = cuda.upload(&[3i64, 4])?; // per-row lengths on the device
+    /// let scores = cuda.upload(&[0.5f32; 8])?;
+    /// let mut top = cuda.alloc_zeros::<f32>(4)?;
+    /// let problem = Problem::strided(4, segment_size::PerSegment::<_, 0, 4>::new(lengths.as_view()), k::Static::<2>::new(), direction::Max, num_segments::uniform(2)?);
+    /// for _step in 0..3 {
+    ///     batched_topk::select_keys(&cuda, &problem, scores.as_view(), top.as_view_mut(), &Env::new())?
+    ///         .defer(&cuda); // no wait here
+    /// }
+    /// cuda.stream().synchronize().expect("the caller's own synchronisation");
+    /// cuda.check_deferred()?; // reads the three reports, waits for nothing
+    /// # Ok::<(), oxicub::Error>(())
+    /// ```
+    pub fn check_deferred(&self) -> Result<(), Error> {
+        let deferred = std::mem::take(&mut *self.lock_deferred());
+        let mut first = None;
+        for outcome in deferred {
+            if let Err(error) = outcome.check() {
+                first.get_or_insert(error);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// How many outcomes are set aside, unchecked ([`Cuda::check_deferred`]).
+    pub fn deferred(&self) -> usize {
+        self.lock_deferred().len()
+    }
+
+    /// Sets an outcome aside ([`Pending::defer`](crate::Pending::defer)).
+    pub(crate) fn defer(&self, outcome: crate::Outcome) {
+        self.lock_deferred().push(outcome);
+    }
+
+    fn lock_deferred(&self) -> std::sync::MutexGuard<'_, Vec<crate::Outcome>> {
+        self.deferred.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The device's facts (SM count, shared memory, L2, architecture, name).

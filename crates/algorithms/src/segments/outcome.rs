@@ -248,6 +248,12 @@ impl<T> Pending<T> {
         }
     }
 
+    /// Whether the outcome is known to be valid without reading anything (a host call's, or a
+    /// device call that could report nothing).
+    fn is_settled_ok(&self) -> bool {
+        matches!(self.report, Report::Ready(_, None))
+    }
+
     /// [`check`](Pending::check) without giving the outcome up: for a call captured into a
     /// CUDA graph (stream capture on [`Cuda::stream`](crate::Cuda::stream)), whose status each
     /// replay rewrites, this reports the replay that last finished (it waits for the stream).
@@ -273,6 +279,35 @@ impl<T> Pending<T> {
             Report::Ready(_, Some(error)) => Err(error.clone()),
             Report::Device(value, report) => report.wait().map(|()| value.clone()),
             Report::Computed(report) => report.wait(),
+        }
+    }
+}
+
+impl Pending<()> {
+    /// Sets this outcome aside on `cuda`, to be checked with the others by
+    /// [`Cuda::check_deferred`](crate::Cuda::check_deferred) at the caller's next
+    /// synchronisation: the call's checks are recorded on the device as it runs, and nothing
+    /// waits now. An outcome that could report nothing is dropped at once. (It keeps its
+    /// status buffer until checked: with a workspace, the pool grows to the outcomes deferred
+    /// between two checks, then stays.)
+    ///
+    /// ```no_run
+    /// use oxicub::{topk, Cuda, Env};
+    /// use oxicub::params::{direction, k};
+    ///
+    /// let cuda = Cuda::new(0)?;
+    /// let (scores, limit) = (cuda.upload(&[4u32, 7, 1])?, cuda.upload(&[2i64])?);
+    /// let mut top = cuda.alloc_zeros::<u32>(2)?;
+    /// let kp = k::Deferred::<_, 0, 2>::new(limit.as_view()); // k on the device
+    /// topk::select_keys(&cuda, &direction::Max, scores.as_view(), top.as_view_mut(), &kp, &Env::new())?
+    ///     .defer(&cuda);
+    /// assert_eq!(cuda.download(&top.as_view())?, [7, 4]); // stream order: no check needed first
+    /// cuda.check_deferred()?;
+    /// # Ok::<(), oxicub::Error>(())
+    /// ```
+    pub fn defer(self, cuda: &crate::Cuda) {
+        if !self.is_settled_ok() {
+            cuda.defer(self);
         }
     }
 }
