@@ -31,12 +31,18 @@ pub trait SourceIndex: sealed::SourceIndex + DeviceValue {
     const MAX_ITEMS: u64;
     /// The index `index` as this type (`index < MAX_ITEMS`).
     fn from_index(index: u64) -> Self;
+    /// The bits of `value` as this type (the low bits of the result), when it holds it: a
+    /// fill value (`-1`, say) need not be an index.
+    fn fill_bits(value: i64) -> Option<u64>;
 }
 
 impl SourceIndex for u32 {
     const MAX_ITEMS: u64 = 1 << 32;
     fn from_index(index: u64) -> u32 {
         index as u32
+    }
+    fn fill_bits(value: i64) -> Option<u64> {
+        u32::try_from(value).ok().map(u64::from)
     }
 }
 
@@ -46,6 +52,9 @@ impl SourceIndex for i32 {
     fn from_index(index: u64) -> i32 {
         index as i32
     }
+    fn fill_bits(value: i64) -> Option<u64> {
+        i32::try_from(value).ok().map(|v| u64::from(v as u32))
+    }
 }
 
 impl SourceIndex for u64 {
@@ -53,12 +62,18 @@ impl SourceIndex for u64 {
     fn from_index(index: u64) -> u64 {
         index
     }
+    fn fill_bits(value: i64) -> Option<u64> {
+        u64::try_from(value).ok()
+    }
 }
 
 impl SourceIndex for i64 {
     const MAX_ITEMS: u64 = i64::MAX as u64;
     fn from_index(index: u64) -> i64 {
         index as i64
+    }
+    fn fill_bits(value: i64) -> Option<u64> {
+        Some(value as u64)
     }
 }
 

@@ -481,3 +481,180 @@ fn a_refused_k_above_size_is_reported_like_the_host() {
         .iter()
         .all(|v| v.to_bits() == poison::<f32>().to_bits()));
 }
+
+/// `fill_past_k` on the device (the control kernel's FILL stage after every tier): per-row
+/// lengths (empty rows, rows shorter than k, long rows of every tier) and per-row k, strided
+/// and offsets, i32 indices filled with -1 and keys with -inf, outputs poisoned: every slot
+/// equals the host's, an invalid row's slots untouched; copied values' slots stay poisoned.
+#[test]
+fn slots_past_k_take_the_fill_like_the_host() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let rows = 200usize;
+    let stride = 6000usize;
+    let keys: Vec<f32> = sample_keys(rows * stride, 51);
+    let mut rng = oxicub_test::SplitMix64::new(52);
+    let sizes: Vec<i64> = (0..rows)
+        .map(|r| match r % 5 {
+            0 => 0,
+            1 => 2500 + (rng.next_u64() % 3500) as i64,
+            _ => (rng.next_u64() % 400) as i64,
+        })
+        .collect();
+    let mut ks: Vec<i64> = (0..rows).map(|_| (rng.next_u64() % 257) as i64).collect();
+    ks[13] = 300; // outside the bounds: row 13 is invalid, its slots untouched
+    let (begin, end): (Vec<i64>, Vec<i64>) = (0..rows)
+        .map(|r| ((r * stride) as i64, (r * stride) as i64 + sizes[r]))
+        .unzip();
+    let device_keys = cuda.upload(&keys).expect("upload");
+    let device_sizes = cuda.upload(&sizes).expect("upload");
+    let device_ks = cuda.upload(&ks).expect("upload");
+    let device_begin = cuda.upload(&begin).expect("upload");
+    let device_end = cuda.upload(&end).expect("upload");
+    let out_len = rows * 256;
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for offsets in [false, true] {
+        let (mut host_top, mut host_at) = (vec![poison::<f32>(); out_len], vec![7i32; out_len]);
+        let host_result = if offsets {
+            let problem = Problem::offsets(
+                &begin[..],
+                &end[..],
+                segment_size::PerSegment::<(), 0, 6000>::new(()),
+                k::PerSegment::<_, 0, 256>::new(&ks[..]),
+                direction::Max,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+            .fill_past_k(f32::NEG_INFINITY, -1);
+            batched_topk::select_indices(
+                &Host::new(),
+                &problem,
+                &keys[..],
+                &mut host_top[..],
+                &mut host_at[..],
+                &Env::new(),
+            )
+        } else {
+            let problem = Problem::strided(
+                stride,
+                segment_size::PerSegment::<_, 0, 6000>::new(&sizes[..]),
+                k::PerSegment::<_, 0, 256>::new(&ks[..]),
+                direction::Max,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+            .fill_past_k(f32::NEG_INFINITY, -1);
+            batched_topk::select_indices(
+                &Host::new(),
+                &problem,
+                &keys[..],
+                &mut host_top[..],
+                &mut host_at[..],
+                &Env::new(),
+            )
+        }
+        .expect("front check")
+        .check();
+        let mut top = cuda
+            .upload(&vec![poison::<f32>(); out_len])
+            .expect("poison");
+        let mut at = cuda.upload(&vec![7i32; out_len]).expect("poison");
+        let device_result = if offsets {
+            let problem = Problem::offsets(
+                device_begin.as_view(),
+                device_end.as_view(),
+                segment_size::PerSegment::<(), 0, 6000>::new(()),
+                k::PerSegment::<_, 0, 256>::new(device_ks.as_view()),
+                direction::Max,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+            .fill_past_k(f32::NEG_INFINITY, -1);
+            batched_topk::select_indices(
+                &cuda,
+                &problem,
+                device_keys.as_view(),
+                top.as_view_mut(),
+                at.as_view_mut(),
+                &Env::new(),
+            )
+        } else {
+            let problem = Problem::strided(
+                stride,
+                segment_size::PerSegment::<_, 0, 6000>::new(device_sizes.as_view()),
+                k::PerSegment::<_, 0, 256>::new(device_ks.as_view()),
+                direction::Max,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+            .fill_past_k(f32::NEG_INFINITY, -1);
+            batched_topk::select_indices(
+                &cuda,
+                &problem,
+                device_keys.as_view(),
+                top.as_view_mut(),
+                at.as_view_mut(),
+                &Env::new(),
+            )
+        }
+        .expect("front check")
+        .check();
+        let segment = |r: Result<(), Error>| match r {
+            Err(Error::InvalidSegment { segment, .. }) => segment,
+            other => panic!("row 13's k: {other:?}"),
+        };
+        assert_eq!(segment(device_result), segment(host_result));
+        let got_top = cuda.download(&top.as_view()).expect("download");
+        assert!(
+            bits(&got_top) == bits(&host_top),
+            "offsets: {offsets}: keys"
+        );
+        assert!(
+            cuda.download(&at.as_view()).expect("download") == host_at,
+            "offsets: {offsets}: indices"
+        );
+    }
+    // Pairs: the key slots filled, the copied values' slots left as they were.
+    let values: Vec<u64> = (0..keys.len() as u64).collect();
+    let device_values = cuda.upload(&values).expect("upload");
+    macro_rules! problem {
+        ($sizes:expr, $ks:expr) => {
+            Problem::strided(
+                stride,
+                segment_size::PerSegment::<_, 0, 6000>::new($sizes),
+                k::PerSegment::<_, 0, 256>::new($ks),
+                direction::Min,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+            .fill_past_k(f32::INFINITY, 0)
+        };
+    }
+    let (mut host_top, mut host_values) = (vec![poison::<f32>(); out_len], vec![u64::MAX; out_len]);
+    let _ = batched_topk::select_pairs(
+        &Host::new(),
+        &problem!(&sizes[..], &ks[..]),
+        &keys[..],
+        &values[..],
+        &mut host_top[..],
+        &mut host_values[..],
+        &Env::new(),
+    )
+    .expect("front check")
+    .check();
+    let mut top = cuda
+        .upload(&vec![poison::<f32>(); out_len])
+        .expect("poison");
+    let mut carried = cuda.upload(&vec![u64::MAX; out_len]).expect("poison");
+    let _ = batched_topk::select_pairs(
+        &cuda,
+        &problem!(device_sizes.as_view(), device_ks.as_view()),
+        device_keys.as_view(),
+        device_values.as_view(),
+        top.as_view_mut(),
+        carried.as_view_mut(),
+        &Env::new(),
+    )
+    .expect("front check")
+    .check();
+    let got_top = cuda.download(&top.as_view()).expect("download");
+    assert!(bits(&got_top) == bits(&host_top), "pairs: keys");
+    assert!(
+        cuda.download(&carried.as_view()).expect("download") == host_values,
+        "pairs: values"
+    );
+}

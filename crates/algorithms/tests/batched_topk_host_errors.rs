@@ -721,3 +721,163 @@ fn a_refused_k_above_a_segments_size_is_reported() {
     ));
     assert!(top.iter().all(|&v| v == u32::MAX));
 }
+
+/// `fill_past_k`: each valid segment's key slots past its results (up to the most one segment
+/// writes) get the fill key, and its index slots the fill index when the call writes indices;
+/// copied values and an invalid segment's slots stay as they were. A fill key of another type,
+/// or an index its type cannot hold, is refused before anything runs.
+#[test]
+fn slots_past_k_take_the_fill() {
+    let keys = [
+        5.0f32, 1.0, 9.0, 3.0, /**/ 8.0, 2.0, 0.0, 0.0, /**/ 7.0, 6.0, 4.0, 0.0,
+    ];
+    let sizes = [4i64, 2, 3];
+    let ks = [3i64, 3, 1];
+    let problem = |bad_k: bool| {
+        let ks = if bad_k { [3i64, 9, 1] } else { ks };
+        (ks, sizes)
+    };
+    let run_indices = |ks: &[i64]| {
+        let problem = Problem::strided(
+            4,
+            segment_size::PerSegment::<_, 0, 4>::new(&sizes[..]),
+            k::PerSegment::<_, 0, 3>::new(ks),
+            direction::Max,
+            num_segments::uniform(3).expect("n"),
+        )
+        .fill_past_k(f32::NEG_INFINITY, -1);
+        let (mut top, mut at) = ([0.5f32; 9], [7i32; 9]);
+        let result = batched_topk::select_indices(
+            &Host::new(),
+            &problem,
+            &keys[..],
+            &mut top[..],
+            &mut at[..],
+            &Env::new(),
+        )
+        .expect("front check")
+        .check();
+        (result, top, at)
+    };
+    let (ks_ok, _) = problem(false);
+    let (result, top, at) = run_indices(&ks_ok);
+    result.expect("valid");
+    let ninf = f32::NEG_INFINITY;
+    assert_eq!(top, [9.0, 5.0, 3.0, 8.0, 2.0, ninf, 7.0, ninf, ninf]);
+    assert_eq!(at, [2, 0, 3, 0, 1, -1, 0, -1, -1]);
+    // Segment 1 invalid (k = 9 outside its bounds): its slots are untouched, the others filled.
+    let (ks_bad, _) = problem(true);
+    let (result, top, at) = run_indices(&ks_bad);
+    assert!(matches!(
+        result,
+        Err(Error::InvalidSegment { segment: 1, .. })
+    ));
+    assert_eq!(top, [9.0, 5.0, 3.0, 0.5, 0.5, 0.5, 7.0, ninf, ninf]);
+    assert_eq!(at, [2, 0, 3, 7, 7, 7, 0, -1, -1]);
+
+    // Pairs: the keys filled, the copied values' slots untouched.
+    let values: Vec<u64> = (100..112).collect();
+    let problem = Problem::strided(
+        4,
+        segment_size::PerSegment::<_, 0, 4>::new(&sizes[..]),
+        k::PerSegment::<_, 0, 3>::new(&ks[..]),
+        direction::Max,
+        num_segments::uniform(3).expect("n"),
+    )
+    .fill_past_k(-1.0f32, -1);
+    let (mut top, mut carried) = ([0.5f32; 9], [0u64; 9]);
+    batched_topk::select_pairs(
+        &Host::new(),
+        &problem,
+        &keys[..],
+        &values[..],
+        &mut top[..],
+        &mut carried[..],
+        &Env::new(),
+    )
+    .and_then(|outcome| outcome.check())
+    .expect("pairs");
+    assert_eq!(top, [9.0, 5.0, 3.0, 8.0, 2.0, -1.0, 7.0, -1.0, -1.0]);
+    assert_eq!(carried, [102, 100, 103, 104, 105, 0, 108, 0, 0]);
+
+    // Offsets, keys only, u8 keys: the fill key's type must be the keys'.
+    let bytes = [3u8, 9, 1, 4];
+    let (begin, end) = ([0i64, 3], [3i64, 4]);
+    let problem = Problem::offsets(
+        &begin[..],
+        &end[..],
+        segment_size::PerSegment::<(), 0, 3>::new(()),
+        k::uniform(2).expect("k"),
+        direction::Min,
+        num_segments::uniform(2).expect("n"),
+    )
+    .fill_past_k(u8::MAX, 0);
+    let mut low = [0u8; 4];
+    batched_topk::select_keys(
+        &Host::new(),
+        &problem,
+        &bytes[..],
+        &mut low[..],
+        &Env::new(),
+    )
+    .and_then(|outcome| outcome.check())
+    .expect("keys");
+    assert_eq!(low, [1, 3, 4, u8::MAX]);
+    let wrong_type = Problem::offsets(
+        &begin[..],
+        &end[..],
+        segment_size::PerSegment::<(), 0, 3>::new(()),
+        k::uniform(2).expect("k"),
+        direction::Min,
+        num_segments::uniform(2).expect("n"),
+    )
+    .fill_past_k(u16::MAX, 0);
+    let err = batched_topk::select_keys(
+        &Host::new(),
+        &wrong_type,
+        &bytes[..],
+        &mut low[..],
+        &Env::new(),
+    )
+    .expect_err("a u16 fill for u8 keys");
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                arg: "fill_past_k",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // -1 does not fit u32 indices.
+    let problem = Problem::offsets(
+        &begin[..],
+        &end[..],
+        segment_size::PerSegment::<(), 0, 3>::new(()),
+        k::uniform(2).expect("k"),
+        direction::Min,
+        num_segments::uniform(2).expect("n"),
+    )
+    .fill_past_k(0u8, -1);
+    let mut at = [0u32; 4];
+    let err = batched_topk::select_indices(
+        &Host::new(),
+        &problem,
+        &bytes[..],
+        &mut low[..],
+        &mut at[..],
+        &Env::new(),
+    )
+    .expect_err("-1 as u32");
+    assert!(
+        matches!(
+            err,
+            Error::InvalidArgument {
+                arg: "fill_past_k",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

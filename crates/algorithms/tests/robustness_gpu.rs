@@ -114,6 +114,7 @@ fn listed_plan<'a, 'b>(
         sorted: true,
         stable: true,
         reject_k_above_size: false,
+        fill: None,
     }
 }
 
@@ -291,6 +292,7 @@ fn strided_plan<'a, 'b>(
         sorted: true,
         stable: true,
         reject_k_above_size: false,
+        fill: None,
     }
 }
 

@@ -75,6 +75,7 @@ fn batched_launcher_refuses_outputs_laid_out_for_less_than_a_segment_writes() {
         sorted: true,
         stable: true,
         reject_k_above_size: false,
+        fill: None,
     };
     for (per_segment_max, out_stride) in [(1, 1), (8, 1)] {
         let result = batched_topk::<f32, u32>(

@@ -94,6 +94,7 @@ where
         sorted: ordering != OutputOrdering::Unsorted,
         stable: ordering == OutputOrdering::StableSorted,
         reject_k_above_size: request.reject_k_above_size,
+        fill: request.fill_bits,
     }
 }
 

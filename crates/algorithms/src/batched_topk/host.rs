@@ -6,12 +6,13 @@ use rayon::prelude::*;
 
 use crate::backend::{ChoiceValues, DeviceValue, ParamValues};
 use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
-use crate::radix::RadixKey;
+use crate::radix::{RadixBits, RadixKey};
 use crate::segments::host::{resolve_num_segments, resolve_segment};
 use crate::segments::{total_items_error, LayoutArg, Outcome, Violation};
 use crate::values::ValuesIn;
 use crate::Error;
 use oxicub_env::TieBreak;
+use oxicub_kernels::families::batched_topk::BatchedFill;
 use oxicub_params::SelectDirection;
 
 /// One valid segment, resolved.
@@ -67,6 +68,51 @@ pub(crate) fn resolve(
         written: (k as u64).min(size),
         direction,
     })
+}
+
+/// Writes the fill into each valid segment's slots past its results, up to the most one
+/// segment writes (the device's FILL stage); the index slots only when the call writes indices.
+fn fill_past_results<K: RadixKey, V: DeviceValue>(
+    request: &BatchedTopKRequest,
+    args: &BatchedTopKArgs<&[i64], &[u8]>,
+    num_segments: u64,
+    fill: BatchedFill,
+    out_keys: &mut [K],
+    mut out_values: Option<&mut [V]>,
+    values: &ValuesIn<&[V], V>,
+) {
+    let end = request.per_segment_max as usize;
+    if end == 0 {
+        return; // no segment writes anything (and there may be 2^63 of them)
+    }
+    let key = K::from_bits(K::Bits::from_u64_truncating(fill.key_bits));
+    let value = match (fill.value_bits, values) {
+        (Some(bits), ValuesIn::Index(_)) => Some(value_from_bits::<V>(bits)),
+        _ => None,
+    };
+    let stride = request.out_stride as usize;
+    for i in 0..num_segments {
+        let Ok(segment) = resolve(request, args, i) else {
+            continue; // an invalid segment writes nothing
+        };
+        let row = i as usize * stride;
+        for slot in row + segment.written as usize..row + end {
+            out_keys[slot] = key;
+            if let (Some(out), Some(value)) = (out_values.as_deref_mut(), value) {
+                out[slot] = value;
+            }
+        }
+    }
+}
+
+/// The value whose bytes are the low bytes of `bits` (little-endian, as the device stores it).
+fn value_from_bits<V: DeviceValue>(bits: u64) -> V {
+    const { assert!(std::mem::size_of::<V>() <= 8, "values of at most 8 bytes") };
+    let bytes = bits.to_le_bytes();
+    // SAFETY: `V: DeviceValue` is valid for every bit pattern and at most 8 bytes (checked
+    // above), so its first `size_of::<V>()` bytes of `bytes` are a valid `V`; the read is
+    // unaligned.
+    unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<V>()) }
 }
 
 /// A per-segment direction outside the compiled options.
@@ -206,6 +252,17 @@ pub(super) fn run<K: RadixKey, V: DeviceValue>(
                 };
             }
         }
+    }
+    if let Some(fill) = request.fill_bits {
+        fill_past_results(
+            request,
+            args,
+            num_segments,
+            fill,
+            out_keys,
+            out_values,
+            &values,
+        );
     }
     let error: Option<Error> = num_segments_error.or(total_error).or(first_violation);
     Outcome::ready((), error)

@@ -9,7 +9,7 @@
 
 use oxicub_env::Environment;
 
-use super::{BatchedTopKBackend, Problem, ProblemOn};
+use super::{with_fill, BatchedTopKBackend, Problem, ProblemOn};
 use crate::backend::{Buffer, DeviceValue};
 use crate::contract::{self, BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
@@ -136,6 +136,7 @@ where
     let (request, args) = contract::checked_batched_topk_listed::<B, S, Kp, D, N, E>(
         problem, segments, env, &outputs,
     )?;
+    let request = with_fill::<K, u32>(request, false)?;
     backend.batched_topk_listed_checked::<K, u32>(
         Token::new(),
         &request,
@@ -188,6 +189,7 @@ where
     let (request, args) = contract::checked_batched_topk_listed::<B, S, Kp, D, N, E>(
         problem, segments, env, &outputs,
     )?;
+    let request = with_fill::<K, u32>(request, false)?;
     listed::check_values(segments, values)?;
     backend.batched_topk_listed_checked(
         Token::new(),
@@ -226,6 +228,7 @@ where
     let (request, args) = contract::checked_batched_topk_listed::<B, S, Kp, D, N, E>(
         problem, segments, env, &outputs,
     )?;
+    let request = with_fill::<K, I>(request, true)?;
     let largest = segments.iter().map(|s| s.len() as u64).max().unwrap_or(0);
     if largest > I::MAX_ITEMS {
         return Err(Error::TooLarge {

@@ -44,7 +44,7 @@
 //!
 //! Segment `i` writes its `min(k_i, size_i)` results to `out[i * out_stride ..]`, in the
 //! environment's order (as single-problem [`topk`](crate::topk)); the slots past them are left
-//! untouched. `out_stride` is, unless set with [`Problem::out_stride`], the most one segment
+//! untouched, or take a fill key and index ([`Problem::fill_past_k`]). `out_stride` is, unless set with [`Problem::out_stride`], the most one segment
 //! can write: `min(k.max, segment_sizes.max)` over the tightest bounds (and at most the stride
 //! or `keys.len()`). The outputs need `(n - 1) * out_stride + that` elements for `n` segments
 //! (`n` = the upper bound of a deferred `num_segments`). [`select_indices`] writes each item's
@@ -119,7 +119,8 @@ pub use listed::{select_indices_listed, select_keys_listed, select_pairs_listed}
 
 use cudarc::driver::{CudaView, CudaViewMut};
 use oxicub_env::Environment;
-use oxicub_kernels::families::batched_topk::BatchedTiers;
+use oxicub_kernels::families::batched_topk::{BatchedFill, BatchedTiers};
+use oxicub_kernels::{KeyType, RadixBits};
 use oxicub_params::Param;
 
 use crate::backend::{AnyBackend, Backend, Buffer, Cuda, DeviceValue, Host};
@@ -329,6 +330,62 @@ pub struct Problem<L, S, K, D, N> {
     pub(crate) direction: D,
     pub(crate) out_stride: Option<u64>,
     pub(crate) reject_k_above_size: bool,
+    pub(crate) fill: Option<FillPastK>,
+}
+
+/// What [`Problem::fill_past_k`] writes: a key of the call's key type, and an index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FillPastK {
+    key_bits: u64,
+    key: KeyType,
+    index: i64,
+}
+
+impl FillPastK {
+    /// The launch's fill for `K` keys, with the index as `I` when the call writes indices.
+    fn bits<K: RadixKey, I: SourceIndex>(&self, indices: bool) -> Result<BatchedFill, Error> {
+        if self.key != K::KEY_TYPE {
+            return Err(Error::InvalidArgument {
+                arg: "fill_past_k",
+                reason: format!(
+                    "its key is {:?}, the call's keys are {:?}",
+                    self.key,
+                    K::KEY_TYPE
+                ),
+            });
+        }
+        let value_bits = if indices {
+            Some(
+                I::fill_bits(self.index).ok_or_else(|| Error::InvalidArgument {
+                    arg: "fill_past_k",
+                    reason: format!(
+                        "index {} does not fit the indices' type {}",
+                        self.index,
+                        std::any::type_name::<I>()
+                    ),
+                })?,
+            )
+        } else {
+            None
+        };
+        Ok(BatchedFill {
+            key_bits: self.key_bits,
+            value_bits,
+        })
+    }
+}
+
+/// The request of a call on `K` keys with the problem's fill resolved for it (`I`: the index
+/// type when the call writes indices).
+fn with_fill<K: RadixKey, I: SourceIndex>(
+    mut request: BatchedTopKRequest,
+    indices: bool,
+) -> Result<BatchedTopKRequest, Error> {
+    request.fill_bits = match request.fill {
+        Some(fill) => Some(fill.bits::<K, I>(indices)?),
+        None => None,
+    };
+    Ok(request)
 }
 
 impl<L, S, K, D, N> Problem<L, S, K, D, N> {
@@ -351,6 +408,7 @@ impl<L, S, K, D, N> Problem<L, S, K, D, N> {
             direction,
             out_stride: None,
             reject_k_above_size: false,
+            fill: None,
         }
     }
 
@@ -444,6 +502,37 @@ impl<L, S, K, D, N> Problem<L, S, K, D, N> {
         self.reject_k_above_size = true;
         self
     }
+
+    /// Writes `key` into each valid segment's key slots past its results, up to the most one
+    /// segment can write (the `min(k.max, size.max)` slots a segment's outputs span), and
+    /// `index` into the same index slots of [`select_indices`] (as the index type, which must
+    /// hold it: `-1` needs a signed one). A sparse-attention indexer marks a short row's
+    /// missing picks this way. Copied values' slots ([`select_pairs`]) and an invalid
+    /// segment's slots are left untouched. `key` must be of the call's key type
+    /// ([`Error::InvalidArgument`] naming `fill_past_k` otherwise).
+    ///
+    /// ```
+    /// use oxicub::{batched_topk::{self, Problem}, Host};
+    /// use oxicub::params::{direction, k, num_segments, segment_size};
+    ///
+    /// let keys = [0.5f32, 0.9, 0.1, /**/ 0.7, 0.0, 0.0];
+    /// let lengths = [3i64, 1]; // the second row holds one key
+    /// let problem = Problem::strided(3, segment_size::PerSegment::<_, 0, 3>::new(&lengths[..]), k::Static::<2>::new(), direction::Max, num_segments::uniform(2)?)
+    ///     .fill_past_k(f32::NEG_INFINITY, -1);
+    /// let (mut top, mut at) = ([0f32; 4], [0i32; 4]);
+    /// batched_topk::select_indices(&Host::new(), &problem, &keys[..], &mut top[..], &mut at[..], &oxicub::env::Env::new())?.check()?;
+    /// assert_eq!(top, [0.9, 0.5, 0.7, f32::NEG_INFINITY]);
+    /// assert_eq!(at, [1, 0, 0, -1]);
+    /// # Ok::<(), oxicub::Error>(())
+    /// ```
+    pub fn fill_past_k<F: RadixKey>(mut self, key: F, index: i64) -> Self {
+        self.fill = Some(FillPastK {
+            key_bits: key.to_bits().to_u64(),
+            key: F::KEY_TYPE,
+            index,
+        });
+        self
+    }
 }
 
 /// The kernel variants a call with these parameter types instantiates on [`Cuda`], decided
@@ -520,6 +609,7 @@ where
 {
     let outputs = [("out_keys", out_keys.len())];
     let (request, args) = problem.checked(Token::new(), keys.len(), env, &outputs)?;
+    let request = with_fill::<K, u32>(request, false)?;
     let token = Token::new();
     backend.batched_topk_checked::<K, u32>(
         token,
@@ -570,6 +660,7 @@ where
         ("out_values", out_values.len()),
     ];
     let (request, args) = problem.checked(Token::new(), keys.len(), env, &outputs)?;
+    let request = with_fill::<K, u32>(request, false)?;
     Error::check_len("values", values.len(), keys.len(), "keys.len()")?;
     backend.batched_topk_checked(
         Token::new(),
@@ -618,6 +709,7 @@ where
         ("out_indices", out_indices.len()),
     ];
     let (request, args) = problem.checked(Token::new(), keys.len(), env, &outputs)?;
+    let request = with_fill::<K, I>(request, true)?;
     let largest_segment = request.segments.largest;
     if largest_segment > I::MAX_ITEMS {
         return Err(Error::TooLarge {

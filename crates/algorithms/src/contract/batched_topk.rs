@@ -154,6 +154,10 @@ pub struct BatchedTopKRequest {
     pub(crate) warp_items: u32,
     /// A segment whose `k` is above its size is invalid, not clamped.
     pub(crate) reject_k_above_size: bool,
+    /// The problem's fill of the slots past each segment's results.
+    pub(crate) fill: Option<crate::batched_topk::FillPastK>,
+    /// That fill for the call's key and index types (set by the entry point).
+    pub(crate) fill_bits: Option<oxicub_kernels::families::batched_topk::BatchedFill>,
 }
 
 impl BatchedTopKRequest {
@@ -267,6 +271,8 @@ where
             static_tiers: StaticTiers::<S, Kp, E::Guarantees>::TIERS,
             warp_items: StaticTiers::<S, Kp, E::Guarantees>::WARP_ITEMS,
             reject_k_above_size: problem.reject_k_above_size,
+            fill: problem.fill,
+            fill_bits: None,
         };
         let required = request.out_len();
         for &(arg, len) in outputs {

@@ -2,11 +2,45 @@
 // docs/design/batched_topk.md, "Control stages").
 namespace oxicub {
 
+// Element `at` of an array of `bytes`-wide elements at `base` set to the low bits of `bits`.
+__device__ __forceinline__ void bt_store_bits(u64 base, u64 at, u32 bytes, u64 bits) {
+    switch (bytes) {
+        case 1: reinterpret_cast<u8*>(base)[at] = (u8)bits; break;
+        case 2: reinterpret_cast<u16*>(base)[at] = (u16)bits; break;
+        case 4: reinterpret_cast<u32*>(base)[at] = (u32)bits; break;
+        default: reinterpret_cast<u64*>(base)[at] = bits; break;
+    }
+}
+
 __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block_threads) {
     u64* status = reinterpret_cast<u64*>(p.status);
     if (p.stage == BT_STAGE_INIT) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
             segment_status_init(p, status, BT_STATUS_WORDS);
+        }
+        return;
+    }
+    if (p.stage == BT_STAGE_FILL) {
+        // A direct call has no status words: its count is the host's.
+        const u64 segments = p.status != 0 ? status[SEGMENT_STATUS_COUNT] : p.num_segments;
+        const u32 lane = threadIdx.x & 31u;
+        const u64 warps = grid_threads(block_threads) >> 5;
+        const u32 key_bytes = p.fill_widths & 0xFFu;
+        const u32 value_bytes = p.fill_widths >> 8;
+        for (u64 seg = global_thread_index(block_threads) >> 5; seg < segments; seg += warps) {
+            u64 begin = 0, size = 0, written = 0;
+            u32 dir = 0;
+            i64 value = 0;
+            if (bt_resolve(p, seg, &begin, &size, &written, &dir, &value) != 0) {
+                continue;  // an invalid segment writes nothing
+            }
+            for (u64 j = written + lane; j < p.fill_end; j += 32) {
+                const u64 at = seg * p.out_stride + j;
+                bt_store_bits(p.out_keys, at, key_bytes, p.fill_key);
+                if (value_bytes != 0) {
+                    bt_store_bits(p.out_values, at, value_bytes, p.fill_value);
+                }
+            }
         }
         return;
     }

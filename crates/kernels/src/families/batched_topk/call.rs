@@ -75,4 +75,25 @@ pub struct BatchedTopKPlan<'a, 'b, K> {
     pub stable: bool,
     /// A segment whose `k` is above its size is invalid (reported), not clamped.
     pub reject_k_above_size: bool,
+    /// What each valid segment's slots past its results receive, up to `per_segment_max`
+    /// (`None`: they are left untouched).
+    pub fill: Option<BatchedFill>,
+}
+
+/// The fill of a batched call's slots past each segment's results: a key's bits, and the
+/// bits of a value (the index written with [`SelectedValues::Index`](crate::families::SelectedValues::Index);
+/// `None`: the value slots are left untouched).
+///
+/// ```
+/// use oxicub::kernels::families::batched_topk::BatchedFill;
+///
+/// let fill = BatchedFill { key_bits: f32::NEG_INFINITY.to_bits().into(), value_bits: Some(u64::from(u32::MAX)) };
+/// assert_eq!(fill.key_bits, 0xFF80_0000);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchedFill {
+    /// The key's bits (its width's low bits).
+    pub key_bits: u64,
+    /// The value's bits (its width's low bits), or none.
+    pub value_bits: Option<u64>,
 }

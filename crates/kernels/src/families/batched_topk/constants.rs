@@ -80,6 +80,9 @@ device_constants! {
     pub(crate) const BT_STAGE_LARGE_SORT_INIT: u32 = 11;
     /// Multi-block stage: one compare-exchange step of the global sort.
     pub(crate) const BT_STAGE_LARGE_SORT_STEP: u32 = 12;
+    /// Control stage: each valid segment's slots past its results, up to `fill_end`, get the
+    /// fill key (and value), a warp per segment.
+    pub(crate) const BT_STAGE_FILL: u32 = 13;
 
     /// Flag (`params.flags`, with the SEGMENT_* flags): `k` per segment, from `params.ks`.
     pub(crate) const BT_K_PER_SEGMENT: u32 = 4;

@@ -66,6 +66,11 @@ kernel_params! {
         large_capacity: u64,
         total_min: u64,
         total_max: u64,
+        /// The fill key's bits, the fill value's bits and the slot a row's fill ends at
+        /// (BT_STAGE_FILL).
+        fill_key: u64,
+        fill_value: u64,
+        fill_end: u64,
         flags: u32,
         direction_value: u32,
         direction_mask: u32,
@@ -73,8 +78,8 @@ kernel_params! {
         stage: u32,
         shift: u32,
         half: u32,
-        /// Explicit padding, always zero.
-        reserved: u32,
+        /// The fill's widths: key bytes, and value bytes (0: none) << 8.
+        fill_widths: u32,
     }
 }
 

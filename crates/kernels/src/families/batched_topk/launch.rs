@@ -10,8 +10,8 @@ use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut}
 
 use super::call::{BatchedLayout, BatchedTopKPlan};
 use super::constants::{
-    BT_CLUSTER_BLOCKS, BT_STAGE_INIT, BT_STAGE_SELECT, BT_STATUS_WORDS, BT_STREAM_FILTER_THREADS,
-    CHUNK_ITEMS, SORT_CAP, STREAM_MAX_K, WARP_MAX_K,
+    BT_CLUSTER_BLOCKS, BT_STAGE_FILL, BT_STAGE_INIT, BT_STAGE_SELECT, BT_STATUS_WORDS,
+    BT_STREAM_FILTER_THREADS, CHUNK_ITEMS, SORT_CAP, STREAM_MAX_K, WARP_MAX_K,
 };
 use super::constants::{BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD};
 use super::kernels::{BatchedKernel, BatchedTopKParams};
@@ -97,6 +97,18 @@ pub fn batched_topk<K: RadixKey, V>(
         )));
     }
     let shape = call_shape::<K, V>(&plan, num_keys, &values);
+    // The fill's widths: the key's, and the index's when the call writes indices (copied
+    // values' slots past the results are left untouched).
+    let fill_widths = plan.fill.map(|fill| {
+        let key_bytes = std::mem::size_of::<K::Bits>() as u32;
+        let index = fill.value_bits.is_some() && matches!(values, SelectedValues::Index { .. });
+        key_bytes
+            | if index {
+                u32::from(shape.value_bytes) << 8
+            } else {
+                0
+            }
+    });
     let max_segments = shape.max_segments();
     let out_len = shape.out_len();
     at_least("out_keys", out_keys.len(), out_len)?;
@@ -337,11 +349,31 @@ pub fn batched_topk<K: RadixKey, V>(
         stage: BT_STAGE_INIT,
         shift: 0,
         half: 0,
-        reserved: 0,
+        fill_key: 0,
+        fill_value: 0,
+        fill_end: plan.per_segment_max,
+        fill_widths: 0,
     };
     let key_bits = <K::Bits as RadixBits>::BITS;
     for step in launch_plan.steps(key_bits, cluster.as_ref()) {
         launch_step::<K>(runtime, stream, value_bytes, &params, step)?;
+    }
+    if let (Some(fill), Some(fill_widths)) = (plan.fill, fill_widths) {
+        // After every tier, in stream order: it writes only the slots past the results.
+        let fill_params = BatchedTopKParams {
+            stage: BT_STAGE_FILL,
+            fill_key: fill.key_bits,
+            fill_value: fill.value_bits.unwrap_or(0),
+            fill_widths,
+            ..params
+        };
+        let control = runtime.kernel(&KernelSpec::batched_topk(
+            K::KEY_TYPE,
+            value_bytes,
+            BatchedKernel::Control,
+        ))?;
+        let grid = runtime.grid_blocks(&control, max_segments.saturating_mul(32), 1);
+        runtime.launch(stream, &control, grid, fill_params)?;
     }
     drop(guards);
     drop(listed);

@@ -22,7 +22,7 @@ mod plan;
 mod tiers;
 
 pub use super::HostOrDevice;
-pub use call::{BatchedLayout, BatchedTopKPlan};
+pub use call::{BatchedFill, BatchedLayout, BatchedTopKPlan};
 pub use constants::{
     BLOCK_THREADS, SORT_CAP, STREAM_MAX_BYTES, STREAM_MAX_K, STREAM_TIER_ENABLED, WARP_MAX_K,
     WARP_MAX_SIZE,
