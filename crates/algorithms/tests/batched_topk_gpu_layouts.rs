@@ -315,6 +315,46 @@ fn listed_segments_with_bad_sizes_and_too_short_lists() {
     );
 }
 
+/// Batched top-k indices over rows of per-row lengths and `k` (at most 256, direction max):
+/// strided over the lengths, or the offsets `begin..end` (`$offsets`), each problem finished
+/// by `.$modify(..)`; the outcome checked.
+macro_rules! per_row_indices {
+    (
+        $backend:expr,
+        $offsets:expr,
+        $max_size:literal,
+        ($keys:expr, $sizes:expr, $begin:expr, $end:expr, $ks:expr, $rows:expr, $stride:expr),
+        $out:expr,
+        $at:expr,
+        $modify:ident($($arg:expr),*)
+    ) => {
+        if $offsets {
+            let problem = Problem::offsets(
+                $begin,
+                $end,
+                segment_size::PerSegment::<(), 0, $max_size>::new(()),
+                k::PerSegment::<_, 0, 256>::new($ks),
+                direction::Max,
+                num_segments::uniform($rows as i64).expect("n"),
+            )
+            .$modify($($arg),*);
+            batched_topk::select_indices($backend, &problem, $keys, $out, $at, &Env::new())
+        } else {
+            let problem = Problem::strided(
+                $stride,
+                segment_size::PerSegment::<_, 0, $max_size>::new($sizes),
+                k::PerSegment::<_, 0, 256>::new($ks),
+                direction::Max,
+                num_segments::uniform($rows as i64).expect("n"),
+            )
+            .$modify($($arg),*);
+            batched_topk::select_indices($backend, &problem, $keys, $out, $at, &Env::new())
+        }
+        .expect("front check")
+        .check()
+    };
+}
+
 /// `reject_k_above_size` on the device: per-row lengths and k (some k above its row's length,
 /// some rows empty), strided and offsets, every tier's sizes; the report (the smallest such
 /// row, `k`, its value) and every output equal the host's, outputs poisoned; a uniform k above
@@ -355,87 +395,45 @@ fn a_refused_k_above_size_is_reported_like_the_host() {
     for offsets in [false, true] {
         // Host.
         let (mut host_top, mut host_at) = (vec![poison::<f32>(); out_len], vec![u32::MAX; out_len]);
-        let host_result = if offsets {
-            let problem = Problem::offsets(
+        let host_result = per_row_indices!(
+            &Host::new(),
+            offsets,
+            5000,
+            (
+                &keys[..],
+                &sizes[..],
                 &begin[..],
                 &end[..],
-                segment_size::PerSegment::<(), 0, 5000>::new(()),
-                k::PerSegment::<_, 0, 256>::new(&ks[..]),
-                direction::Max,
-                num_segments::uniform(rows as i64).expect("n"),
-            )
-            .reject_k_above_size();
-            batched_topk::select_indices(
-                &Host::new(),
-                &problem,
-                &keys[..],
-                &mut host_top[..],
-                &mut host_at[..],
-                &Env::new(),
-            )
-        } else {
-            let problem = Problem::strided(
-                stride,
-                segment_size::PerSegment::<_, 0, 5000>::new(&sizes[..]),
-                k::PerSegment::<_, 0, 256>::new(&ks[..]),
-                direction::Max,
-                num_segments::uniform(rows as i64).expect("n"),
-            )
-            .reject_k_above_size();
-            batched_topk::select_indices(
-                &Host::new(),
-                &problem,
-                &keys[..],
-                &mut host_top[..],
-                &mut host_at[..],
-                &Env::new(),
-            )
-        }
-        .expect("front check")
-        .check();
+                &ks[..],
+                rows,
+                stride
+            ),
+            &mut host_top[..],
+            &mut host_at[..],
+            reject_k_above_size()
+        );
         // Device.
         let mut top = cuda
             .upload(&vec![poison::<f32>(); out_len])
             .expect("poison");
         let mut at = cuda.upload(&vec![u32::MAX; out_len]).expect("poison");
-        let device_result = if offsets {
-            let problem = Problem::offsets(
+        let device_result = per_row_indices!(
+            &cuda,
+            offsets,
+            5000,
+            (
+                device_keys.as_view(),
+                device_sizes.as_view(),
                 device_begin.as_view(),
                 device_end.as_view(),
-                segment_size::PerSegment::<(), 0, 5000>::new(()),
-                k::PerSegment::<_, 0, 256>::new(device_ks.as_view()),
-                direction::Max,
-                num_segments::uniform(rows as i64).expect("n"),
-            )
-            .reject_k_above_size();
-            batched_topk::select_indices(
-                &cuda,
-                &problem,
-                device_keys.as_view(),
-                top.as_view_mut(),
-                at.as_view_mut(),
-                &Env::new(),
-            )
-        } else {
-            let problem = Problem::strided(
-                stride,
-                segment_size::PerSegment::<_, 0, 5000>::new(device_sizes.as_view()),
-                k::PerSegment::<_, 0, 256>::new(device_ks.as_view()),
-                direction::Max,
-                num_segments::uniform(rows as i64).expect("n"),
-            )
-            .reject_k_above_size();
-            batched_topk::select_indices(
-                &cuda,
-                &problem,
-                device_keys.as_view(),
-                top.as_view_mut(),
-                at.as_view_mut(),
-                &Env::new(),
-            )
-        }
-        .expect("front check")
-        .check();
+                device_ks.as_view(),
+                rows,
+                stride
+            ),
+            top.as_view_mut(),
+            at.as_view_mut(),
+            reject_k_above_size()
+        );
         assert_eq!(
             report(device_result),
             report(host_result),
@@ -514,86 +512,44 @@ fn slots_past_k_take_the_fill_like_the_host() {
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     for offsets in [false, true] {
         let (mut host_top, mut host_at) = (vec![poison::<f32>(); out_len], vec![7i32; out_len]);
-        let host_result = if offsets {
-            let problem = Problem::offsets(
+        let host_result = per_row_indices!(
+            &Host::new(),
+            offsets,
+            6000,
+            (
+                &keys[..],
+                &sizes[..],
                 &begin[..],
                 &end[..],
-                segment_size::PerSegment::<(), 0, 6000>::new(()),
-                k::PerSegment::<_, 0, 256>::new(&ks[..]),
-                direction::Max,
-                num_segments::uniform(rows as i64).expect("n"),
-            )
-            .fill_past_k(f32::NEG_INFINITY, -1);
-            batched_topk::select_indices(
-                &Host::new(),
-                &problem,
-                &keys[..],
-                &mut host_top[..],
-                &mut host_at[..],
-                &Env::new(),
-            )
-        } else {
-            let problem = Problem::strided(
-                stride,
-                segment_size::PerSegment::<_, 0, 6000>::new(&sizes[..]),
-                k::PerSegment::<_, 0, 256>::new(&ks[..]),
-                direction::Max,
-                num_segments::uniform(rows as i64).expect("n"),
-            )
-            .fill_past_k(f32::NEG_INFINITY, -1);
-            batched_topk::select_indices(
-                &Host::new(),
-                &problem,
-                &keys[..],
-                &mut host_top[..],
-                &mut host_at[..],
-                &Env::new(),
-            )
-        }
-        .expect("front check")
-        .check();
+                &ks[..],
+                rows,
+                stride
+            ),
+            &mut host_top[..],
+            &mut host_at[..],
+            fill_past_k(f32::NEG_INFINITY, -1)
+        );
         let mut top = cuda
             .upload(&vec![poison::<f32>(); out_len])
             .expect("poison");
         let mut at = cuda.upload(&vec![7i32; out_len]).expect("poison");
-        let device_result = if offsets {
-            let problem = Problem::offsets(
+        let device_result = per_row_indices!(
+            &cuda,
+            offsets,
+            6000,
+            (
+                device_keys.as_view(),
+                device_sizes.as_view(),
                 device_begin.as_view(),
                 device_end.as_view(),
-                segment_size::PerSegment::<(), 0, 6000>::new(()),
-                k::PerSegment::<_, 0, 256>::new(device_ks.as_view()),
-                direction::Max,
-                num_segments::uniform(rows as i64).expect("n"),
-            )
-            .fill_past_k(f32::NEG_INFINITY, -1);
-            batched_topk::select_indices(
-                &cuda,
-                &problem,
-                device_keys.as_view(),
-                top.as_view_mut(),
-                at.as_view_mut(),
-                &Env::new(),
-            )
-        } else {
-            let problem = Problem::strided(
-                stride,
-                segment_size::PerSegment::<_, 0, 6000>::new(device_sizes.as_view()),
-                k::PerSegment::<_, 0, 256>::new(device_ks.as_view()),
-                direction::Max,
-                num_segments::uniform(rows as i64).expect("n"),
-            )
-            .fill_past_k(f32::NEG_INFINITY, -1);
-            batched_topk::select_indices(
-                &cuda,
-                &problem,
-                device_keys.as_view(),
-                top.as_view_mut(),
-                at.as_view_mut(),
-                &Env::new(),
-            )
-        }
-        .expect("front check")
-        .check();
+                device_ks.as_view(),
+                rows,
+                stride
+            ),
+            top.as_view_mut(),
+            at.as_view_mut(),
+            fill_past_k(f32::NEG_INFINITY, -1)
+        );
         let segment = |r: Result<(), Error>| match r {
             Err(Error::InvalidSegment { segment, .. }) => segment,
             other => panic!("row 13's k: {other:?}"),

@@ -803,15 +803,17 @@ fn slots_past_k_take_the_fill() {
     // Offsets, keys only, u8 keys: the fill key's type must be the keys'.
     let bytes = [3u8, 9, 1, 4];
     let (begin, end) = ([0i64, 3], [3i64, 4]);
-    let problem = Problem::offsets(
-        &begin[..],
-        &end[..],
-        segment_size::PerSegment::<(), 0, 3>::new(()),
-        k::uniform(2).expect("k"),
-        direction::Min,
-        num_segments::uniform(2).expect("n"),
-    )
-    .fill_past_k(u8::MAX, 0);
+    let offsets = || {
+        Problem::offsets(
+            &begin[..],
+            &end[..],
+            segment_size::PerSegment::<(), 0, 3>::new(()),
+            k::uniform(2).expect("k"),
+            direction::Min,
+            num_segments::uniform(2).expect("n"),
+        )
+    };
+    let problem = offsets().fill_past_k(u8::MAX, 0);
     let mut low = [0u8; 4];
     batched_topk::select_keys(
         &Host::new(),
@@ -823,15 +825,7 @@ fn slots_past_k_take_the_fill() {
     .and_then(|outcome| outcome.check())
     .expect("keys");
     assert_eq!(low, [1, 3, 4, u8::MAX]);
-    let wrong_type = Problem::offsets(
-        &begin[..],
-        &end[..],
-        segment_size::PerSegment::<(), 0, 3>::new(()),
-        k::uniform(2).expect("k"),
-        direction::Min,
-        num_segments::uniform(2).expect("n"),
-    )
-    .fill_past_k(u16::MAX, 0);
+    let wrong_type = offsets().fill_past_k(u16::MAX, 0);
     let err = batched_topk::select_keys(
         &Host::new(),
         &wrong_type,
@@ -851,15 +845,7 @@ fn slots_past_k_take_the_fill() {
         "{err}"
     );
     // -1 does not fit u32 indices.
-    let problem = Problem::offsets(
-        &begin[..],
-        &end[..],
-        segment_size::PerSegment::<(), 0, 3>::new(()),
-        k::uniform(2).expect("k"),
-        direction::Min,
-        num_segments::uniform(2).expect("n"),
-    )
-    .fill_past_k(0u8, -1);
+    let problem = offsets().fill_past_k(0u8, -1);
     let mut at = [0u32; 4];
     let err = batched_topk::select_indices(
         &Host::new(),
