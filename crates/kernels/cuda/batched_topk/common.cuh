@@ -49,8 +49,9 @@
 // copied, come from a per-segment address list (SEGMENT_VALUE_POINTERS).
 //
 // A direct call (SEGMENT_DIRECT: strided layout, size, k, direction and count each one host value,
-// all checked on the host) launches no control stage: the tiers take the segment count and
-// every segment's begin, size, k and direction from the parameters, and no status is written.
+// all checked on the host) launches no control stage but FILL (when asked): the tiers take the
+// segment count and every segment's begin, size, k and direction from the parameters, and no
+// status is written.
 //
 // RESOLVE bins the segments by compaction: each segment that writes something is appended to
 // the list of its bin (bt_bin: the same predicate for every segment, from the caps in the

@@ -354,24 +354,33 @@ pub fn batched_topk<K: RadixKey, V>(
         fill_end: plan.per_segment_max,
         fill_widths: 0,
     };
+    // The fill's launch: loaded before any tier runs (a load that fails refuses the call
+    // before it writes anything), and only when a segment has slots (no segment writes
+    // anything when per_segment_max is 0, and a direct call may then count 2^63 of them).
+    let fill = match (plan.fill, fill_widths) {
+        (Some(fill), Some(fill_widths)) if plan.per_segment_max > 0 => {
+            let control = runtime.kernel(&KernelSpec::batched_topk(
+                K::KEY_TYPE,
+                value_bytes,
+                BatchedKernel::Control,
+            ))?;
+            let fill_params = BatchedTopKParams {
+                stage: BT_STAGE_FILL,
+                fill_key: fill.key_bits,
+                fill_value: fill.value_bits.unwrap_or(0),
+                fill_widths,
+                ..params
+            };
+            Some((control, fill_params))
+        }
+        _ => None,
+    };
     let key_bits = <K::Bits as RadixBits>::BITS;
     for step in launch_plan.steps(key_bits, cluster.as_ref()) {
         launch_step::<K>(runtime, stream, value_bytes, &params, step)?;
     }
-    if let (Some(fill), Some(fill_widths)) = (plan.fill, fill_widths) {
+    if let Some((control, fill_params)) = fill {
         // After every tier, in stream order: it writes only the slots past the results.
-        let fill_params = BatchedTopKParams {
-            stage: BT_STAGE_FILL,
-            fill_key: fill.key_bits,
-            fill_value: fill.value_bits.unwrap_or(0),
-            fill_widths,
-            ..params
-        };
-        let control = runtime.kernel(&KernelSpec::batched_topk(
-            K::KEY_TYPE,
-            value_bytes,
-            BatchedKernel::Control,
-        ))?;
         let grid = runtime.grid_blocks(&control, max_segments.saturating_mul(32), 1);
         runtime.launch(stream, &control, grid, fill_params)?;
     }
