@@ -246,6 +246,39 @@ fn direct_calls_are_checked_on_the_host() {
     assert!(!launch(&min).direct);
 }
 
+/// A refused `k` above the size: a call whose one `k` fits its one size stays direct (nothing
+/// can be refused); one whose `k` is above it runs the control stages, so the device reports
+/// it, with the flag set for RESOLVE.
+#[test]
+fn a_refused_k_above_the_size_is_reported_from_the_device() {
+    let fits = CallShape {
+        reject_k_above_size: true,
+        ..strided(10, 256, 8)
+    };
+    assert!(fits.is_direct());
+    let plan = launch(&fits);
+    assert_eq!(plan.flags & BT_REJECT_K_ABOVE_SIZE, BT_REJECT_K_ABOVE_SIZE);
+    let above = CallShape {
+        reject_k_above_size: true,
+        k_bounds: (300, 300),
+        k: Some(300),
+        ..strided(10, 256, 8)
+    };
+    assert!(!above.is_direct());
+    let plan = launch(&above);
+    assert!(!plan.direct);
+    assert_eq!(
+        plan.flags & (BT_REJECT_K_ABOVE_SIZE | SEGMENT_DIRECT),
+        BT_REJECT_K_ABOVE_SIZE
+    );
+    // Without the refusal the same call clamps, and is direct.
+    let clamped = CallShape {
+        reject_k_above_size: false,
+        ..above
+    };
+    assert!(clamped.is_direct());
+}
+
 /// The TotalItems guarantee bounds the multi-block tier's scratch: each of its segments holds
 /// more than the block tier takes.
 #[test]
