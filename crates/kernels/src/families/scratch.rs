@@ -28,6 +28,7 @@ use cudarc::driver::{
     CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits,
 };
 
+use crate::families::listed::table;
 use crate::health::ContextHealth;
 use crate::{KernelError, KernelRuntime};
 
@@ -141,12 +142,10 @@ impl DeviceWorkspace {
         drop(guard);
         let statuses = Arc::new(StatusPool::default());
         for _ in 0..STATUS_SLOTS_AT_START {
-            statuses.give_back(alloc_zeroed::<u64>(
-                runtime,
-                stream,
-                "status",
-                STATUS_SLOT_WORDS,
-            )?);
+            // SAFETY: `Scratch::status` zeroes the words a call uses before lending them.
+            let slot =
+                unsafe { alloc_uninit::<u64>(runtime, stream, "status", STATUS_SLOT_WORDS) }?;
+            statuses.give_back(slot);
         }
         Ok(DeviceWorkspace {
             _memory: memory,
@@ -334,13 +333,11 @@ impl<'w> Scratch<'w> {
         buffer: &'static str,
         mut values: Vec<T>,
     ) -> Result<ScratchBuffer<T>, KernelError> {
+        if let Source::Allocate = self.source {
+            return table(runtime, stream, values).map(ScratchBuffer::Owned);
+        }
         if values.is_empty() {
             values.push(T::default());
-        }
-        if let Source::Allocate = self.source {
-            runtime.count_allocation();
-            let copy = runtime.during("cuMemcpyHtoDAsync", stream.clone_htod(&values))?;
-            return Ok(ScratchBuffer::Owned(copy));
         }
         if let Source::Workspace { workspace, .. } = &self.source {
             same_stream(workspace, stream)?;
@@ -579,19 +576,6 @@ unsafe fn alloc_uninit<T: DeviceRepr>(
     // SAFETY: `len * size_of::<T>()` was checked above not to overflow; the contents are the
     // caller's to initialise (this function's contract).
     runtime.during("cuMemAllocAsync", unsafe { stream.alloc::<T>(len) })
-}
-
-/// `count` zeroed `T`s on `stream`, after the size check.
-fn alloc_zeroed<T: DeviceRepr + ValidAsZeroBits>(
-    runtime: &KernelRuntime,
-    stream: &Arc<CudaStream>,
-    buffer: &'static str,
-    count: u64,
-) -> Result<CudaSlice<T>, KernelError> {
-    // SAFETY: every element is zeroed below, before anything can read it.
-    let mut zeroed = unsafe { alloc_uninit::<T>(runtime, stream, buffer, count) }?;
-    runtime.during("cuMemsetD8Async", stream.memset_zeros(&mut zeroed))?;
-    Ok(zeroed)
 }
 
 #[cfg(test)]
