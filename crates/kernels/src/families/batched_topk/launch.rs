@@ -97,18 +97,9 @@ pub fn batched_topk<K: RadixKey, V>(
         )));
     }
     let shape = call_shape::<K, V>(&plan, num_keys, &values);
-    // The fill's widths: the key's, and the index's when the call writes indices (copied
-    // values' slots past the results are left untouched).
-    let fill_widths = plan.fill.map(|fill| {
-        let key_bytes = std::mem::size_of::<K::Bits>() as u32;
-        let index = fill.value_bits.is_some() && matches!(values, SelectedValues::Index { .. });
-        key_bytes
-            | if index {
-                u32::from(shape.value_bytes) << 8
-            } else {
-                0
-            }
-    });
+    // A fill writes the index slots only of a call that writes indices (copied values' slots
+    // past the results are left untouched).
+    let writes_indices = matches!(values, SelectedValues::Index { .. });
     let max_segments = shape.max_segments();
     let out_len = shape.out_len();
     at_least("out_keys", out_keys.len(), out_len)?;
@@ -357,8 +348,13 @@ pub fn batched_topk<K: RadixKey, V>(
     // The fill's launch: loaded before any tier runs (a load that fails refuses the call
     // before it writes anything), and only when a segment has slots (no segment writes
     // anything when per_segment_max is 0, and a direct call may then count 2^63 of them).
-    let fill = match (plan.fill, fill_widths) {
-        (Some(fill), Some(fill_widths)) if plan.per_segment_max > 0 => {
+    let fill = match plan.fill {
+        Some(fill) if plan.per_segment_max > 0 => {
+            let key_bytes = std::mem::size_of::<K::Bits>() as u32;
+            let fill_value_bytes = match fill.value_bits {
+                Some(_) if writes_indices => u32::from(value_bytes),
+                _ => 0,
+            };
             let control = runtime.kernel(&KernelSpec::batched_topk(
                 K::KEY_TYPE,
                 value_bytes,
@@ -368,7 +364,7 @@ pub fn batched_topk<K: RadixKey, V>(
                 stage: BT_STAGE_FILL,
                 fill_key: fill.key_bits,
                 fill_value: fill.value_bits.unwrap_or(0),
-                fill_widths,
+                fill_widths: key_bytes | fill_value_bytes << 8,
                 ..params
             };
             Some((control, fill_params))
