@@ -70,39 +70,17 @@ pub(crate) fn resolve(
     })
 }
 
-/// Writes the fill into each valid segment's slots past its results, up to the most one
-/// segment writes (the device's FILL stage); the index slots only when the call writes indices.
-fn fill_past_results<K: RadixKey, V: DeviceValue>(
-    request: &BatchedTopKRequest,
-    args: &BatchedTopKArgs<&[i64], &[u8]>,
-    num_segments: u64,
+/// The key and index (when the call writes indices) of a fill, as the call's types.
+fn fill_items<K: RadixKey, V: DeviceValue>(
     fill: BatchedFill,
-    out_keys: &mut [K],
-    mut out_values: Option<&mut [V]>,
     values: &ValuesIn<&[V], V>,
-) {
-    let end = request.per_segment_max as usize;
-    if end == 0 {
-        return; // no segment writes anything (and there may be 2^63 of them)
-    }
+) -> (K, Option<V>) {
     let key = K::from_bits(K::Bits::from_u64_truncating(fill.key_bits));
     let value = match (fill.value_bits, values) {
         (Some(bits), ValuesIn::Index(_)) => Some(value_from_bits::<V>(bits)),
         _ => None,
     };
-    let stride = request.out_stride as usize;
-    for i in 0..num_segments {
-        let Ok(segment) = resolve(request, args, i) else {
-            continue; // an invalid segment writes nothing
-        };
-        let row = i as usize * stride;
-        for slot in row + segment.written as usize..row + end {
-            out_keys[slot] = key;
-            if let (Some(out), Some(value)) = (out_values.as_deref_mut(), value) {
-                out[slot] = value;
-            }
-        }
-    }
+    (key, value)
 }
 
 /// The value whose bytes are the low bytes of `bits` (little-endian, as the device stores it).
@@ -233,6 +211,14 @@ pub(super) fn run<K: RadixKey, V: DeviceValue>(
     let total_items = request.segments.total_items;
     let total_error = (!total_items.contains(total)).then(|| total_items_error(total_items, total));
     let stride = request.out_stride as usize;
+    // A fill takes each valid segment's slots from its results to the most one segment writes
+    // (the device's FILL stage). Every segment with such slots is among the results: the
+    // alike segments skipped when they write nothing span no slot (their size and k are the
+    // bounds).
+    let fill = request
+        .fill_bits
+        .map(|fill| fill_items::<K, V>(fill, &values));
+    let fill_end = request.per_segment_max as usize;
     let mut out_values = out_values;
     for (i, result) in results.into_iter().enumerate() {
         let Ok((segment, selected)) = result else {
@@ -252,17 +238,13 @@ pub(super) fn run<K: RadixKey, V: DeviceValue>(
                 };
             }
         }
-    }
-    if let Some(fill) = request.fill_bits {
-        fill_past_results(
-            request,
-            args,
-            num_segments,
-            fill,
-            out_keys,
-            out_values,
-            &values,
-        );
+        if let Some((key, value)) = fill {
+            let slots = base + selected.len()..base + fill_end;
+            out_keys[slots.clone()].fill(key);
+            if let (Some(out), Some(value)) = (out_values.as_deref_mut(), value) {
+                out[slots].fill(value);
+            }
+        }
     }
     let error: Option<Error> = num_segments_error.or(total_error).or(first_violation);
     Outcome::ready((), error)

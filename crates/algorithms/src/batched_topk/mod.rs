@@ -44,8 +44,9 @@
 //!
 //! Segment `i` writes its `min(k_i, size_i)` results to `out[i * out_stride ..]`, in the
 //! environment's order (as single-problem [`topk`](crate::topk)); the slots past them are left
-//! untouched, or take a fill key and index ([`Problem::fill_past_k`]). `out_stride` is, unless set with [`Problem::out_stride`], the most one segment
-//! can write: `min(k.max, segment_sizes.max)` over the tightest bounds (and at most the stride
+//! untouched, or take a fill key and index ([`Problem::fill_past_k`]). `out_stride` is, unless
+//! set with [`Problem::out_stride`], the most one segment can write: `min(k.max,
+//! segment_sizes.max)` over the tightest bounds (and at most the stride
 //! or `keys.len()`). The outputs need `(n - 1) * out_stride + that` elements for `n` segments
 //! (`n` = the upper bound of a deferred `num_segments`). [`select_indices`] writes each item's
 //! index *within its segment* (MoE: the expert id).
