@@ -614,3 +614,111 @@ fn slots_past_k_take_the_fill_like_the_host() {
         "pairs: values"
     );
 }
+
+/// Per-row sizes and `k` held as `i32` (what engines keep) are read by the kernels as they
+/// are: every tier's row lengths, empty rows, and a negative `k` in one row (reported with its
+/// value, so the width is not truncated); outputs and report equal the host's over the same
+/// values as `i64`, outputs poisoned.
+#[test]
+fn i32_sizes_and_k_equal_their_i64_form() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let rows = 240usize;
+    let stride = 6000usize;
+    let keys: Vec<f32> = sample_keys(rows * stride, 61);
+    let mut rng = oxicub_test::SplitMix64::new(62);
+    let sizes: Vec<i64> = (0..rows)
+        .map(|r| match r % 6 {
+            0 => 0,
+            1 => 2500 + (rng.next_u64() % 3500) as i64,
+            _ => (rng.next_u64() % 500) as i64,
+        })
+        .collect();
+    let mut ks: Vec<i64> = (0..rows).map(|_| (rng.next_u64() % 257) as i64).collect();
+    ks[101] = -1;
+    let narrow = |v: &[i64]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
+    let (sizes32, ks32) = (narrow(&sizes), narrow(&ks));
+    let device_keys = cuda.upload(&keys).expect("upload");
+    let device_sizes = cuda.upload(&sizes32).expect("upload");
+    let device_ks = cuda.upload(&ks32).expect("upload");
+    // The macro builds the offsets form too; this call is strided.
+    let unused_offsets = cuda.upload(&[0i64]).expect("upload");
+    let out_len = rows * 256;
+    let report = |result: Result<(), Error>| match result {
+        Err(Error::InvalidSegment {
+            segment,
+            arg,
+            value,
+            ..
+        }) => (segment, arg, value),
+        other => panic!("row 101's k: {other:?}"),
+    };
+    let (mut host_top, mut host_at) = (vec![poison::<f32>(); out_len], vec![u32::MAX; out_len]);
+    let host_result = per_row_indices!(
+        &Host::new(),
+        false,
+        6000,
+        (
+            &keys[..],
+            &sizes[..],
+            &[0i64][..],
+            &[0i64][..],
+            &ks[..],
+            rows,
+            stride
+        ),
+        &mut host_top[..],
+        &mut host_at[..],
+        fill_past_k(f32::NEG_INFINITY, i64::from(u32::MAX - 1))
+    );
+    assert_eq!(report(host_result.clone()), (101, "k", -1));
+    // The host backend reads i32 values as well.
+    let (mut host32_top, mut host32_at) = (vec![poison::<f32>(); out_len], vec![u32::MAX; out_len]);
+    let host32_result = per_row_indices!(
+        &Host::new(),
+        false,
+        6000,
+        (
+            &keys[..],
+            &sizes32[..],
+            &[0i64][..],
+            &[0i64][..],
+            &ks32[..],
+            rows,
+            stride
+        ),
+        &mut host32_top[..],
+        &mut host32_at[..],
+        fill_past_k(f32::NEG_INFINITY, i64::from(u32::MAX - 1))
+    );
+    assert_eq!(report(host32_result), report(host_result.clone()));
+    assert!(host32_at == host_at);
+    let mut top = cuda
+        .upload(&vec![poison::<f32>(); out_len])
+        .expect("poison");
+    let mut at = cuda.upload(&vec![u32::MAX; out_len]).expect("poison");
+    let device_result = per_row_indices!(
+        &cuda,
+        false,
+        6000,
+        (
+            device_keys.as_view(),
+            device_sizes.as_view(),
+            unused_offsets.as_view(),
+            unused_offsets.as_view(),
+            device_ks.as_view(),
+            rows,
+            stride
+        ),
+        top.as_view_mut(),
+        at.as_view_mut(),
+        fill_past_k(f32::NEG_INFINITY, i64::from(u32::MAX - 1))
+    );
+    assert_eq!(report(device_result), report(host_result));
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let got_top = cuda.download(&top.as_view()).expect("download");
+    assert!(bits(&got_top) == bits(&host_top), "keys");
+    assert!(
+        cuda.download(&at.as_view()).expect("download") == host_at,
+        "indices"
+    );
+}

@@ -346,3 +346,55 @@ proptest! {
         check_case(&case, &require!(tie_break::PreferLargerIndex));
     }
 }
+
+/// Per-row sizes and `k` held as `i32` give what the same values as `i64` give, on `Host` and
+/// on `AnyBackend` (which copies them to the device as they are); a negative `i32` value is
+/// reported with its value, not truncated.
+#[test]
+fn i32_sizes_and_k_equal_their_i64_form() {
+    use oxicub_algorithms::AnyBackend;
+    let (rows, cols) = (50usize, 40usize);
+    let keys: Vec<f32> = oxicub_test::sample_keys(rows * cols, 71);
+    let mut rng = oxicub_test::SplitMix64::new(72);
+    let sizes: Vec<i64> = (0..rows).map(|_| (rng.next_u64() % 41) as i64).collect();
+    let mut ks: Vec<i64> = (0..rows).map(|_| (rng.next_u64() % 9) as i64).collect();
+    let narrow = |v: &[i64]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
+    macro_rules! run {
+        ($backend:expr, $sizes:expr, $ks:expr) => {{
+            let problem = Problem::strided(
+                cols,
+                segment_size::PerSegment::<_, 0, 40>::new($sizes),
+                k::PerSegment::<_, 0, 8>::new($ks),
+                direction::Max,
+                num_segments::uniform(rows as i64).expect("n"),
+            )
+            .fill_past_k(f32::NEG_INFINITY, -1);
+            let (mut top, mut at) = (vec![poison::<f32>(); rows * 8], vec![7i32; rows * 8]);
+            let result = batched_topk::select_indices(
+                $backend,
+                &problem,
+                &keys[..],
+                &mut top[..],
+                &mut at[..],
+                &Env::new(),
+            )
+            .expect("front check")
+            .check();
+            let bits: Vec<u32> = top.iter().map(|v| v.to_bits()).collect();
+            (result.map_err(|e| e.to_string()), bits, at)
+        }};
+    }
+    let wide = run!(&Host::new(), &sizes[..], &ks[..]);
+    assert!(wide.0.is_ok(), "{:?}", wide.0);
+    let (sizes32, ks32) = (narrow(&sizes), narrow(&ks));
+    assert!(run!(&Host::new(), &sizes32[..], &ks32[..]) == wide);
+    let any = AnyBackend::Host(Host::new());
+    assert!(run!(&any, &sizes32[..], &ks32[..]) == wide);
+    ks[17] = -3;
+    let ks32 = narrow(&ks);
+    let (result, ..) = run!(&Host::new(), &sizes32[..], &ks32[..]);
+    assert_eq!(
+        result,
+        Err("segment 17: k = -3 is outside its bounds [0, 8]".to_owned())
+    );
+}

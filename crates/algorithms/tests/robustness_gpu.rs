@@ -10,7 +10,7 @@ use oxicub_env::Env;
 use oxicub_kernels::families::batched_topk::{
     batched_topk, BatchedLayout, BatchedTiers, BatchedTopKPlan,
 };
-use oxicub_kernels::families::{HostOrDevice, SelectedValues};
+use oxicub_kernels::families::{DeviceInts, HostOrDevice, SelectedValues};
 use oxicub_kernels::Scratch;
 use oxicub_params::guarantee::TotalItems;
 use oxicub_params::{direction, k, num_segments, segment_size};
@@ -276,7 +276,9 @@ fn strided_plan<'a, 'b>(
             stride: size,
             sizes: HostOrDevice::Host(size),
         },
-        k: ks.map_or(HostOrDevice::Host(k), HostOrDevice::Device),
+        k: ks.map_or(HostOrDevice::Host(k), |ks| {
+            HostOrDevice::Device(DeviceInts::I64(ks))
+        }),
         direction: HostOrDevice::Host(0),
         direction_mask: 1,
         num_segments: HostOrDevice::Host(rows),

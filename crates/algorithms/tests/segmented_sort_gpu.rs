@@ -757,6 +757,16 @@ fn strided_rows_pairs_and_any_backend() {
         num_segments::uniform(rows as i64).expect("rows"),
     );
     let what = "bf16 rows of 3000, u16 values";
+    same_pairs_on_any_backend(what, cuda.clone(), &problem, &keys, &values, 0xbeef);
+    // The sizes held as i32, on the device (the kernels widen them as they read).
+    let sizes32: Vec<i32> = sizes.iter().map(|&s| s as i32).collect();
+    let problem = Problem::strided(
+        cols,
+        segment_size::PerSegment::<_, 0, 3000>::new(&sizes32[..]),
+        order::Descending,
+        num_segments::uniform(rows as i64).expect("rows"),
+    );
+    let what = "bf16 rows of 3000, i32 sizes";
     same_pairs_on_any_backend(what, cuda, &problem, &keys, &values, 0xbeef);
 }
 

@@ -30,6 +30,8 @@ device_constants! {
     pub(crate) const SEGMENT_OFFSETS: u32 = 1;
     /// Flag: strided segments whose sizes are per segment (`params.sizes`).
     pub(crate) const SEGMENT_SIZES_PER_SEGMENT: u32 = 2;
+    /// Flag: those per-segment sizes are `i32` (else `i64`).
+    pub(crate) const SEGMENT_SIZES_I32: u32 = 1 << 20;
     /// Flag: the number of segments is deferred, an `i64` at `params.num_segments_ptr`.
     pub(crate) const SEGMENT_COUNT_DEFERRED: u32 = 16;
     /// Flag: a direct call (strided, every value one host value checked on the host): no
@@ -41,6 +43,7 @@ device_constants! {
     /// Every flag of the segmented problem: a family's own flags take other bits.
     pub(crate) const SEGMENT_FLAGS: u32 = SEGMENT_OFFSETS
         | SEGMENT_SIZES_PER_SEGMENT
+        | SEGMENT_SIZES_I32
         | SEGMENT_COUNT_DEFERRED
         | SEGMENT_DIRECT
         | SEGMENT_VALUE_POINTERS;

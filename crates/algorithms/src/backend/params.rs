@@ -4,7 +4,9 @@
 //!
 //! A `Static` or `Uniform` value is one host value on every backend. A `PerSegment` or
 //! `Deferred` value is read where the backend runs: from host slices (`&[i64]`, `&i64`) on
-//! [`Host`] and [`AnyBackend`], from device views (`CudaView<i64>`) on [`Cuda`].
+//! [`Host`] and [`AnyBackend`], from device views (`CudaView<i64>`) on [`Cuda`]. Per-segment
+//! values may also be `i32` (`&[i32]`, `CudaView<i32>`), the width most engines hold them in:
+//! the kernels widen them as they read, with no copy.
 
 use cudarc::driver::CudaView;
 use oxicub_params::{
@@ -14,7 +16,7 @@ use oxicub_params::{
 
 use oxicub_params::role::{self, Role};
 
-use super::{AnyBackend, Backend, ByteOption, Cuda, Host};
+use super::{AnyBackend, Backend, Buffer, ByteOption, Cuda, Host};
 use crate::sealed::Sealed;
 
 impl<R: Role, const V: i64> Sealed for Static<R, V> {}
@@ -28,15 +30,17 @@ impl Sealed for direction::Min {}
 impl Sealed for order::Ascending {}
 impl Sealed for order::Descending {}
 
-/// Where the values of a numeric parameter are: `I` is the buffer type of the backend that
-/// reads them (`&[i64]` in host memory, `&CudaView<i64>` on [`Cuda`]).
+/// Where the values of a numeric parameter are: `I` and `N` are the backend's buffers of
+/// `i64`s and of `i32`s (`&[i64]` in host memory, `&CudaView<i64>` on [`Cuda`]).
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug)]
-pub enum ParamValues<I> {
+pub enum ParamValues<I, N> {
     /// One value, known on the host (`Static`, `Uniform`).
     Host(i64),
     /// One value per segment.
     PerSegment(I),
+    /// One `i32` value per segment.
+    PerSegment32(N),
     /// One value the host does not read: a one-element buffer, read in stream order.
     Deferred(I),
     /// No values, only bounds (segment sizes that a layout's offsets give).
@@ -44,7 +48,47 @@ pub enum ParamValues<I> {
 }
 
 /// [`ParamValues`] as backend `B` reads them.
-pub type ParamValuesOn<'r, B> = ParamValues<<B as Backend>::Values<'r, i64>>;
+pub type ParamValuesOn<'r, B> =
+    ParamValues<<B as Backend>::Values<'r, i64>, <B as Backend>::Values<'r, i32>>;
+
+impl<I, N> ParamValues<I, N> {
+    /// The values, borrowed.
+    pub(crate) fn as_ref(&self) -> ParamValues<&I, &N> {
+        match self {
+            ParamValues::Host(value) => ParamValues::Host(*value),
+            ParamValues::PerSegment(values) => ParamValues::PerSegment(values),
+            ParamValues::PerSegment32(values) => ParamValues::PerSegment32(values),
+            ParamValues::Deferred(value) => ParamValues::Deferred(value),
+            ParamValues::BoundsOnly => ParamValues::BoundsOnly,
+        }
+    }
+}
+
+impl<I: Buffer, N: Buffer> ParamValues<I, N> {
+    /// The length of a per-segment buffer (either width); `None` for other values.
+    pub(crate) fn per_segment_len(&self) -> Option<usize> {
+        match self {
+            ParamValues::PerSegment(values) => Some(values.len()),
+            ParamValues::PerSegment32(values) => Some(values.len()),
+            ParamValues::Host(_) | ParamValues::Deferred(_) | ParamValues::BoundsOnly => None,
+        }
+    }
+}
+
+impl ParamValues<&[i64], &[i32]> {
+    /// Segment `at`'s value of a per-segment parameter in host memory (a host value is every
+    /// segment's).
+    pub(crate) fn at(&self, at: usize) -> i64 {
+        match self {
+            ParamValues::Host(value) => *value,
+            ParamValues::PerSegment(values) => values[at],
+            ParamValues::PerSegment32(values) => i64::from(values[at]),
+            ParamValues::Deferred(_) | ParamValues::BoundsOnly => {
+                unreachable!("a per-segment parameter has a value per segment (`PerSegmentOn`)")
+            }
+        }
+    }
+}
 
 /// A numeric parameter whose values backend `B` can read: `Static` and `Uniform` on every
 /// backend; `PerSegment` and `Deferred` over host memory on [`Host`] and [`AnyBackend`], over
@@ -58,6 +102,8 @@ pub type ParamValuesOn<'r, B> = ParamValues<<B as Backend>::Values<'r, i64>>;
 /// fn readable_on_host<P: ValuesOn<Host>>(_: &P) {}
 /// let per_row = [8i64, 2, 4];
 /// readable_on_host(&k::PerSegment::<_, 0, 8>::new(&per_row[..]));
+/// let per_row_i32 = [8i32, 2, 4];
+/// readable_on_host(&k::PerSegment::<_, 0, 8>::new(&per_row_i32[..]));
 /// readable_on_host(&k::Static::<8>::new());
 /// ```
 ///
@@ -74,9 +120,9 @@ pub type ParamValuesOn<'r, B> = ParamValues<<B as Backend>::Values<'r, i64>>;
 #[diagnostic::on_unimplemented(
     message = "the `{B}` backend cannot read the values of `{Self}`",
     label = "its values are not where `{B}` runs",
-    note = "per-segment and deferred values live where the backend runs: host slices (`&[i64]`, \
-            `&i64`) on `Host` and `AnyBackend`, `CudaView<i64>` on `Cuda`; `Static` and \
-            `Uniform` values work on every backend"
+    note = "per-segment and deferred values live where the backend runs: host slices (`&[i64]` \
+            or `&[i32]`, `&i64`) on `Host` and `AnyBackend`, `CudaView<i64>` or \
+            `CudaView<i32>` on `Cuda`; `Static` and `Uniform` values work on every backend"
 )]
 pub trait ValuesOn<B: Backend + ?Sized>: Param + Sealed {
     /// Where the values are.
@@ -116,6 +162,13 @@ macro_rules! host_memory_values {
             }
         }
         impl<R: Role, const MIN: i64, const MAX: i64> ValuesOn<$backend>
+            for PerSegment<R, &[i32], MIN, MAX>
+        {
+            fn values(&self) -> ParamValuesOn<'_, $backend> {
+                ParamValues::PerSegment32(self.source())
+            }
+        }
+        impl<R: Role, const MIN: i64, const MAX: i64> ValuesOn<$backend>
             for Deferred<R, &i64, MIN, MAX>
         {
             fn values(&self) -> ParamValuesOn<'_, $backend> {
@@ -131,6 +184,14 @@ impl<R: Role, const MIN: i64, const MAX: i64> ValuesOn<Cuda>
 {
     fn values(&self) -> ParamValuesOn<'_, Cuda> {
         ParamValues::PerSegment(self.source())
+    }
+}
+
+impl<R: Role, const MIN: i64, const MAX: i64> ValuesOn<Cuda>
+    for PerSegment<R, CudaView<'_, i32>, MIN, MAX>
+{
+    fn values(&self) -> ParamValuesOn<'_, Cuda> {
+        ParamValues::PerSegment32(self.source())
     }
 }
 
@@ -160,8 +221,8 @@ impl<R: Role, const MIN: i64, const MAX: i64> ValuesOn<Cuda>
     message = "`{Self}` does not give a value for each segment that `{B}` can read",
     label = "a per-segment parameter",
     note = "per-segment parameters are `Static`, `Uniform` or `PerSegment` over the backend's \
-            memory (`&[i64]` on `Host` and `AnyBackend`, `CudaView<i64>` on `Cuda`); a \
-            `Deferred` value is not one of them"
+            memory (`&[i64]` or `&[i32]` on `Host` and `AnyBackend`, `CudaView<i64>` or \
+            `CudaView<i32>` on `Cuda`); a `Deferred` value is not one of them"
 )]
 pub trait PerSegmentOn<B: Backend + ?Sized>: ValuesOn<B> {}
 

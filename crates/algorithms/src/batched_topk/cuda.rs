@@ -18,15 +18,16 @@ use crate::backend::{ChoiceValues, Cuda, DeviceValue};
 use crate::contract::{BatchedTopKArgs, BatchedTopKRequest};
 use crate::radix::RadixKey;
 use crate::segments::cuda::{
-    host_or_device, launch_bounds, on_device_copies, with_selected, ChoiceCopy, ParamCopy,
-    SegmentArgsCopy,
+    host_or_device, launch_bounds, on_device_copies, single_host_or_device, with_selected,
+    ChoiceCopy, ParamCopy, SegmentArgsCopy,
 };
 use crate::segments::{segmented_error, DeviceReport, LayoutArg, Outcome, Violation};
 use crate::values::ValuesIn;
 use crate::Error;
 
 /// The device's per-segment arguments.
-type DeviceArgs<'r> = BatchedTopKArgs<&'r CudaView<'r, i64>, &'r CudaView<'r, u8>>;
+type DeviceArgs<'r> =
+    BatchedTopKArgs<&'r CudaView<'r, i64>, &'r CudaView<'r, i32>, &'r CudaView<'r, u8>>;
 
 /// The status of a call on the device, read when the caller checks the outcome.
 #[derive(Debug)]
@@ -81,7 +82,7 @@ where
         k: host_or_device(args.k),
         direction,
         direction_mask: request.directions,
-        num_segments: host_or_device(args.segments.num_segments),
+        num_segments: single_host_or_device(args.segments.num_segments),
         num_segments_bounds: launch_bounds(segments.num_segments.merged),
         size_bounds: launch_bounds(segments.sizes),
         k_bounds: launch_bounds(request.k),
@@ -183,7 +184,7 @@ pub(super) fn run_listed<K: RadixKey, V: DeviceValue>(
 pub(super) fn run_any<K: RadixKey, V: DeviceValue>(
     cuda: &Cuda,
     request: &BatchedTopKRequest,
-    args: &BatchedTopKArgs<&[i64], &[u8]>,
+    args: &BatchedTopKArgs<&[i64], &[i32], &[u8]>,
     keys: &[K],
     values: ValuesIn<&[V], V>,
     out_keys: &mut [K],
@@ -202,7 +203,7 @@ pub(super) fn run_any<K: RadixKey, V: DeviceValue>(
     let (segment_views, k_view, direction_view) = (segments.views(), k.view(), direction.view());
     let device_args = BatchedTopKArgs {
         segments: segments.args(&segment_views),
-        k: k.values(&k_view),
+        k: k_view.as_ref(),
         direction: direction.values(&direction_view),
     };
     on_device_copies(

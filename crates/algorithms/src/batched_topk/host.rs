@@ -32,18 +32,12 @@ pub(crate) struct Segment {
 /// them: the layout's, then `k`'s, then the direction's.
 pub(crate) fn resolve(
     request: &BatchedTopKRequest,
-    args: &BatchedTopKArgs<&[i64], &[u8]>,
+    args: &BatchedTopKArgs<&[i64], &[i32], &[u8]>,
     i: u64,
 ) -> Result<Segment, (Violation, i64)> {
     let (begin, size) = resolve_segment(&request.segments, &args.segments, i)?;
     let at = i as usize;
-    let k = match args.k {
-        ParamValues::Host(k) => k,
-        ParamValues::PerSegment(k) => k[at],
-        ParamValues::Deferred(_) | ParamValues::BoundsOnly => {
-            unreachable!("k is a per-segment parameter (`PerSegmentOn`)")
-        }
-    };
+    let k = args.k.at(at);
     if !request.k.contains(k) {
         let bounds = request.k;
         return Err((Violation::OutOfBounds { arg: "k", bounds }, k));
@@ -140,7 +134,7 @@ type SegmentResult = Result<(Segment, Vec<usize>), (Violation, i64)>;
 /// segment 0 stands for all of them (the front check made the keys hold every segment up to
 /// the count's upper bound, so none ends past them), and a call with up to 2^63 segments that
 /// write nothing (stride 0, size 0) is decided without visiting them one by one.
-fn segments_alike(args: &BatchedTopKArgs<&[i64], &[u8]>) -> bool {
+fn segments_alike(args: &BatchedTopKArgs<&[i64], &[i32], &[u8]>) -> bool {
     matches!(
         (
             args.segments.layout,
@@ -160,7 +154,7 @@ fn segments_alike(args: &BatchedTopKArgs<&[i64], &[u8]>) -> bool {
 /// Runs a checked call on the host.
 pub(super) fn run<K: RadixKey, V: DeviceValue>(
     request: &BatchedTopKRequest,
-    args: &BatchedTopKArgs<&[i64], &[u8]>,
+    args: &BatchedTopKArgs<&[i64], &[i32], &[u8]>,
     keys: &[K],
     values: ValuesIn<&[V], V>,
     out_keys: &mut [K],

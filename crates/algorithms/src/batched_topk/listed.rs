@@ -61,7 +61,7 @@ impl<S, K, D, N> Problem<Listed, S, K, D, N> {
 pub(super) fn run_joined<B, K, V>(
     backend: &B,
     request: &BatchedTopKRequest,
-    args: BatchedTopKArgs<&[i64], &[u8]>,
+    args: BatchedTopKArgs<&[i64], &[i32], &[u8]>,
     segments: &[&[K]],
     values: ValuesIn<&[&[V]], V>,
     out_keys: &mut [K],
@@ -70,6 +70,7 @@ pub(super) fn run_joined<B, K, V>(
 where
     B: for<'x> BatchedTopKBackend<
             Values<'x, i64> = &'x [i64],
+            Values<'x, i32> = &'x [i32],
             Values<'x, u8> = &'x [u8],
             Slice<'x, K> = &'x [K],
             Slice<'x, V> = &'x [V],

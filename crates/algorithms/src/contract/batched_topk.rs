@@ -181,21 +181,24 @@ impl BatchedTopKRequest {
     }
 }
 
-/// Every per-segment argument of one call; `I` and `J` are the backend's buffers of `i64`s and
-/// of bytes.
+/// Every per-segment argument of one call; `I`, `N` and `J` are the backend's buffers of
+/// `i64`s, of `i32`s and of bytes.
 #[derive(Clone, Copy, Debug)]
-pub struct BatchedTopKArgs<I, J> {
+pub struct BatchedTopKArgs<I, N, J> {
     /// The layout, sizes and number of segments.
-    pub(crate) segments: SegmentArgs<I>,
+    pub(crate) segments: SegmentArgs<I, N>,
     /// `k`.
-    pub(crate) k: ParamValues<I>,
+    pub(crate) k: ParamValues<I, N>,
     /// The directions.
     pub(crate) direction: ChoiceValues<J, SelectDirection>,
 }
 
 /// [`BatchedTopKArgs`] as backend `B` reads them.
-pub type BatchedTopKArgsOn<'r, B> =
-    BatchedTopKArgs<<B as Backend>::Values<'r, i64>, <B as Backend>::Values<'r, u8>>;
+pub type BatchedTopKArgsOn<'r, B> = BatchedTopKArgs<
+    <B as Backend>::Values<'r, i64>,
+    <B as Backend>::Values<'r, i32>,
+    <B as Backend>::Values<'r, u8>,
+>;
 
 impl<B, L, S, Kp, D, N> ProblemOn<B> for Problem<L, S, Kp, D, N>
 where

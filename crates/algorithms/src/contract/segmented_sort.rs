@@ -51,19 +51,22 @@ pub struct SortRequest {
     pub(crate) orders: u32,
 }
 
-/// The per-segment arguments of a checked call; `I` and `J` are the buffer types of the
-/// backend that reads them.
+/// The per-segment arguments of a checked call; `I`, `N` and `J` are the backend's buffers of
+/// `i64`s, of `i32`s and of bytes.
 #[derive(Clone, Copy, Debug)]
-pub struct SortArgs<I, J> {
+pub struct SortArgs<I, N, J> {
     /// The layout, sizes and number of segments.
-    pub(crate) segments: SegmentArgs<I>,
+    pub(crate) segments: SegmentArgs<I, N>,
     /// The orders.
     pub(crate) order: ChoiceValues<J, SortOrder>,
 }
 
 /// [`SortArgs`] as backend `B` reads them.
-pub type SortArgsOn<'r, B> =
-    SortArgs<<B as Backend>::Values<'r, i64>, <B as Backend>::Values<'r, u8>>;
+pub type SortArgsOn<'r, B> = SortArgs<
+    <B as Backend>::Values<'r, i64>,
+    <B as Backend>::Values<'r, i32>,
+    <B as Backend>::Values<'r, u8>,
+>;
 
 impl<L, S, O, N> Sealed for Problem<L, S, O, N> {}
 

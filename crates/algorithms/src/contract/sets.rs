@@ -136,18 +136,19 @@ pub struct BatchRequest {
     pub(crate) b: SegmentsRequest,
 }
 
-/// The segmented arguments of a checked batched call; `I` is the buffer type of the backend
-/// that reads them.
+/// The segmented arguments of a checked batched call; `I` and `N` are the backend's buffers of
+/// `i64`s and of `i32`s.
 #[derive(Clone, Copy, Debug)]
-pub struct BatchArgs<I> {
+pub struct BatchArgs<I, N> {
     /// `a`'s segments (and the number of pairs).
-    pub(crate) a: SegmentArgs<I>,
+    pub(crate) a: SegmentArgs<I, N>,
     /// `b`'s segments.
-    pub(crate) b: SegmentArgs<I>,
+    pub(crate) b: SegmentArgs<I, N>,
 }
 
 /// [`BatchArgs`] as backend `B` reads them.
-pub type BatchArgsOn<'r, B> = BatchArgs<<B as Backend>::Values<'r, i64>>;
+pub type BatchArgsOn<'r, B> =
+    BatchArgs<<B as Backend>::Values<'r, i64>, <B as Backend>::Values<'r, i32>>;
 
 /// The most pairs a batched call takes: a pair's two regions (its segment and the gap before
 /// it) are numbered in 32 bits on the device.

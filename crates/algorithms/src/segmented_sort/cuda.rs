@@ -19,7 +19,8 @@ use crate::error::driver_error;
 use crate::radix::RadixKey;
 use crate::sealed::Token;
 use crate::segments::cuda::{
-    host_or_device, launch_bounds, on_device_copies, with_selected, ChoiceCopy, SegmentArgsCopy,
+    host_or_device, launch_bounds, on_device_copies, single_host_or_device, with_selected,
+    ChoiceCopy, SegmentArgsCopy,
 };
 use crate::segments::{segmented_error, DeviceReport, LayoutArg, Pending, SegmentArgs};
 use crate::values::ValuesIn;
@@ -147,7 +148,7 @@ fn over_offsets<'r>(
 /// The launch plan of a checked call.
 fn plan<'a, 'b>(
     request: &SortRequest,
-    args: &SortArgs<&'b CudaView<'a, i64>, &'b CudaView<'a, u8>>,
+    args: &SortArgs<&'b CudaView<'a, i64>, &'b CudaView<'a, i32>, &'b CudaView<'a, u8>>,
 ) -> SegmentedSortPlan<'a, 'b> {
     let layout = match args.segments.layout {
         LayoutArg::Strided(stride) => SortLayout::Strided {
@@ -166,7 +167,7 @@ fn plan<'a, 'b>(
         layout,
         order,
         order_mask: request.orders,
-        num_segments: host_or_device(args.segments.num_segments),
+        num_segments: single_host_or_device(args.segments.num_segments),
         num_segments_bounds: launch_bounds(segments.num_segments.merged),
         size_bounds: launch_bounds(segments.sizes),
         total_bounds: launch_bounds(segments.total_items),

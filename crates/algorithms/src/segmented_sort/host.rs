@@ -31,7 +31,7 @@ pub(crate) struct SortSegment {
 /// ends, then the order's.
 pub(crate) fn resolve(
     request: &SortRequest,
-    args: &SortArgs<&[i64], &[u8]>,
+    args: &SortArgs<&[i64], &[i32], &[u8]>,
     i: u64,
 ) -> Result<SortSegment, (Violation, i64)> {
     let (begin, size) = resolve_segment(&request.segments, &args.segments, i)?;
@@ -78,7 +78,7 @@ pub(crate) fn sort_segment<K: RadixKey>(keys: &[K], order: SortOrder) -> Vec<u32
 /// Runs a checked call on the host.
 fn run<K: RadixKey, V: DeviceValue>(
     request: &SortRequest,
-    args: &SortArgs<&[i64], &[u8]>,
+    args: &SortArgs<&[i64], &[i32], &[u8]>,
     keys: &[K],
     values: ValuesIn<&[V], V>,
     out_keys: &mut [K],

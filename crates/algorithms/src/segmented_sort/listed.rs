@@ -317,7 +317,7 @@ pub(super) fn sort_joined<B, K, V>(
     backend: &B,
     token: Token,
     request: &SortRequest,
-    args: SortArgs<&[i64], &[u8]>,
+    args: SortArgs<&[i64], &[i32], &[u8]>,
     segments: &[&[K]],
     values: ValuesIn<&[&[V]], V>,
     out_keys: &mut [K],
@@ -326,6 +326,7 @@ pub(super) fn sort_joined<B, K, V>(
 where
     B: for<'x> SegmentedSortBackend<
             Values<'x, i64> = &'x [i64],
+            Values<'x, i32> = &'x [i32],
             Values<'x, u8> = &'x [u8],
             Slice<'x, K> = &'x [K],
             Slice<'x, V> = &'x [V],
@@ -367,13 +368,14 @@ pub(super) fn sort_joined_in_place<B, K, V>(
     backend: &B,
     token: Token,
     request: &SortRequest,
-    args: SortArgs<&[i64], &[u8]>,
+    args: SortArgs<&[i64], &[i32], &[u8]>,
     segments: &mut [&mut [K]],
     values: Option<&mut [&mut [V]]>,
 ) -> Result<Pending<MergeStatistics>, Error>
 where
     B: for<'x> SegmentedSortBackend<
             Values<'x, i64> = &'x [i64],
+            Values<'x, i32> = &'x [i32],
             Values<'x, u8> = &'x [u8],
             Slice<'x, K> = &'x [K],
             Slice<'x, V> = &'x [V],

@@ -25,20 +25,21 @@ pub struct SegmentsRequest {
     pub(crate) largest: u64,
 }
 
-/// The segmented arguments of a checked call; `I` is the buffer type of the backend that reads
-/// them.
+/// The segmented arguments of a checked call; `I` and `N` are the backend's buffers of `i64`s
+/// and of `i32`s.
 #[derive(Clone, Copy, Debug)]
-pub struct SegmentArgs<I> {
+pub struct SegmentArgs<I, N> {
     /// Where the segments are.
     pub(crate) layout: LayoutArg<I>,
     /// The segment sizes.
-    pub(crate) sizes: ParamValues<I>,
+    pub(crate) sizes: ParamValues<I, N>,
     /// The number of segments.
-    pub(crate) num_segments: ParamValues<I>,
+    pub(crate) num_segments: ParamValues<I, N>,
 }
 
 /// [`SegmentArgs`] as backend `B` reads them.
-pub type SegmentArgsOn<'r, B> = SegmentArgs<<B as Backend>::Values<'r, i64>>;
+pub type SegmentArgsOn<'r, B> =
+    SegmentArgs<<B as Backend>::Values<'r, i64>, <B as Backend>::Values<'r, i32>>;
 
 /// A buffer of one value per segment must hold `max_segments` of them.
 pub(crate) fn check_per_segment(
@@ -145,7 +146,7 @@ where
             }
             request.largest = request.largest.min(stride).min(size);
         }
-        (LayoutArg::Strided(stride), ParamValues::PerSegment(_)) => {
+        (LayoutArg::Strided(stride), ParamValues::PerSegment(_) | ParamValues::PerSegment32(_)) => {
             request.largest = request.largest.min(stride);
         }
         (LayoutArg::Strided(_), _) => {
@@ -156,7 +157,10 @@ where
                     .to_owned(),
             });
         }
-        (LayoutArg::Offsets { .. } | LayoutArg::Listed, ParamValues::PerSegment(_)) => {
+        (
+            LayoutArg::Offsets { .. } | LayoutArg::Listed,
+            ParamValues::PerSegment(_) | ParamValues::PerSegment32(_),
+        ) => {
             let reason = if matches!(args.layout, LayoutArg::Listed) {
                 "with listed segments the sizes are the slices' lengths: pass only bounds \
                  (segment_size::PerSegment::<(), MIN, MAX>::new(())) or a Static/Uniform size"
@@ -177,24 +181,24 @@ where
 /// Checks the lengths of the segments' per-segment buffers (begin and end offsets, sizes), in
 /// that order; an algorithm's contract calls it once its own scalar checks have passed, then
 /// checks its own per-segment buffers.
-pub(crate) fn check_buffers<I: Buffer>(
+pub(crate) fn check_buffers<I: Buffer, N: Buffer>(
     request: &SegmentsRequest,
-    args: &SegmentArgs<I>,
+    args: &SegmentArgs<I, N>,
 ) -> Result<(), Error> {
     if let LayoutArg::Offsets { begin, end } = &args.layout {
         check_per_segment("begin_offsets", begin.len(), request)?;
         check_per_segment("end_offsets", end.len(), request)?;
     }
-    if let ParamValues::PerSegment(sizes) = &args.sizes {
-        check_per_segment("segment_sizes", sizes.len(), request)?;
+    if let Some(len) = args.sizes.per_segment_len() {
+        check_per_segment("segment_sizes", len, request)?;
     }
     Ok(())
 }
 
 /// A deferred value is read from a one-element buffer: it must have that element.
-pub(crate) fn check_deferred<I: Buffer>(
+pub(crate) fn check_deferred<I: Buffer, N>(
     arg: &'static str,
-    values: &ParamValues<I>,
+    values: &ParamValues<I, N>,
 ) -> Result<(), Error> {
     match values {
         ParamValues::Deferred(value) if value.is_empty() => Err(Error::BufferTooSmall {

@@ -2,7 +2,7 @@
 //! call copied to the device. (A listed layout's views go to the kernel launcher as they are.)
 
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
-use oxicub_kernels::families::{HostOrDevice, SelectedValues};
+use oxicub_kernels::families::{DeviceInts, HostOrDevice, SelectedValues};
 use oxicub_params::Bounds;
 
 use super::{LayoutArg, Pending, SegmentArgs};
@@ -11,15 +11,31 @@ use crate::radix::RadixKey;
 use crate::values::ValuesIn;
 use crate::Error;
 
-/// A numeric parameter as a kernel launcher takes it: one host value (0 for bounds only), or
-/// its values in device memory (per segment, or one deferred value).
+/// A per-segment parameter (sizes, `k`) as a kernel launcher takes it: one host value (0 for
+/// bounds only), or its values in device memory, in the width the caller holds them.
 pub(crate) fn host_or_device<'a, 'b>(
-    values: ParamValues<&'b CudaView<'a, i64>>,
-) -> HostOrDevice<'a, 'b, i64, u64> {
+    values: ParamValues<&'b CudaView<'a, i64>, &'b CudaView<'a, i32>>,
+) -> HostOrDevice<DeviceInts<'a, 'b>, u64> {
     match values {
         ParamValues::Host(v) => HostOrDevice::Host(v as u64),
-        ParamValues::PerSegment(view) | ParamValues::Deferred(view) => HostOrDevice::Device(view),
+        ParamValues::PerSegment(view) => HostOrDevice::Device(DeviceInts::I64(view)),
+        ParamValues::PerSegment32(view) => HostOrDevice::Device(DeviceInts::I32(view)),
         ParamValues::BoundsOnly => HostOrDevice::Host(0),
+        ParamValues::Deferred(_) => unreachable!("a per-segment parameter is not deferred"),
+    }
+}
+
+/// A single value (the number of segments, top-k's `k`) as a kernel launcher takes it: on the
+/// host, or deferred (one `i64` in device memory).
+pub(crate) fn single_host_or_device<'a, 'b>(
+    values: ParamValues<&'b CudaView<'a, i64>, &'b CudaView<'a, i32>>,
+) -> HostOrDevice<&'b CudaView<'a, i64>, u64> {
+    match values {
+        ParamValues::Host(v) => HostOrDevice::Host(v as u64),
+        ParamValues::Deferred(view) => HostOrDevice::Device(view),
+        ParamValues::PerSegment(_) | ParamValues::PerSegment32(_) | ParamValues::BoundsOnly => {
+            unreachable!("a single value is one value (`SingleValue`)")
+        }
     }
 }
 
@@ -58,41 +74,33 @@ fn copy<T: DeviceRepr + Default>(cuda: &Cuda, values: &[T]) -> Result<CudaSlice<
 pub(crate) enum ParamCopy {
     Host(i64),
     PerSegment(CudaSlice<i64>),
+    PerSegment32(CudaSlice<i32>),
     Deferred(CudaSlice<i64>),
     BoundsOnly,
 }
 
+/// The device views of a [`ParamCopy`], which the values [`Cuda`] reads borrow.
+pub(crate) type ParamViews<'a> = ParamValues<CudaView<'a, i64>, CudaView<'a, i32>>;
+
 impl ParamCopy {
-    pub(crate) fn upload(cuda: &Cuda, values: ParamValues<&[i64]>) -> Result<Self, Error> {
+    pub(crate) fn upload(cuda: &Cuda, values: ParamValues<&[i64], &[i32]>) -> Result<Self, Error> {
         Ok(match values {
             ParamValues::Host(v) => ParamCopy::Host(v),
             ParamValues::PerSegment(v) => ParamCopy::PerSegment(copy(cuda, v)?),
+            ParamValues::PerSegment32(v) => ParamCopy::PerSegment32(copy(cuda, v)?),
             ParamValues::Deferred(v) => ParamCopy::Deferred(copy(cuda, v)?),
             ParamValues::BoundsOnly => ParamCopy::BoundsOnly,
         })
     }
 
-    /// The device buffer's view, if there is one.
-    pub(crate) fn view(&self) -> Option<CudaView<'_, i64>> {
+    /// The device buffers' views.
+    pub(crate) fn view(&self) -> ParamViews<'_> {
         match self {
-            ParamCopy::PerSegment(slice) | ParamCopy::Deferred(slice) => Some(slice.as_view()),
-            ParamCopy::Host(_) | ParamCopy::BoundsOnly => None,
-        }
-    }
-
-    /// The values as [`Cuda`] reads them; `view` is this copy's [`view`](Self::view).
-    pub(crate) fn values<'r>(
-        &self,
-        view: &'r Option<CudaView<'r, i64>>,
-    ) -> ParamValues<&'r CudaView<'r, i64>> {
-        match (self, view) {
-            (ParamCopy::Host(v), _) => ParamValues::Host(*v),
-            (ParamCopy::PerSegment(_), Some(view)) => ParamValues::PerSegment(view),
-            (ParamCopy::Deferred(_), Some(view)) => ParamValues::Deferred(view),
-            (ParamCopy::BoundsOnly, _) => ParamValues::BoundsOnly,
-            (ParamCopy::PerSegment(_) | ParamCopy::Deferred(_), None) => {
-                unreachable!("a device copy has a view")
-            }
+            ParamCopy::Host(v) => ParamValues::Host(*v),
+            ParamCopy::PerSegment(slice) => ParamValues::PerSegment(slice.as_view()),
+            ParamCopy::PerSegment32(slice) => ParamValues::PerSegment32(slice.as_view()),
+            ParamCopy::Deferred(slice) => ParamValues::Deferred(slice.as_view()),
+            ParamCopy::BoundsOnly => ParamValues::BoundsOnly,
         }
     }
 }
@@ -147,13 +155,13 @@ pub(crate) struct SegmentArgsCopy {
 /// The device views of a [`SegmentArgsCopy`], which its [`SegmentArgs`] borrow.
 pub(crate) struct SegmentViews<'a> {
     offsets: Option<(CudaView<'a, i64>, CudaView<'a, i64>)>,
-    sizes: Option<CudaView<'a, i64>>,
-    num_segments: Option<CudaView<'a, i64>>,
+    sizes: ParamViews<'a>,
+    num_segments: ParamViews<'a>,
 }
 
 impl SegmentArgsCopy {
     /// Copies the arguments (the host backends join listed segments into offsets first).
-    pub(crate) fn upload(cuda: &Cuda, args: &SegmentArgs<&[i64]>) -> Result<Self, Error> {
+    pub(crate) fn upload(cuda: &Cuda, args: &SegmentArgs<&[i64], &[i32]>) -> Result<Self, Error> {
         let layout = match args.layout {
             LayoutArg::Strided(stride) => LayoutCopy::Strided(stride),
             LayoutArg::Offsets { begin, end } => {
@@ -183,7 +191,7 @@ impl SegmentArgsCopy {
     pub(crate) fn args<'r>(
         &self,
         views: &'r SegmentViews<'r>,
-    ) -> SegmentArgs<&'r CudaView<'r, i64>> {
+    ) -> SegmentArgs<&'r CudaView<'r, i64>, &'r CudaView<'r, i32>> {
         let layout = match (&self.layout, &views.offsets) {
             (LayoutCopy::Strided(stride), _) => LayoutArg::Strided(*stride),
             (LayoutCopy::Offsets(..), Some((begin, end))) => LayoutArg::Offsets { begin, end },
@@ -191,8 +199,8 @@ impl SegmentArgsCopy {
         };
         SegmentArgs {
             layout,
-            sizes: self.sizes.values(&views.sizes),
-            num_segments: self.num_segments.values(&views.num_segments),
+            sizes: views.sizes.as_ref(),
+            num_segments: views.num_segments.as_ref(),
         }
     }
 }

@@ -9,12 +9,12 @@ use crate::Error;
 /// out-of-bounds value is also returned as the error to report).
 pub(crate) fn resolve_num_segments(
     request: &SegmentsRequest,
-    num_segments: ParamValues<&[i64]>,
+    num_segments: ParamValues<&[i64], &[i32]>,
 ) -> (u64, Option<Error>) {
     let value = match num_segments {
         ParamValues::Host(n) => return (n as u64, None),
         ParamValues::Deferred(n) => n[0],
-        ParamValues::PerSegment(_) | ParamValues::BoundsOnly => {
+        ParamValues::PerSegment(_) | ParamValues::PerSegment32(_) | ParamValues::BoundsOnly => {
             unreachable!("a number of segments is one value (`SingleValue`)")
         }
     };
@@ -26,7 +26,7 @@ pub(crate) fn resolve_num_segments(
 /// offending value otherwise.
 pub(crate) fn resolve_segment(
     request: &SegmentsRequest,
-    args: &SegmentArgs<&[i64]>,
+    args: &SegmentArgs<&[i64], &[i32]>,
     i: u64,
 ) -> Result<(u64, u64), (Violation, i64)> {
     let at = i as usize;
@@ -47,13 +47,8 @@ pub(crate) fn resolve_segment(
             Ok((b as u64, size as u64))
         }
         LayoutArg::Strided(stride) => {
-            let size = match args.sizes {
-                ParamValues::Host(size) => size,
-                ParamValues::PerSegment(sizes) => sizes[at],
-                ParamValues::Deferred(_) | ParamValues::BoundsOnly => {
-                    unreachable!("the front check requires the sizes of a strided layout")
-                }
-            };
+            // The front check requires the sizes of a strided layout.
+            let size = args.sizes.at(at);
             if !request.sizes.contains(size) {
                 return Err((Violation::SizeOutOfBounds(request.sizes), size));
             }

@@ -31,7 +31,10 @@ impl<T: Copy> Joined<T> {
     }
 
     /// The call's segmented arguments with the offsets of the joined buffer as the layout.
-    pub(crate) fn args<'s>(&'s self, args: &SegmentArgs<&'s [i64]>) -> SegmentArgs<&'s [i64]> {
+    pub(crate) fn args<'s>(
+        &'s self,
+        args: &SegmentArgs<&'s [i64], &'s [i32]>,
+    ) -> SegmentArgs<&'s [i64], &'s [i32]> {
         SegmentArgs {
             layout: LayoutArg::Offsets {
                 begin: &self.begin[..],

@@ -19,7 +19,9 @@ use crate::contract::sets::{
 };
 use crate::radix::RadixKey;
 use crate::sealed::Token;
-use crate::segments::cuda::{host_or_device, launch_bounds, SegmentArgsCopy};
+use crate::segments::cuda::{
+    host_or_device, launch_bounds, single_host_or_device, SegmentArgsCopy,
+};
 use crate::segments::{
     segmented_error, DeviceReport, LayoutArg, Pending, SegmentArgs, SegmentsRequest,
 };
@@ -94,7 +96,7 @@ fn with_values<V, R>(
 /// One input's segments of a checked batched call, as the launcher takes them.
 fn side_args<'a, 'b>(
     request: &SegmentsRequest,
-    args: &SegmentArgs<&'b CudaView<'a, i64>>,
+    args: &SegmentArgs<&'b CudaView<'a, i64>, &'b CudaView<'a, i32>>,
 ) -> SetsSideArgs<'a, 'b> {
     let segments = match args.layout {
         LayoutArg::Strided(stride) => SetsSegments::Strided {
@@ -173,7 +175,7 @@ impl SetsBackend for Cuda {
         let batch = SetsBatch {
             a: side_args(&request.a, &args.a),
             b: side_args(&request.b, &args.b),
-            num_segments: host_or_device(args.a.num_segments),
+            num_segments: single_host_or_device(args.a.num_segments),
             num_segments_bounds: launch_bounds(request.a.num_segments.merged),
             max_segments: request.a.max_segments,
         };

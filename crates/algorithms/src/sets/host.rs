@@ -206,7 +206,7 @@ fn run_pairs<K: RadixKey, V: DeviceValue>(
 fn side_ranges(
     side: &'static str,
     request: &SegmentsRequest,
-    args: &SegmentArgs<&[i64]>,
+    args: &SegmentArgs<&[i64], &[i32]>,
     pair: u64,
 ) -> Result<Range<usize>, Error> {
     let (begin, size) = resolve_segment(request, args, pair)

@@ -39,11 +39,14 @@ impl DeviceReport for DeviceStatus {
     }
 }
 
-fn plan<'a>(request: &TopKRequest, k: ParamValues<&'a CudaView<'a, i64>>) -> TopKPlan<'a> {
+fn plan<'a>(
+    request: &TopKRequest,
+    k: ParamValues<&'a CudaView<'a, i64>, &'a CudaView<'a, i32>>,
+) -> TopKPlan<'a> {
     let k = match k {
         ParamValues::Host(value) => HostOrDevice::Host(value as u64),
         ParamValues::Deferred(value) => HostOrDevice::Device(value),
-        ParamValues::PerSegment(_) | ParamValues::BoundsOnly => {
+        ParamValues::PerSegment(_) | ParamValues::PerSegment32(_) | ParamValues::BoundsOnly => {
             unreachable!("a single-problem k is one value (`SingleValue`)")
         }
     };
@@ -72,7 +75,7 @@ impl TopKBackend for Cuda {
         &self,
         _: Token,
         request: TopKRequest,
-        k: ParamValues<&CudaView<'_, i64>>,
+        k: ParamValues<&CudaView<'_, i64>, &CudaView<'_, i32>>,
         keys: CudaView<'_, K>,
         values: ValuesIn<CudaView<'_, V>, V>,
         mut out_keys: CudaViewMut<'_, K>,
@@ -107,7 +110,7 @@ impl TopKBackend for Cuda {
         &self,
         token: Token,
         request: TopKRequest,
-        k: ParamValues<&CudaView<'_, i64>>,
+        k: ParamValues<&CudaView<'_, i64>, &CudaView<'_, i32>>,
         keys: CudaView<'_, K>,
         values: ValuesIn<CudaView<'_, V>, V>,
     ) -> Result<Pending<(DeviceKeys<K>, Option<DeviceValues<V>>)>, Error> {
@@ -142,7 +145,7 @@ impl TopKBackend for AnyBackend {
         &self,
         token: Token,
         request: TopKRequest,
-        k: ParamValues<&[i64]>,
+        k: ParamValues<&[i64], &[i32]>,
         keys: &[K],
         values: ValuesIn<&[V], V>,
         out_keys: &mut [K],
@@ -169,7 +172,7 @@ impl TopKBackend for AnyBackend {
         &self,
         token: Token,
         request: TopKRequest,
-        k: ParamValues<&[i64]>,
+        k: ParamValues<&[i64], &[i32]>,
         keys: &[K],
         values: ValuesIn<&[V], V>,
     ) -> Result<Pending<(Vec<K>, Option<Vec<V>>)>, Error> {
@@ -193,7 +196,7 @@ fn selected_on<K: RadixKey, V: DeviceValue>(
     cuda: &Cuda,
     token: Token,
     request: TopKRequest,
-    k: ParamValues<&[i64]>,
+    k: ParamValues<&[i64], &[i32]>,
     keys: &[K],
     values: ValuesIn<&[V], V>,
 ) -> Result<Pending<(Vec<K>, Option<Vec<V>>)>, Error> {

@@ -24,11 +24,14 @@ const CHUNK: usize = 1 << 16;
 /// The number of items to select: the host value, or a deferred one clamped into its bounds
 /// (and the error to report when it was outside them), then to `num_items`, as the device
 /// does.
-pub(super) fn resolve_k(request: &TopKRequest, k: ParamValues<&[i64]>) -> (usize, Option<Error>) {
+pub(super) fn resolve_k(
+    request: &TopKRequest,
+    k: ParamValues<&[i64], &[i32]>,
+) -> (usize, Option<Error>) {
     let (value, error) = match k {
         ParamValues::Host(value) => (value, None),
         ParamValues::Deferred(value) => request.k.resolve("k", value[0]),
-        ParamValues::PerSegment(_) | ParamValues::BoundsOnly => {
+        ParamValues::PerSegment(_) | ParamValues::PerSegment32(_) | ParamValues::BoundsOnly => {
             unreachable!("a single-problem k is one value (`SingleValue`)")
         }
     };
@@ -38,7 +41,7 @@ pub(super) fn resolve_k(request: &TopKRequest, k: ParamValues<&[i64]>) -> (usize
 /// The length of an `*_owned` result: `min(k, keys.len())` for a `k` the host knows, and for a
 /// deferred `k` what the call may write, `min(bounds.max, keys.len())` (its first `k` slots
 /// written), on every backend.
-pub(super) fn owned_len<I>(request: &TopKRequest, k: ParamValues<I>) -> usize {
+pub(super) fn owned_len<I, N>(request: &TopKRequest, k: ParamValues<I, N>) -> usize {
     match k {
         ParamValues::Host(value) => (value as u64).min(request.num_items) as usize,
         _ => request.max_written as usize,
@@ -193,7 +196,7 @@ impl TopKBackend for Host {
         &self,
         _: Token,
         request: TopKRequest,
-        k: ParamValues<&[i64]>,
+        k: ParamValues<&[i64], &[i32]>,
         keys: &[K],
         values: ValuesIn<&[V], V>,
         out_keys: &mut [K],
@@ -209,7 +212,7 @@ impl TopKBackend for Host {
         &self,
         _: Token,
         request: TopKRequest,
-        k: ParamValues<&[i64]>,
+        k: ParamValues<&[i64], &[i32]>,
         keys: &[K],
         values: ValuesIn<&[V], V>,
     ) -> Result<Pending<(Vec<K>, Option<Vec<V>>)>, Error> {

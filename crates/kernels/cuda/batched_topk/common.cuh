@@ -106,7 +106,8 @@ __device__ __forceinline__ u32 bt_resolve(const BatchedTopKParams& p, u64 seg, u
     if (code != 0) {
         return code;
     }
-    const i64 k = (f & BT_K_PER_SEGMENT) ? reinterpret_cast<const i64*>(p.ks)[seg] : (i64)p.k_value;
+    const i64 k = (f & BT_K_PER_SEGMENT) ? segment_int(p.ks, seg, (f & BT_K_I32) != 0)
+                                         : (i64)p.k_value;
     if (k < (i64)p.k_min || k > (i64)p.k_max) {
         *value = k;
         return VIOLATION_PARAM_OUT_OF_BOUNDS;

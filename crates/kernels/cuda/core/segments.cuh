@@ -7,7 +7,8 @@
 // (the host fills them; src/segments.rs documents the flags):
 //   flags                 SEGMENT_* flags (and the family's own, in other bits)
 //   begin_offsets, end_offsets   i64 per segment (SEGMENT_OFFSETS)
-//   sizes                 i64 per segment (strided, SEGMENT_SIZES_PER_SEGMENT)
+//   sizes                 i64 per segment (strided, SEGMENT_SIZES_PER_SEGMENT), or i32
+//                         with SEGMENT_SIZES_I32
 //   size_value            the one size (strided, else)
 //   size_min, size_max    the bounds every size must satisfy
 //   stride                distance between strided segments
@@ -24,6 +25,13 @@
 // A direct call (SEGMENT_DIRECT: strided, every value one host value checked on the host) has
 // no descriptors, lists or status: every segment is valid and alike.
 namespace oxicub {
+
+// Value `i` of a per-segment integer buffer a caller holds in either width (`narrow`: i32,
+// else i64): the kernels widen as they read, so an engine's i32 buffers need no copy.
+__device__ __forceinline__ i64 segment_int(u64 ptr, u64 i, bool narrow) {
+    return narrow ? (i64) reinterpret_cast<const i32*>(ptr)[i]
+                  : reinterpret_cast<const i64*>(ptr)[i];
+}
 
 // Resolves the layout of segment `seg` (below the number of segments) and checks it, in the
 // order the host backend checks: returns 0 with its begin and size, or a violation code with
@@ -53,8 +61,9 @@ __device__ __forceinline__ u32 segment_resolve(const P& p, u64 seg, u64* begin_o
         begin = (u64)b;
         size = (u64)s;
     } else {
-        const i64 s = (f & SEGMENT_SIZES_PER_SEGMENT) ? reinterpret_cast<const i64*>(p.sizes)[seg]
-                                                      : (i64)p.size_value;
+        const i64 s = (f & SEGMENT_SIZES_PER_SEGMENT)
+                          ? segment_int(p.sizes, seg, (f & SEGMENT_SIZES_I32) != 0)
+                          : (i64)p.size_value;
         if (s < (i64)p.size_min || s > (i64)p.size_max) {
             *value = s;
             return VIOLATION_SIZE_OUT_OF_BOUNDS;

@@ -55,8 +55,9 @@ __device__ __forceinline__ u64 sets_boundary(const SetsSide& s, u64 k) {
         const u64 begin = __umul64hi(seg, s.stride) != 0 ? s.num_keys : seg * s.stride;
         i64 size = 0;
         if (k & 1) {
-            size = (s.flags & SEGMENT_SIZES_PER_SEGMENT) ? reinterpret_cast<const i64*>(s.sizes)[seg]
-                                                         : (i64)s.size_value;
+            size = (s.flags & SEGMENT_SIZES_PER_SEGMENT)
+                       ? segment_int(s.sizes, seg, (s.flags & SEGMENT_SIZES_I32) != 0)
+                       : (i64)s.size_value;
         }
         const u64 clamped = size < 0 ? 0 : (u64)size;
         const u64 begin_c = begin > s.num_keys ? s.num_keys : begin;

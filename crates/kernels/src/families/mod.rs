@@ -19,6 +19,7 @@ pub mod topk_radix_select;
 pub mod transform_keys;
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::codegen::FamilyTable;
 use crate::KernelSpec;
@@ -168,21 +169,100 @@ fn keep<'a>(guards: &mut Vec<SyncOnDrop<'a>>, (ptr, guard): (u64, SyncOnDrop<'a>
 }
 
 /// A launch argument: one value known on the host, or values the kernels read from device
-/// memory in stream order (one per segment, or a single deferred value).
+/// memory in stream order (one per segment, or a single deferred value). `D` is the device
+/// form: [`DeviceInts`] for per-segment sizes and `k`, a `&CudaView` otherwise.
 ///
 /// ```
-/// use oxicub::kernels::families::HostOrDevice;
+/// use oxicub::kernels::families::{DeviceInts, HostOrDevice};
 ///
-/// let k: HostOrDevice<'_, '_, i64, u64> = HostOrDevice::Host(8);
+/// let k: HostOrDevice<DeviceInts<'_, '_>, u64> = HostOrDevice::Host(8);
 /// assert!(matches!(k, HostOrDevice::Host(8)));
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub enum HostOrDevice<'a, 'b, T, U> {
+pub enum HostOrDevice<D, U> {
     /// One value, the same for every segment.
     Host(U),
     /// In device memory: one per segment (at least `max_segments` elements), or one deferred
     /// value (one element).
-    Device(&'b CudaView<'a, T>),
+    Device(D),
+}
+
+impl<D, U> HostOrDevice<D, U> {
+    /// The host value, if the value is on the host.
+    pub fn host(self) -> Option<U> {
+        match self {
+            HostOrDevice::Host(value) => Some(value),
+            HostOrDevice::Device(_) => None,
+        }
+    }
+}
+
+/// Per-segment integers in device memory (sizes, `k`), in either width a caller holds them:
+/// the kernels widen `i32` values as they read them (a launch flag says which).
+///
+/// ```no_run
+/// use cudarc::driver::CudaContext;
+/// use oxicub::kernels::families::DeviceInts;
+///
+/// let stream = CudaContext::new(0)?.default_stream();
+/// let ks = stream.clone_htod(&[8i32, 2, 4])?;
+/// let view = ks.as_view();
+/// assert_eq!(DeviceInts::I32(&view).len(), 3);
+/// # Ok::<(), cudarc::driver::DriverError>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum DeviceInts<'a, 'b> {
+    /// `i64` values.
+    I64(&'b CudaView<'a, i64>),
+    /// `i32` values.
+    I32(&'b CudaView<'a, i32>),
+}
+
+impl<'b> DeviceInts<'_, 'b> {
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            DeviceInts::I64(view) => view.len(),
+            DeviceInts::I32(view) => view.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the values are `i32` (the launch sets the family's width flag).
+    pub(crate) fn is_i32(&self) -> bool {
+        matches!(self, DeviceInts::I32(_))
+    }
+
+    /// Checks the buffer's context ([`KernelRuntime::check_buffer`]).
+    pub(crate) fn check(
+        &self,
+        runtime: &KernelRuntime,
+        name: &'static str,
+    ) -> Result<(), KernelError> {
+        match self {
+            DeviceInts::I64(view) => runtime.check_buffer(name, *view),
+            DeviceInts::I32(view) => runtime.check_buffer(name, *view),
+        }
+    }
+
+    /// The device address, its guard kept until the launches are issued.
+    pub(crate) fn ptr<'g>(
+        self,
+        guards: &mut Vec<SyncOnDrop<'g>>,
+        stream: &'g Arc<CudaStream>,
+    ) -> u64
+    where
+        'b: 'g,
+    {
+        match self {
+            DeviceInts::I64(view) => keep(guards, view.device_ptr(stream)),
+            DeviceInts::I32(view) => keep(guards, view.device_ptr(stream)),
+        }
+    }
 }
 
 /// The values a selection (top-k, batched top-k) carries with its keys.

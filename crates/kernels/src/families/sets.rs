@@ -14,10 +14,12 @@ use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
 
 use crate::codegen::{device_constants, kernel_params, FamilyTable, KernelParams, TemplateArg};
 use crate::families::scratch::{Scratch, StatusWords};
-use crate::families::{at_least, keep, HostOrDevice};
+use crate::families::{at_least, keep, DeviceInts, HostOrDevice};
 use crate::health::ContextHealth;
 use crate::radix::{KeyType, RadixKey};
-use crate::segments::{SEGMENT_COUNT_DEFERRED, SEGMENT_OFFSETS, SEGMENT_SIZES_PER_SEGMENT};
+use crate::segments::{
+    SEGMENT_COUNT_DEFERRED, SEGMENT_OFFSETS, SEGMENT_SIZES_I32, SEGMENT_SIZES_PER_SEGMENT,
+};
 use crate::{KernelError, KernelFamily, KernelRuntime, KernelSpec, Tier, ValueType};
 
 /// Threads per block.
@@ -390,7 +392,7 @@ pub enum SetsSegments<'a, 'b> {
         /// The distance between segment starts.
         stride: u64,
         /// The sizes.
-        sizes: HostOrDevice<'a, 'b, i64, u64>,
+        sizes: HostOrDevice<DeviceInts<'a, 'b>, u64>,
     },
     /// Segment `i` is `[begin[i], end[i])`.
     Offsets {
@@ -419,7 +421,7 @@ pub struct SetsBatch<'a, 'b> {
     /// b's segments.
     pub b: SetsSideArgs<'a, 'b>,
     /// The number of pairs: a host value, or one deferred value on the device.
-    pub num_segments: HostOrDevice<'a, 'b, i64, u64>,
+    pub num_segments: HostOrDevice<&'b CudaView<'a, i64>, u64>,
     /// The bounds of a deferred number of pairs (a value outside them is reported).
     pub num_segments_bounds: (u64, u64),
     /// The most pairs the call may have (the host value, or the upper bound).
@@ -482,10 +484,11 @@ fn side_fields<'g>(
         SetsSegments::Strided { stride, sizes } => match sizes {
             HostOrDevice::Host(size) => (0, 0, 0, size, stride, 0),
             HostOrDevice::Device(sizes) => {
-                runtime.check_buffer("segment_sizes", sizes)?;
+                sizes.check(runtime, "segment_sizes")?;
                 at_least("segment_sizes", sizes.len(), max_segments)?;
-                let ptr = keep(guards, sizes.device_ptr(stream));
-                (0, 0, ptr, 0, stride, SEGMENT_SIZES_PER_SEGMENT)
+                let width = if sizes.is_i32() { SEGMENT_SIZES_I32 } else { 0 };
+                let ptr = sizes.ptr(guards, stream);
+                (0, 0, ptr, 0, stride, SEGMENT_SIZES_PER_SEGMENT | width)
             }
         },
         SetsSegments::Offsets { begin, end } => {

@@ -4,7 +4,7 @@
 use cudarc::driver::CudaView;
 
 use super::tiers::BatchedTiers;
-use super::HostOrDevice;
+use super::{DeviceInts, HostOrDevice};
 
 /// Where the segments are, for keys of type `K`.
 #[derive(Clone, Copy, Debug)]
@@ -14,7 +14,7 @@ pub enum BatchedLayout<'a, 'b, K> {
         /// The stride.
         stride: u64,
         /// The sizes.
-        sizes: HostOrDevice<'a, 'b, i64, u64>,
+        sizes: HostOrDevice<DeviceInts<'a, 'b>, u64>,
     },
     /// Segment `i` is `begin[i]..end[i]`.
     Offsets {
@@ -41,14 +41,14 @@ pub struct BatchedTopKPlan<'a, 'b, K> {
     /// The layout.
     pub layout: BatchedLayout<'a, 'b, K>,
     /// `k`.
-    pub k: HostOrDevice<'a, 'b, i64, u64>,
+    pub k: HostOrDevice<DeviceInts<'a, 'b>, u64>,
     /// The direction: 0 = max, 1 = min (per segment: `u8`s).
-    pub direction: HostOrDevice<'a, 'b, u8, u32>,
+    pub direction: HostOrDevice<&'b CudaView<'a, u8>, u32>,
     /// The options of the direction that were compiled (bit 0: max, bit 1: min).
     pub direction_mask: u32,
     /// The number of segments: on the host, or deferred (an `i64` clamped into
     /// `num_segments_bounds`).
-    pub num_segments: HostOrDevice<'a, 'b, i64, u64>,
+    pub num_segments: HostOrDevice<&'b CudaView<'a, i64>, u64>,
     /// Bounds of a deferred number of segments; its upper bound is the most segments launched.
     pub num_segments_bounds: (u64, u64),
     /// Bounds every segment size must satisfy.

@@ -88,6 +88,8 @@ device_constants! {
     pub(crate) const BT_K_PER_SEGMENT: u32 = 4;
     /// Flag: the direction per segment, from `params.directions` (`u8`).
     pub(crate) const BT_DIR_PER_SEGMENT: u32 = 8;
+    /// Flag: those per-segment `k` are `i32` (else `i64`).
+    pub(crate) const BT_K_I32: u32 = 8192;
     /// Flag: ties at the boundary keep the larger indices.
     pub(crate) const BT_PREFER_LARGER: u32 = 32;
     /// Flag: the output by key, equal keys by index.

@@ -13,17 +13,17 @@ use super::constants::{
     BT_CLUSTER_BLOCKS, BT_STAGE_FILL, BT_STAGE_INIT, BT_STAGE_SELECT, BT_STATUS_WORDS,
     BT_STREAM_FILTER_THREADS, CHUNK_ITEMS, SORT_CAP, STREAM_MAX_K, WARP_MAX_K,
 };
-use super::constants::{BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD};
+use super::constants::{BT_K_I32, BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD};
 use super::kernels::{BatchedKernel, BatchedTopKParams};
 use super::layout::ClusterLayout;
 use super::listed::ListedTables;
 use super::plan::{plan as plan_call, stride_coprime, CallShape, LayoutShape, Step, ValuesShape};
-use super::HostOrDevice;
+use super::{DeviceInts, HostOrDevice};
 use crate::families::scratch::{Scratch, ScratchBuffer};
 use crate::families::{at_least, keep, SelectedValues};
 use crate::radix::{RadixBits, RadixKey};
 use crate::runtime::{LaunchOrder, LoadedKernel};
-use crate::segments::SegmentedStatus;
+use crate::segments::{SegmentedStatus, SEGMENT_SIZES_I32};
 use crate::{KernelError, KernelRuntime, KernelSpec};
 
 /// Runs batched top-k: each segment's `min(k, size)` best keys (and values) into
@@ -131,15 +131,19 @@ pub fn batched_topk<K: RadixKey, V>(
         per_segment("begin_offsets", begin)?;
         per_segment("end_offsets", end)?;
     }
+    let per_segment_ints = |name: &'static str, ints: DeviceInts<'_, '_>| {
+        ints.check(runtime, name)?;
+        at_least(name, ints.len(), max_segments)
+    };
     if let BatchedLayout::Strided {
         sizes: HostOrDevice::Device(sizes),
         ..
     } = plan.layout
     {
-        per_segment("segment_sizes", sizes)?;
+        per_segment_ints("segment_sizes", sizes)?;
     }
     if let HostOrDevice::Device(k) = plan.k {
-        per_segment("k", k)?;
+        per_segment_ints("k", k)?;
     }
     if let HostOrDevice::Device(directions) = plan.direction {
         runtime.check_buffer("direction", directions)?;
@@ -243,9 +247,7 @@ pub fn batched_topk<K: RadixKey, V>(
     let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match (plan.layout, &listed) {
         (BatchedLayout::Strided { stride, sizes }, _) => match sizes {
             HostOrDevice::Host(size) => (stride, size, 0, 0, 0),
-            HostOrDevice::Device(view) => {
-                (stride, 0, keep(&mut guards, view.device_ptr(stream)), 0, 0)
-            }
+            HostOrDevice::Device(sizes) => (stride, 0, sizes.ptr(&mut guards, stream), 0, 0),
         },
         (BatchedLayout::Offsets { begin, end }, _) => (
             0,
@@ -265,7 +267,7 @@ pub fn batched_topk<K: RadixKey, V>(
     };
     let (k_value, ks_ptr) = match plan.k {
         HostOrDevice::Host(k) => (k, 0),
-        HostOrDevice::Device(view) => (0, keep(&mut guards, view.device_ptr(stream))),
+        HostOrDevice::Device(ks) => (0, ks.ptr(&mut guards, stream)),
     };
     let (direction_value, directions_ptr) = match plan.direction {
         HostOrDevice::Host(d) => (d, 0),
@@ -333,7 +335,7 @@ pub fn batched_topk<K: RadixKey, V>(
         large_capacity: launch_plan.large_capacity,
         total_min: plan.total_bounds.0,
         total_max: plan.total_bounds.1,
-        flags: launch_plan.flags,
+        flags: launch_plan.flags | width_flags(&plan),
         direction_value,
         direction_mask: plan.direction_mask,
         tiers: launch_plan.tiers.0,
@@ -475,33 +477,49 @@ fn launch_step<K: RadixKey>(
     }
 }
 
+/// The flags of the per-segment buffers a caller holds as `i32` (the kernels widen them).
+fn width_flags<K>(plan: &BatchedTopKPlan<'_, '_, K>) -> u32 {
+    let mut flags = 0;
+    if let BatchedLayout::Strided {
+        sizes: HostOrDevice::Device(sizes),
+        ..
+    } = plan.layout
+    {
+        if sizes.is_i32() {
+            flags |= SEGMENT_SIZES_I32;
+        }
+    }
+    if let HostOrDevice::Device(k) = plan.k {
+        if k.is_i32() {
+            flags |= BT_K_I32;
+        }
+    }
+    flags
+}
+
 /// The call's shape for the plan: its host values and bounds, without its buffers.
 fn call_shape<K: RadixKey, V>(
     plan: &BatchedTopKPlan<'_, '_, K>,
     num_keys: u64,
     values: &SelectedValues<'_, '_, V>,
 ) -> CallShape {
-    let uniform = |value: HostOrDevice<'_, '_, i64, u64>| match value {
-        HostOrDevice::Host(v) => Some(v),
-        HostOrDevice::Device(_) => None,
-    };
     CallShape {
         layout: match plan.layout {
             BatchedLayout::Strided { stride, sizes } => LayoutShape::Strided {
                 stride,
-                size: uniform(sizes),
+                size: sizes.host(),
             },
             BatchedLayout::Offsets { .. } => LayoutShape::Offsets,
             BatchedLayout::Listed { segments } => LayoutShape::Listed {
                 max_size: largest(segments),
             },
         },
-        k: uniform(plan.k),
+        k: plan.k.host(),
         direction: match plan.direction {
             HostOrDevice::Host(d) => Some(d),
             HostOrDevice::Device(_) => None,
         },
-        num_segments: uniform(plan.num_segments),
+        num_segments: plan.num_segments.host(),
         num_segments_bounds: plan.num_segments_bounds,
         size_bounds: plan.size_bounds,
         k_bounds: plan.k_bounds,

@@ -21,7 +21,7 @@ mod listed;
 mod plan;
 mod tiers;
 
-pub use super::HostOrDevice;
+pub use super::{DeviceInts, HostOrDevice};
 pub use call::{BatchedFill, BatchedLayout, BatchedTopKPlan};
 pub use constants::{
     BLOCK_THREADS, SORT_CAP, STREAM_MAX_BYTES, STREAM_MAX_K, STREAM_TIER_ENABLED, WARP_MAX_K,

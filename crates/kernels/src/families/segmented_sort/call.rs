@@ -6,7 +6,7 @@ use cudarc::driver::{CudaStream, CudaView};
 
 use crate::families::scratch::StatusWords;
 
-use crate::families::HostOrDevice;
+use crate::families::{DeviceInts, HostOrDevice};
 use crate::segments::SegmentedStatus;
 use crate::KernelError;
 
@@ -18,7 +18,7 @@ pub enum SortLayout<'a, 'b> {
         /// The distance between segment starts.
         stride: u64,
         /// One size, or one per segment on the device.
-        sizes: HostOrDevice<'a, 'b, i64, u64>,
+        sizes: HostOrDevice<DeviceInts<'a, 'b>, u64>,
     },
     /// Segment `i` is `keys[begin[i] .. end[i]]`.
     Offsets {
@@ -36,12 +36,12 @@ pub struct SegmentedSortPlan<'a, 'b> {
     /// The layout.
     pub layout: SortLayout<'a, 'b>,
     /// The order: one (0 ascending, 1 descending), or a byte per segment on the device.
-    pub order: HostOrDevice<'a, 'b, u8, u32>,
+    pub order: HostOrDevice<&'b CudaView<'a, u8>, u32>,
     /// The orders compiled (bit 0 ascending, bit 1 descending): a per-segment byte outside is
     /// a violation.
     pub order_mask: u32,
     /// The number of segments: on the host, or one deferred `i64` on the device.
-    pub num_segments: HostOrDevice<'a, 'b, i64, u64>,
+    pub num_segments: HostOrDevice<&'b CudaView<'a, i64>, u64>,
     /// The bounds a deferred number of segments is checked against and clamped into.
     pub num_segments_bounds: (u64, u64),
     /// The bounds every segment size must satisfy.

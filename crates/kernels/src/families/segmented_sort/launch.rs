@@ -23,7 +23,7 @@ use crate::radix::{KeyType, RadixKey};
 use crate::runtime::LaunchOrder;
 use crate::segments::{
     SegmentedStatus, SEGMENT_COUNT_DEFERRED, SEGMENT_DESC_WORDS, SEGMENT_OFFSETS,
-    SEGMENT_SIZES_PER_SEGMENT,
+    SEGMENT_SIZES_I32, SEGMENT_SIZES_PER_SEGMENT,
 };
 use crate::{KernelError, KernelRuntime, KernelSpec};
 
@@ -96,9 +96,12 @@ pub fn segmented_sort<K: RadixKey, V>(
     match plan.layout {
         SortLayout::Strided { sizes, .. } => {
             if let HostOrDevice::Device(sizes) = sizes {
-                runtime.check_buffer("sizes", sizes)?;
+                sizes.check(runtime, "sizes")?;
                 per_segment("sizes", sizes.len())?;
                 flags |= SEGMENT_SIZES_PER_SEGMENT;
+                if sizes.is_i32() {
+                    flags |= SEGMENT_SIZES_I32;
+                }
             }
         }
         SortLayout::Offsets { begin, end } => {
@@ -242,9 +245,7 @@ pub fn segmented_sort<K: RadixKey, V>(
     let (begin_offsets, end_offsets, sizes, stride, size_value) = match plan.layout {
         SortLayout::Strided { stride, sizes } => match sizes {
             HostOrDevice::Host(size) => (0, 0, 0, stride, size),
-            HostOrDevice::Device(sizes) => {
-                (0, 0, keep(&mut guards, sizes.device_ptr(stream)), stride, 0)
-            }
+            HostOrDevice::Device(sizes) => (0, 0, sizes.ptr(&mut guards, stream), stride, 0),
         },
         SortLayout::Offsets { begin, end } => (
             keep(&mut guards, begin.device_ptr(stream)),

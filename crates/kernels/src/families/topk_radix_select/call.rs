@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaStream, CudaView};
 
 use crate::families::scratch::StatusWords;
 
@@ -28,7 +28,7 @@ pub struct TopKPlan<'a> {
     /// one-element view) read in stream order, checked against `k_bounds` (a value outside is
     /// clamped into them and reported by [`TopKStatus::decode`]) and clamped to the number of
     /// keys.
-    pub k: HostOrDevice<'a, 'a, i64, u64>,
+    pub k: HostOrDevice<&'a CudaView<'a, i64>, u64>,
     /// The bounds of a deferred `k`; `min(k_bounds.1, keys.len())` must not exceed
     /// `max_written`.
     pub k_bounds: (u64, u64),
