@@ -145,18 +145,16 @@ fn run() -> Result<ExitCode> {
         std::fs::create_dir_all(&out_dir).ctx(format!("creating {}", out_dir.display()))?;
         return measure_and_report(&args, &out_dir, &workloads, None);
     }
-    // The driver library is loaded dynamically; cudarc's loader panics when it is absent, so ask
-    // first and say plainly what is missing.
-    // SAFETY: only tries to dlopen the library.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+    // cudarc's loader panics when a library is absent, so ask first (oxicub's probe, which also
+    // holds when another crate has cudarc link the libraries) and say plainly what is missing.
+    if ::oxicub::kernels::driver_available().is_err() {
         eprintln!(
             "bench-gpu: no CUDA driver (libcuda.so) on this machine: it needs an NVIDIA GPU. \
              (`bench-gpu --list` and `--selftest` run without one.)"
         );
         return Ok(ExitCode::from(2));
     }
-    // SAFETY: as above.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+    if ::oxicub::kernels::nvrtc_available().is_err() {
         eprintln!(
             "bench-gpu: NVRTC (libnvrtc.so) not found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH"
         );
@@ -924,8 +922,7 @@ fn selftest() -> Result<ExitCode> {
         }
     }
     // NVRTC compiles the shared generator (needs libnvrtc, not a GPU)
-    // SAFETY: only tries to dlopen the library.
-    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+    if ::oxicub::kernels::nvrtc_available().is_ok() {
         match device::compile_generator((9, 0)) {
             Ok(ptx) => check(
                 "NVRTC compiles gen.cuh for compute_90",
