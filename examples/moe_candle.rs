@@ -3,7 +3,9 @@
 //! place), renormalised weights, each expert's tokens gathered, transformed and added back.
 //! The routing is checked against candle's own full sort of each row.
 //!
-//! `cargo run --release --features candle --example moe_candle` (CPU tensors).
+//! `cargo run --release --features candle --example moe_candle` (CPU tensors);
+//! with `--no-default-features --features candle-cuda` the tensors live on GPU 0 (the router
+//! reads them in place on candle's stream), unless `--cpu` is passed.
 
 use candle_core::{DType, Device, Tensor, D};
 use oxicub::params::SelectDirection;
@@ -29,13 +31,18 @@ fn values(len: usize, seed: u64) -> Vec<f32> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let cpu = Device::Cpu;
-    let x = Tensor::from_vec(values(TOKENS * HIDDEN, 1), (TOKENS, HIDDEN), &cpu)?;
-    let gate = Tensor::from_vec(values(HIDDEN * EXPERTS, 2), (HIDDEN, EXPERTS), &cpu)?;
+    let on_gpu = cfg!(feature = "candle-cuda") && !std::env::args().any(|a| a == "--cpu");
+    let device = if on_gpu {
+        Device::new_cuda(0)?
+    } else {
+        Device::Cpu
+    };
+    let x = Tensor::from_vec(values(TOKENS * HIDDEN, 1), (TOKENS, HIDDEN), &device)?;
+    let gate = Tensor::from_vec(values(HIDDEN * EXPERTS, 2), (HIDDEN, EXPERTS), &device)?;
     let experts = Tensor::from_vec(
         values(EXPERTS * HIDDEN * HIDDEN, 3),
         (EXPERTS, HIDDEN, HIDDEN),
-        &cpu,
+        &device,
     )?;
 
     // Router: softmax over the experts, then the top 4 of each token's row.
@@ -58,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Dispatch: each expert transforms the tokens routed to it, weighted, added back in place.
     let chosen_rows = chosen.to_vec2::<u32>()?;
     let weight_rows = weights.to_vec2::<f32>()?;
-    let mut out = Tensor::zeros((TOKENS, HIDDEN), DType::F32, &cpu)?;
+    let mut out = Tensor::zeros((TOKENS, HIDDEN), DType::F32, &device)?;
     let mut load = [0usize; EXPERTS];
     for (expert, load) in load.iter_mut().enumerate() {
         let (tokens, token_weights): (Vec<u32>, Vec<f32>) = chosen_rows
@@ -75,8 +82,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         }
         let count = tokens.len();
-        let tokens = Tensor::from_vec(tokens, count, &cpu)?;
-        let token_weights = Tensor::from_vec(token_weights, (count, 1), &cpu)?;
+        let tokens = Tensor::from_vec(tokens, count, &device)?;
+        let token_weights = Tensor::from_vec(token_weights, (count, 1), &device)?;
         let transformed = x
             .index_select(&tokens, 0)?
             .matmul(&experts.get(expert)?)?
@@ -86,8 +93,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     assert_eq!(load.iter().sum::<usize>(), TOKENS * TOP);
     let norm = out.sqr()?.sum_all()?.sqrt()?.to_scalar::<f32>()?;
+    let on = if on_gpu { "CUDA" } else { "CPU" };
     println!(
-        "{TOKENS} tokens routed to the top {TOP} of {EXPERTS} experts (oxicub on candle, CPU)"
+        "{TOKENS} tokens routed to the top {TOP} of {EXPERTS} experts (oxicub on candle, {on})"
     );
     println!("tokens per expert: {load:?}");
     println!("layer output: {:?}, norm {norm:.3}", out.dims());

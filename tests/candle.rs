@@ -179,3 +179,119 @@ fn bad_tensors_are_clear_errors() {
     let line = Tensor::new(&[1f32, 2.0], &cpu).expect("line");
     assert!(topk::<u32>(&line, 3, SelectDirection::Max).is_err());
 }
+
+#[test]
+fn sorted_rows_equal_candles_stable_sort() {
+    use oxicub::candle::sort;
+    use oxicub::params::SortOrder;
+    // Many ties (u8 keys): the positions of equal keys stay in order, as a stable sort keeps
+    // them; candle's arg_sort of distinct keys gives the same permutation.
+    let keys: Vec<u8> = sample_keys(12 * 100, 21);
+    let x = Tensor::from_vec(keys.clone(), (12, 100), &Device::Cpu).expect("x");
+    for (order, ascending) in [(SortOrder::Ascending, true), (SortOrder::Descending, false)] {
+        let (sorted, at) = sort::<u32>(&x, order).expect("sort");
+        let (sorted, at) = (
+            sorted.to_vec2::<u8>().expect("sorted"),
+            at.to_vec2::<u32>().expect("at"),
+        );
+        for (r, (row, at)) in sorted.iter().zip(&at).enumerate() {
+            let mut want: Vec<(u8, u32)> = (0..100u32)
+                .map(|j| (keys[r * 100 + j as usize], j))
+                .collect();
+            want.sort_by(|p, q| {
+                if ascending {
+                    p.0.cmp(&q.0)
+                } else {
+                    q.0.cmp(&p.0)
+                }
+            });
+            assert_eq!(row, &want.iter().map(|p| p.0).collect::<Vec<_>>());
+            assert_eq!(at, &want.iter().map(|p| p.1).collect::<Vec<_>>());
+        }
+    }
+    let distinct: Vec<f32> = (0..8 * 50)
+        .map(|i| ((i * 7919) % 3203) as f32 - 1600.0)
+        .collect();
+    let x = Tensor::from_vec(distinct, (8, 50), &Device::Cpu).expect("x");
+    let (_, at) = sort::<i64>(&x, SortOrder::Descending).expect("sort");
+    let by_candle = x
+        .arg_sort_last_dim(false)
+        .and_then(|t| t.to_dtype(DType::I64))
+        .expect("candle");
+    assert_eq!(
+        at.to_vec2::<i64>().expect("at"),
+        by_candle.to_vec2::<i64>().expect("candle")
+    );
+    // Specials sort as oxicub orders them: NaN above every number, -0.0 below +0.0.
+    let x = Tensor::new(&[2f32, f32::NAN, 0.0, -0.0, -1.0], &Device::Cpu).expect("x");
+    let (sorted, at) = sort::<u32>(&x, SortOrder::Ascending).expect("sort");
+    let sorted = sorted.to_vec1::<f32>().expect("sorted");
+    assert_eq!(at.to_vec1::<u32>().expect("at"), [4, 3, 2, 0, 1]);
+    assert!(sorted[4].is_nan() && sorted[1].is_sign_negative() && sorted[2].is_sign_positive());
+}
+
+#[test]
+fn set_operations_equal_the_host_call_and_refuse_bad_tensors() {
+    use oxicub::candle::set_operation;
+    use oxicub::params::{order, SortOrder};
+    use oxicub::sets::{self, op};
+    let a: Vec<i32> = {
+        let mut v: Vec<i32> = sample_keys::<i32>(3000, 31)
+            .iter()
+            .map(|k| k % 500)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let b: Vec<i32> = {
+        let mut v: Vec<i32> = sample_keys::<i32>(2000, 32)
+            .iter()
+            .map(|k| k % 500)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let (ta, tb) = (
+        Tensor::from_vec(a.clone(), a.len(), &Device::Cpu).expect("a"),
+        Tensor::from_vec(b.clone(), b.len(), &Device::Cpu).expect("b"),
+    );
+    macro_rules! same {
+        ($op:expr) => {{
+            let got = set_operation($op, SortOrder::Ascending, &ta, &tb).expect("candle");
+            let mut want = vec![0i32; a.len() + b.len()];
+            let n = sets::keys(
+                &Host::new(),
+                $op,
+                order::Ascending,
+                &a[..],
+                &b[..],
+                &mut want[..],
+                &Env::new(),
+            )
+            .and_then(Pending::check)
+            .expect("host");
+            assert_eq!(got.to_vec1::<i32>().expect("got"), want[..n]);
+        }};
+    }
+    same!(op::Intersection);
+    same!(op::Union);
+    same!(op::Difference);
+    same!(op::SymmetricDifference);
+    same!(op::Merge);
+    // Out of order, another type, another rank: clear errors.
+    let unsorted = Tensor::new(&[3i32, 1], &Device::Cpu).expect("unsorted");
+    assert!(matches!(
+        set_operation(op::Union, SortOrder::Ascending, &unsorted, &tb),
+        Err(Error::NotSorted { .. })
+    ));
+    let floats = Tensor::new(&[1f32], &Device::Cpu).expect("floats");
+    assert!(matches!(
+        set_operation(op::Union, SortOrder::Ascending, &ta, &floats),
+        Err(Error::InvalidArgument { arg: "b", .. })
+    ));
+    let rows = Tensor::new(&[[1i32]], &Device::Cpu).expect("rows");
+    assert!(matches!(
+        set_operation(op::Union, SortOrder::Ascending, &rows, &tb),
+        Err(Error::InvalidArgument { arg: "a", .. })
+    ));
+}
