@@ -541,6 +541,42 @@ fn a_captured_call_replays_with_device_side_k_and_lengths() {
     replay_a_captured_indexer(&untracked);
 }
 
+/// On a context whose cudarc event tracking is on (the default), a call under capture is
+/// refused at once, naming the fix, before it touches a buffer: the capture ends cleanly and
+/// the same call then runs, equal to the host's.
+#[test]
+fn a_capture_with_event_tracking_on_is_refused_with_the_fix() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    assert!(cuda.context().is_managing_stream_synchronization());
+    let stream = cuda.stream().clone();
+    let first = Indexer::new(0);
+    let mut device = DeviceIndexer::new(&cuda, &first);
+    device.select(&cuda).and_then(Pending::check).expect("warm");
+    stream.synchronize().expect("sync");
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .expect("begin capture");
+    let refused = device.select(&cuda);
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+    match refused {
+        Err(Error::InvalidArgument {
+            arg: "stream",
+            reason,
+        }) => {
+            assert!(reason.contains("disable_event_tracking"), "{reason}");
+        }
+        other => panic!("a call captured with event tracking on: {other:?}"),
+    }
+    let _empty = graph.expect("the capture ends cleanly (nothing in it)");
+    let inputs = Indexer::new(1);
+    device.refill(&stream, &inputs);
+    device
+        .select(&cuda)
+        .and_then(Pending::check)
+        .expect("after");
+    device.check(&cuda, &inputs, "after the refused capture");
+}
+
 #[test]
 fn a_workspace_too_small_or_of_another_stream_is_an_error() {
     let Some(cuda) = gpu_or_skip() else { return };

@@ -161,7 +161,12 @@ impl Cuda {
     }
 
     /// Where this call's buffers come from (a workspace's lock is held until it is dropped).
+    /// Every call on the device asks for it before it touches a buffer, so a capture that
+    /// cannot work is refused here (`refuse_tracked_capture`).
     pub(crate) fn scratch(&self) -> Result<Scratch<'_>, Error> {
+        if !matches!(self.scratch, ScratchSource::Measure(_)) {
+            self.refuse_tracked_capture()?;
+        }
         Ok(match &self.scratch {
             ScratchSource::Allocate => Scratch::allocate(),
             ScratchSource::Workspace(workspace) => {
@@ -169,5 +174,31 @@ impl Cuda {
             }
             ScratchSource::Measure(most) => Scratch::measure(most),
         })
+    }
+
+    /// A call captured into a CUDA graph on a context whose cudarc event tracking is on cannot
+    /// be captured: cudarc makes the stream wait on each buffer's last write, an event recorded
+    /// before the capture began, and a capture may not wait on outside events (the capture is
+    /// invalidated and the error surfaces later, elsewhere). The call is refused at once, with
+    /// the fix ("Workspace and graph capture" in docs/design/engine.md).
+    fn refuse_tracked_capture(&self) -> Result<(), Error> {
+        let stream = self.stream();
+        if !stream.context().is_managing_stream_synchronization() {
+            return Ok(());
+        }
+        let status = stream
+            .capture_status()
+            .map_err(crate::error::driver_error("cuStreamIsCapturing"))?;
+        if status == cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE {
+            return Err(Error::InvalidArgument {
+                arg: "stream",
+                reason: "is capturing a CUDA graph, and its context has cudarc's event tracking \
+                         on: the capture would wait on events recorded before it began. Capture \
+                         on a context with `CudaContext::disable_event_tracking()` (and order \
+                         its streams yourself)"
+                    .to_owned(),
+            });
+        }
+        Ok(())
     }
 }
