@@ -22,9 +22,9 @@
 //! [`Cuda`](oxicub_algorithms::Cuda) on the tensor's own stream: the keys are read where they
 //! are, the outputs are new tensors on the same device, and a top-k waits for nothing (with a
 //! host `k` and row length it has nothing to report from the device); a set operation waits
-//! for the number of keys it wrote (the output's length). One kernel runtime
-//! serves each CUDA context (`cuda_backend`, with `candle-cuda`: warm it up, or give it a
-//! workspace, once).
+//! for the number of keys it wrote (the output's length). One kernel runtime serves each
+//! candle CUDA device (`cuda_backend`, with `candle-cuda`: warm it up once). The calls allocate
+//! their outputs, the new tensors, and their scratch on the device's stream.
 //!
 //! ```
 //! use candle_core::{Device, Tensor};
@@ -50,12 +50,13 @@ use oxicub_params::{
     direction, k as kp, num_segments, order, segment_size, SelectDirection, SortOrder,
 };
 
-/// Runs `$run` with the contiguous keys of `$x` as a slice of its element type.
+/// Runs `$run` with the contiguous keys of `$x` (the argument `$arg`) where they are, as its
+/// element type.
 macro_rules! by_dtype {
-    ($x:expr, |$keys:ident| $run:expr) => {{
+    ($x:expr, $arg:expr, |$keys:ident| $run:expr) => {{
         let x: &Tensor = $x;
         let (storage, layout) = x.storage_and_layout();
-        let (start, end) = contiguous(layout)?;
+        let (start, end) = contiguous(layout, $arg)?;
         let storage: &Storage = &storage;
         match x.dtype() {
             DType::U8 => by_dtype!(@run storage, x, start, end, u8, |$keys| $run),
@@ -68,7 +69,7 @@ macro_rules! by_dtype {
             DType::F32 => by_dtype!(@run storage, x, start, end, f32, |$keys| $run),
             DType::F64 => by_dtype!(@run storage, x, start, end, f64, |$keys| $run),
             other => Err(Error::InvalidArgument {
-                arg: "tensor",
+                arg: $arg,
                 reason: format!("{other:?} keys have no radix order in oxicub"),
             }),
         }
@@ -114,12 +115,12 @@ fn keys_in<'a, K: Key>(
     }
 }
 
-/// The contiguous range of a tensor's storage it covers.
-fn contiguous(layout: &candle_core::Layout) -> Result<(usize, usize), Error> {
+/// The contiguous range of the storage of the tensor `arg` it covers.
+fn contiguous(layout: &candle_core::Layout, arg: &'static str) -> Result<(usize, usize), Error> {
     layout
         .contiguous_offsets()
         .ok_or_else(|| Error::InvalidArgument {
-            arg: "tensor",
+            arg,
             reason: "is not contiguous: call `.contiguous()` first (oxicub reads the tensor in \
                  place and copies nothing behind your back)"
                 .to_owned(),
@@ -173,7 +174,7 @@ pub fn topk<I: Position>(
             ),
         });
     }
-    by_dtype!(x, |keys| select::<_, I>(keys, k, direction))
+    by_dtype!(x, "tensor", |keys| select::<_, I>(keys, k, direction))
 }
 
 /// The `min(k, n)` best items of each row of `x` (its last dimension, of length `n`), each row
@@ -203,7 +204,9 @@ pub fn batched_topk<I: Position>(
     };
     let mut shape = outer.to_vec();
     shape.push(k.min(n));
-    by_dtype!(x, |keys| select_rows::<_, I>(keys, n, k, direction, &shape))
+    by_dtype!(x, "tensor", |keys| select_rows::<_, I>(
+        keys, n, k, direction, &shape
+    ))
 }
 
 /// Each row of `x` (its last dimension) sorted in `order`, stably (equal keys keep their
@@ -226,13 +229,18 @@ pub fn sort<I: Position>(x: &Tensor, order: SortOrder) -> Result<(Tensor, Tensor
             reason: "a sort takes rows: a tensor of at least one dimension".to_owned(),
         });
     };
-    by_dtype!(x, |keys| sort_rows::<_, I>(keys, n, order, x.dims()))
+    by_dtype!(x, "tensor", |keys| sort_rows::<_, I>(
+        keys,
+        n,
+        order,
+        x.dims()
+    ))
 }
 
 /// The keys of `operation` over the one-dimensional tensors `a` and `b`, both sorted in `order`
 /// (repeated keys count as in a multiset: `std::set_*`), as a new tensor on their device. A
 /// key out of order is [`Error::NotSorted`]. On a CUDA tensor the call waits for the number of
-/// keys written (the output's length).
+/// keys written (the output's length; its storage holds the most the operation can write).
 ///
 /// ```
 /// use candle_core::{Device, Tensor};
@@ -275,9 +283,9 @@ pub fn set_operation<Op: SetOperation>(
         });
     }
     let (b_storage, b_layout) = b.storage_and_layout();
-    let (b_start, b_end) = contiguous(b_layout)?;
+    let (b_start, b_end) = contiguous(b_layout, "b")?;
     let b_storage: &Storage = &b_storage;
-    by_dtype!(a, |keys| {
+    by_dtype!(a, "a", |keys| {
         let b_keys = keys_in(b_storage, b, b_start, b_end)?;
         set_keys(operation, order, keys, b_keys)
     })
@@ -557,11 +565,12 @@ mod cuda_tensors {
     pub(super) trait OnDevice: CudaDType + DeviceRepr + ValidAsZeroBits {}
     impl<T: CudaDType + DeviceRepr + ValidAsZeroBits> OnDevice for T {}
 
-    /// The oxicub backend of a candle CUDA device, on the device's stream. Every call for a
-    /// device of one CUDA context shares one kernel runtime (its loaded modules, its cache and
-    /// its health), made on first use: warm it up, or give it a workspace
-    /// ([`Cuda::with_workspace`]), and the candle functions' calls on that device use what it
-    /// loaded.
+    /// The oxicub backend of a candle CUDA device, on the device's stream. Every call on one
+    /// device shares one kernel runtime (its loaded modules, its cache and its health), made on
+    /// first use and kept for the process: warm it up ([`Cuda::warm_up`]) and the candle
+    /// functions' calls on that device load nothing. The runtime is kept per cudarc context:
+    /// each `Device::new_cuda` makes a new one, so create the device once (as candle's own
+    /// kernels expect).
     ///
     /// ```no_run
     /// use candle_core::Device;

@@ -289,6 +289,16 @@ fn set_operations_equal_the_host_call_and_refuse_bad_tensors() {
         set_operation(op::Union, SortOrder::Ascending, &ta, &floats),
         Err(Error::InvalidArgument { arg: "b", .. })
     ));
+    // A column of a matrix: one dimension, stride 2.
+    let strided = Tensor::new(&[[1i32, 2], [3, 4]], &Device::Cpu)
+        .and_then(|t| t.narrow(1, 0, 1))
+        .and_then(|t| t.squeeze(1))
+        .expect("a strided view");
+    assert!(!strided.is_contiguous());
+    assert!(matches!(
+        set_operation(op::Union, SortOrder::Ascending, &ta, &strided),
+        Err(Error::InvalidArgument { arg: "b", .. })
+    ));
     let rows = Tensor::new(&[[1i32]], &Device::Cpu).expect("rows");
     assert!(matches!(
         set_operation(op::Union, SortOrder::Ascending, &rows, &tb),

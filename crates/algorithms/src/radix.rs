@@ -224,6 +224,7 @@ impl RadixBackend for Cuda {
         keys: Self::Slice<'_, K>,
         mut codes: Self::SliceMut<'_, K::Bits>,
     ) -> Result<(), Error> {
+        self.refuse_tracked_capture()?;
         oxicub_kernels::transform_keys(self.runtime(), self.stream(), &keys, &mut codes)?;
         Ok(())
     }
@@ -234,6 +235,7 @@ impl RadixBackend for Cuda {
         codes: Self::Slice<'_, K::Bits>,
         mut keys: Self::SliceMut<'_, K>,
     ) -> Result<(), Error> {
+        self.refuse_tracked_capture()?;
         oxicub_kernels::inverse_transform_keys(self.runtime(), self.stream(), &codes, &mut keys)?;
         Ok(())
     }
@@ -245,6 +247,7 @@ impl RadixBackend for Cuda {
         digit: RadixDigit,
         mut histogram: Self::SliceMut<'_, C>,
     ) -> Result<(), Error> {
+        self.refuse_tracked_capture()?;
         oxicub_kernels::digit_histogram(
             self.runtime(),
             self.stream(),

@@ -397,4 +397,20 @@ fn i32_sizes_and_k_equal_their_i64_form() {
         result,
         Err("segment 17: k = -3 is outside its bounds [0, 8]".to_owned())
     );
+    // An i32 buffer shorter than the segments is refused before anything runs.
+    let short = [1i32; 3];
+    let problem = Problem::strided(
+        cols,
+        segment_size::PerSegment::<_, 0, 40>::new(&sizes32[..]),
+        k::PerSegment::<_, 0, 8>::new(&short[..]),
+        direction::Max,
+        num_segments::uniform(rows as i64).expect("n"),
+    );
+    let mut top = vec![0f32; rows * 8];
+    match batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut top[..], &Env::new()) {
+        Err(oxicub_algorithms::Error::BufferTooSmall {
+            arg: "k", len: 3, ..
+        }) => {}
+        other => panic!("a short i32 k: {other:?}"),
+    }
 }

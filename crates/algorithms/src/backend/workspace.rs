@@ -161,8 +161,9 @@ impl Cuda {
     }
 
     /// Where this call's buffers come from (a workspace's lock is held until it is dropped).
-    /// Every call on the device asks for it before it touches a buffer, so a capture that
-    /// cannot work is refused here (`refuse_tracked_capture`).
+    /// Every call on the device asks for it before it launches, so a capture that cannot work
+    /// is refused here (`refuse_tracked_capture`; the radix calls, which take no scratch, ask
+    /// that directly).
     pub(crate) fn scratch(&self) -> Result<Scratch<'_>, Error> {
         if !matches!(self.scratch, ScratchSource::Measure(_)) {
             self.refuse_tracked_capture()?;
@@ -181,7 +182,7 @@ impl Cuda {
     /// before the capture began, and a capture may not wait on outside events (the capture is
     /// invalidated and the error surfaces later, elsewhere). The call is refused at once, with
     /// the fix ("Workspace and graph capture" in docs/design/engine.md).
-    fn refuse_tracked_capture(&self) -> Result<(), Error> {
+    pub(crate) fn refuse_tracked_capture(&self) -> Result<(), Error> {
         let stream = self.stream();
         if !stream.context().is_managing_stream_synchronization() {
             return Ok(());

@@ -258,8 +258,8 @@ where
             }
         };
         segments::check_buffers(&segments, &args.segments)?;
-        if let ParamValues::PerSegment(ks) = args.k {
-            check_per_segment("k", ks.len(), &segments)?;
+        if let Some(len) = args.k.per_segment_len() {
+            check_per_segment("k", len, &segments)?;
         }
         if let ChoiceValues::PerSegment(directions) = args.direction {
             check_per_segment("direction", directions.len(), &segments)?;

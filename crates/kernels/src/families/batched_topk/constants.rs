@@ -164,7 +164,8 @@ const _: () = assert!(
         | BT_VALUES_ARE_INDEX
         | BT_SORTED
         | BT_GLOBAL_SORT
-        | BT_REJECT_K_ABOVE_SIZE)
+        | BT_REJECT_K_ABOVE_SIZE
+        | BT_K_I32)
         & SEGMENT_FLAGS
         == 0,
     "a family's flags take bits the segmented problem's do not"
