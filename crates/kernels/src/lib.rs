@@ -33,6 +33,7 @@ mod device;
 mod error;
 pub mod families;
 mod health;
+pub mod math;
 mod nvrtc;
 pub mod radix;
 mod runtime;
