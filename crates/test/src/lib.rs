@@ -11,6 +11,7 @@
 //! * [`fuzz`]: generated calls of every algorithm's public API on the host backend, with the
 //!   oracle's prediction of each (the exact error of a bad input, or what every output slot
 //!   holds); the fuzz tests of `crates/algorithms/tests/fuzz_*.rs` run them under proptest.
+//! * [`routing`]: the MoE routing oracle, each router step by step from its model code.
 //! * [`gpu_or_skip`]: the [`Cuda`] backend, or a printed skip line when there is no GPU; with
 //!   `OXICUB_REQUIRE_GPU=1` a missing GPU fails the test instead, so a run on a GPU machine can
 //!   never pass by skipping.
@@ -32,6 +33,7 @@ pub mod batched_topk;
 pub mod cases;
 pub mod fuzz;
 pub mod oracle;
+pub mod routing;
 pub mod seed_sets;
 pub mod seed_sort;
 pub mod set_batches;
