@@ -11,6 +11,7 @@ pub mod batched_topk;
 pub mod digit_histogram;
 mod listed;
 pub mod listed_copy;
+pub mod routing;
 pub(crate) mod scratch;
 pub mod segment_heads;
 pub mod segmented_sort;
@@ -83,6 +84,8 @@ families! {
     ListedCopy => listed_copy,
     /// A multiset operation or a merge of two sorted inputs.
     Sets => sets,
+    /// MoE routers: a warp per token, scores, groups, top-k and weights.
+    Routing => routing,
 }
 
 impl KernelFamily {

@@ -1,0 +1,267 @@
+//! The `routing` kernel family against the routing oracle (`oxicub_test::routing`): expert ids
+//! bit for bit, weights within 1 ulp (NaN weights as NaN), for DeepSeek-V3's grouped router,
+//! ungrouped biased sigmoid, softmax and `sqrt(softplus)` routers; f32, bf16 and f16 logits;
+//! tie-heavy (quantised) and all-equal logits, NaN logits, a bias that makes every score
+//! negative, groups of one expert, experts not a multiple of 32; tokens 0, 1, 7 and 65536;
+//! outputs poisoned. Skips without a GPU (fails with OXICUB_REQUIRE_GPU=1).
+
+use half::{bf16, f16};
+use oxicub_algorithms::Cuda;
+use oxicub_kernels::families::routing::{route, RouterConfig, Scoring};
+use oxicub_kernels::RadixKey;
+use oxicub_test::routing::{self as oracle, Router};
+use oxicub_test::{gpu_or_skip, SplitMix64};
+
+/// The oracle's router for a kernel configuration.
+fn oracle_router(config: &RouterConfig) -> Router {
+    Router {
+        experts: config.experts as usize,
+        groups: config.groups as usize,
+        top_groups: config.top_groups as usize,
+        k: config.k as usize,
+        scoring: match config.scoring {
+            Scoring::Sigmoid => oracle::Scoring::Sigmoid,
+            Scoring::Softmax => oracle::Scoring::Softmax,
+            Scoring::SqrtSoftplus => oracle::Scoring::SqrtSoftplus,
+        },
+        renormalize: config.renormalize,
+        scale: config.scale,
+    }
+}
+
+/// Logits of one type, and their exact f32 values (what the oracle routes).
+trait Logit: RadixKey + Copy {
+    fn from_f32(v: f32) -> Self;
+    fn to_f32(self) -> f32;
+}
+
+impl Logit for f32 {
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+impl Logit for bf16 {
+    fn from_f32(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+    fn to_f32(self) -> f32 {
+        bf16::to_f32(self)
+    }
+}
+
+impl Logit for f16 {
+    fn from_f32(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
+    }
+}
+
+/// Routes `logits` on the GPU and with the oracle; asserts the ids are equal and the weights
+/// within 1 ulp.
+fn same_as_oracle<L: Logit>(
+    cuda: &Cuda,
+    config: &RouterConfig,
+    logits: &[f32],
+    bias: Option<&[f32]>,
+    what: &str,
+) {
+    let typed: Vec<L> = logits.iter().map(|&v| L::from_f32(v)).collect();
+    let exact: Vec<f32> = typed.iter().map(|&v| v.to_f32()).collect();
+    let (want_ids, want_weights) = oracle::route(&oracle_router(config), &exact, bias);
+    let out = want_ids.len();
+    let keys = cuda.upload_keys(&typed).expect("upload logits");
+    let device_bias = bias.map(|b| cuda.upload(b).expect("upload bias"));
+    let mut ids = cuda.upload(&vec![u32::MAX; out.max(1)]).expect("poison");
+    let mut weights = cuda
+        .upload(&vec![f32::from_bits(0x7fa0_0000); out.max(1)])
+        .expect("poison");
+    let bias_view = device_bias.as_ref().map(|b| b.as_view());
+    route(
+        cuda.runtime(),
+        cuda.stream(),
+        config,
+        &keys.as_view(),
+        bias_view.as_ref(),
+        &mut ids.slice_mut(..out),
+        &mut weights.slice_mut(..out),
+    )
+    .expect("launch");
+    let got_ids = cuda.download(&ids.as_view()).expect("ids");
+    let got_weights = cuda.download(&weights.as_view()).expect("weights");
+    if let Some(at) = (0..out).find(|&i| got_ids[i] != want_ids[i]) {
+        let token = at / config.k as usize;
+        panic!(
+            "{what}: token {token}: ids {:?}, oracle {:?}",
+            &got_ids[token * config.k as usize..][..config.k as usize],
+            &want_ids[token * config.k as usize..][..config.k as usize]
+        );
+    }
+    for i in 0..out {
+        let (g, w) = (got_weights[i], want_weights[i]);
+        let close = (g.is_nan() && w.is_nan()) || g.to_bits().abs_diff(w.to_bits()) <= 1;
+        assert!(close, "{what}: weight {i}: {g:e} vs oracle {w:e}");
+    }
+    if out == 0 {
+        assert_eq!(
+            got_ids[0],
+            u32::MAX,
+            "{what}: nothing routed, nothing written"
+        );
+    }
+}
+
+fn logits(tokens: usize, experts: usize, seed: u64, quantum: f32) -> Vec<f32> {
+    let mut rng = SplitMix64::new(seed);
+    (0..tokens * experts)
+        .map(|_| {
+            let v = (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 12.0 - 6.0;
+            if quantum > 0.0 {
+                (v / quantum).round() * quantum
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+fn bias(experts: usize, seed: u64, offset: f32) -> Vec<f32> {
+    let mut rng = SplitMix64::new(seed);
+    (0..experts)
+        .map(|_| (rng.next_u64() % 1000) as f32 / 5000.0 + offset)
+        .collect()
+}
+
+const V3: RouterConfig = RouterConfig {
+    experts: 256,
+    groups: 8,
+    top_groups: 4,
+    k: 8,
+    scoring: Scoring::Sigmoid,
+    renormalize: true,
+    scale: 2.5,
+};
+
+#[test]
+fn deepseek_v3_equals_the_oracle() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let b = bias(256, 1, 0.0);
+    for tokens in [0usize, 1, 7, 65536] {
+        let l = logits(tokens, 256, 2, 0.0);
+        same_as_oracle::<f32>(&cuda, &V3, &l, Some(&b), &format!("v3 f32 {tokens}"));
+    }
+    let l = logits(4096, 256, 3, 0.0);
+    same_as_oracle::<bf16>(&cuda, &V3, &l, Some(&b), "v3 bf16");
+    same_as_oracle::<f16>(&cuda, &V3, &l, Some(&b), "v3 f16");
+    // Tie-heavy: logits on a grid of 0.25 (many equal scores, equal group scores).
+    let q = logits(4096, 256, 4, 0.25);
+    same_as_oracle::<f32>(&cuda, &V3, &q, None, "v3 quantised");
+    same_as_oracle::<bf16>(&cuda, &V3, &q, Some(&b), "v3 quantised bf16");
+    // All equal: the smallest groups and ids.
+    same_as_oracle::<f32>(&cuda, &V3, &vec![0.5; 33 * 256], None, "v3 all equal");
+    // A bias that makes every score negative: the masked experts must stay out.
+    same_as_oracle::<f32>(&cuda, &V3, &l, Some(&bias(256, 5, -3.0)), "v3 negative");
+    // NaN logits rank above every number (their weights are NaN).
+    let mut n = logits(64, 256, 6, 0.0);
+    for t in 0..64 {
+        n[t * 256 + (t * 37) % 256] = f32::NAN;
+    }
+    same_as_oracle::<f32>(&cuda, &V3, &n, Some(&b), "v3 NaN");
+}
+
+#[test]
+fn other_routers_equal_the_oracle() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let softmax = |experts, k| RouterConfig {
+        experts,
+        groups: 1,
+        top_groups: 1,
+        k,
+        scoring: Scoring::Softmax,
+        renormalize: true,
+        scale: 1.0,
+    };
+    for (experts, k) in [(256, 8), (8, 2), (128, 8), (60, 4), (1024, 32), (1, 1)] {
+        let config = softmax(experts, k);
+        let l = logits(3000, experts as usize, u64::from(experts), 0.0);
+        same_as_oracle::<f32>(&cuda, &config, &l, None, &format!("softmax {experts}/{k}"));
+        same_as_oracle::<bf16>(&cuda, &config, &l, None, &format!("softmax bf16 {experts}"));
+        let q = logits(3000, experts as usize, 7, 0.5);
+        let what = format!("softmax quantised {experts}");
+        same_as_oracle::<f16>(&cuda, &config, &q, None, &what);
+    }
+    // Not renormalised, k = 1 (the weight is the probability itself).
+    let plain = RouterConfig {
+        renormalize: false,
+        ..softmax(64, 1)
+    };
+    same_as_oracle::<f32>(
+        &cuda,
+        &plain,
+        &logits(500, 64, 8, 0.0),
+        None,
+        "softmax top-1",
+    );
+    // Ungrouped biased sigmoid (Kimi, GLM).
+    let kimi = RouterConfig {
+        experts: 384,
+        groups: 1,
+        top_groups: 1,
+        k: 8,
+        scoring: Scoring::Sigmoid,
+        renormalize: true,
+        scale: 2.827,
+    };
+    let l = logits(5000, 384, 9, 0.0);
+    same_as_oracle::<bf16>(&cuda, &kimi, &l, Some(&bias(384, 10, 0.0)), "sigmoid 384");
+    // sqrt(softplus) scores, top 6 of 384 with bias.
+    let v4 = RouterConfig {
+        k: 6,
+        scoring: Scoring::SqrtSoftplus,
+        scale: 1.5,
+        ..kimi
+    };
+    same_as_oracle::<f32>(&cuda, &v4, &l, Some(&bias(384, 11, 0.0)), "sqrt softplus");
+    same_as_oracle::<f32>(
+        &cuda,
+        &v4,
+        &logits(5000, 384, 12, 1.0),
+        None,
+        "v4 quantised",
+    );
+    // Groups of one expert, and 32 groups.
+    let singles = RouterConfig {
+        experts: 32,
+        groups: 32,
+        top_groups: 4,
+        k: 4,
+        ..V3
+    };
+    same_as_oracle::<f32>(
+        &cuda,
+        &singles,
+        &logits(2000, 32, 13, 0.5),
+        None,
+        "groups of one",
+    );
+    let wide = RouterConfig {
+        experts: 512,
+        groups: 32,
+        top_groups: 8,
+        k: 16,
+        ..V3
+    };
+    let l = logits(2000, 512, 14, 0.0);
+    same_as_oracle::<f32>(
+        &cuda,
+        &wide,
+        &l,
+        Some(&bias(512, 15, -1.0)),
+        "32 groups of 16",
+    );
+}
