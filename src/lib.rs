@@ -51,9 +51,10 @@ pub use oxicub_params::{
 pub use oxicub_kernels::driver_available;
 
 pub use oxicub_algorithms::{
-    batched_topk, contract, locality_sort, radix, segmented_sort, segments, sets, topk, AnyBackend,
-    Backend, Buffer, ChoicesOn, Cuda, DeviceFacts, DeviceKeys, DeviceValue, DeviceValues, Error,
-    Host, KernelError, Outcome, Pending, PerSegmentOn, SourceIndex, ValuesOn, WarmUp, Workspace,
+    batched_topk, contract, locality_sort, radix, routing, segmented_sort, segments, sets, topk,
+    AnyBackend, Backend, Buffer, ChoicesOn, Cuda, DeviceFacts, DeviceKeys, DeviceValue,
+    DeviceValues, Error, Host, KernelError, Outcome, Pending, PerSegmentOn, SourceIndex, ValuesOn,
+    WarmUp, Workspace,
 };
 
 /// The README's examples, compiled and run as doctests so they cannot rot.

@@ -34,6 +34,7 @@ pub mod contract;
 mod error;
 pub mod locality_sort;
 pub mod radix;
+pub mod routing;
 pub mod segmented_sort;
 pub mod segments;
 pub mod sets;

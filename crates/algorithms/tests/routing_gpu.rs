@@ -265,3 +265,75 @@ fn other_routers_equal_the_oracle() {
         "32 groups of 16",
     );
 }
+
+/// `oxicub::routing::route` on `Cuda` (i32 ids, bf16 logits, a bias on the device) equals the
+/// same call on `Host`; repeated calls allocate nothing.
+#[test]
+fn the_public_call_on_cuda_equals_the_host() {
+    use oxicub_algorithms::routing::{self, scoring, Router};
+    use oxicub_algorithms::{Host, Pending};
+    use oxicub_env::Env;
+    use oxicub_params::{experts, groups, k, top_groups};
+    let Some(cuda) = gpu_or_skip() else { return };
+    let router = Router::grouped(
+        experts::Static::<256>::new(),
+        groups::Static::<8>::new(),
+        top_groups::uniform(4).expect("4"),
+        k::Static::<8>::new(),
+        scoring::Sigmoid,
+    )
+    .renormalize()
+    .scale(2.5);
+    let l: Vec<bf16> = logits(16384, 256, 21, 0.0)
+        .iter()
+        .map(|&v| bf16::from_f32(v))
+        .collect();
+    let b = bias(256, 22, 0.0);
+    let out = 16384 * 8;
+    let (mut host_ids, mut host_weights) = (vec![0i32; out], vec![0f32; out]);
+    routing::route(
+        &Host::new(),
+        &router,
+        &l[..],
+        Some(&b[..]),
+        &mut host_ids[..],
+        &mut host_weights[..],
+        &Env::new(),
+    )
+    .and_then(Pending::check)
+    .expect("host");
+    let keys = cuda.upload_keys(&l).expect("logits");
+    let device_bias = cuda.upload(&b).expect("bias");
+    let mut ids = cuda.upload(&vec![-1i32; out]).expect("poison");
+    let mut weights = cuda.upload(&vec![f32::NAN; out]).expect("poison");
+    let call = |ids: &mut cudarc::driver::CudaSlice<i32>,
+                weights: &mut cudarc::driver::CudaSlice<f32>| {
+        routing::route(
+            &cuda,
+            &router,
+            keys.as_view(),
+            Some(device_bias.as_view()),
+            ids.as_view_mut(),
+            weights.as_view_mut(),
+            &Env::new(),
+        )
+        .and_then(Pending::check)
+        .expect("cuda")
+    };
+    call(&mut ids, &mut weights);
+    let before = cuda.device_allocations();
+    call(&mut ids, &mut weights);
+    assert_eq!(
+        cuda.device_allocations(),
+        before,
+        "a route allocates nothing"
+    );
+    assert_eq!(cuda.download(&ids.as_view()).expect("ids"), host_ids);
+    let got = cuda.download(&weights.as_view()).expect("weights");
+    for (i, (g, w)) in got.iter().zip(&host_weights).enumerate() {
+        assert!(
+            g.to_bits().abs_diff(w.to_bits()) <= 1,
+            "weight {i}: {g} vs {w}"
+        );
+    }
+}

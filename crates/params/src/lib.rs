@@ -48,6 +48,6 @@ pub use discrete::{
 pub use error::{BoundOrigin, ParamError};
 pub use guarantee::Guarantee;
 pub use numeric::{
-    k, num_items, num_segments, segment_size, Deferred, HostValue, Param, ParamFor, ParamKind,
-    PerSegment, SingleValue, Static, Uniform,
+    experts, groups, k, num_items, num_segments, segment_size, top_groups, Deferred, HostValue,
+    Param, ParamFor, ParamKind, PerSegment, SingleValue, Static, Uniform,
 };

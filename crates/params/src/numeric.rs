@@ -465,6 +465,37 @@ role_module!(
     }
 );
 role_module!(
+    /// `experts`: how many experts a MoE router chooses among.
+    ///
+    /// ```
+    /// use oxicub::params::experts;
+    /// assert_eq!(experts::Static::<256>::VALUE, 256);
+    /// ```
+    experts,
+    Experts
+);
+role_module!(
+    /// `groups`: how many groups a MoE router's experts form (1: no groups).
+    ///
+    /// ```
+    /// use oxicub::params::groups;
+    /// assert_eq!(groups::Static::<8>::VALUE, 8);
+    /// ```
+    groups,
+    Groups
+);
+role_module!(
+    /// `top_groups`: how many groups a MoE router keeps per token.
+    ///
+    /// ```
+    /// use oxicub::params::top_groups;
+    /// assert_eq!(top_groups::uniform(4)?.get(), 4);
+    /// # Ok::<(), oxicub::params::ParamError>(())
+    /// ```
+    top_groups,
+    TopGroups
+);
+role_module!(
     /// `num_items`: the length of a single-problem input.
     ///
     /// ```

@@ -25,11 +25,17 @@ pub enum RoleId {
     KeyMultiplicity = 5,
     /// [`UnsortedPositions`].
     UnsortedPositions = 6,
+    /// [`Experts`].
+    Experts = 7,
+    /// [`Groups`].
+    Groups = 8,
+    /// [`TopGroups`].
+    TopGroups = 9,
 }
 
 impl RoleId {
     /// How many roles exist; the length of a [`RoleTable`].
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 10;
 
     /// Every role, in [`RoleId`] order.
     pub const ALL: [RoleId; RoleId::COUNT] = [
@@ -40,6 +46,9 @@ impl RoleId {
         RoleId::TotalItems,
         RoleId::KeyMultiplicity,
         RoleId::UnsortedPositions,
+        RoleId::Experts,
+        RoleId::Groups,
+        RoleId::TopGroups,
     ];
 
     /// The parameter's name as algorithms spell it in their signatures and errors.
@@ -52,6 +61,9 @@ impl RoleId {
             RoleId::TotalItems => "total_items",
             RoleId::KeyMultiplicity => "key_multiplicity",
             RoleId::UnsortedPositions => "unsorted_positions",
+            RoleId::Experts => "experts",
+            RoleId::Groups => "groups",
+            RoleId::TopGroups => "top_groups",
         }
     }
 }
@@ -103,4 +115,10 @@ roles! {
     /// `unsorted_positions`: how many positions of a set operation's inputs hold a key below
     /// (in the inputs' order) the key before it (0: sorted, which skips the check).
     UnsortedPositions;
+    /// `experts`: how many experts a MoE router chooses among (a token row's length).
+    Experts;
+    /// `groups`: how many groups a MoE router's experts form (1: no groups).
+    Groups;
+    /// `top_groups`: how many groups a MoE router keeps per token.
+    TopGroups;
 }

@@ -70,6 +70,29 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
     static_shared_bytes: |_| 0,
 };
 
+/// An expert id type the kernel writes: `u32` or `i32` (the same bits: ids are below
+/// [`MAX_EXPERTS`]).
+pub trait ExpertId: cudarc::driver::DeviceRepr + Copy + Send + Sync + sealed::Sealed {
+    /// Expert `index` (below [`MAX_EXPERTS`]) as this type.
+    fn from_index(index: u32) -> Self;
+}
+impl ExpertId for u32 {
+    fn from_index(index: u32) -> Self {
+        index
+    }
+}
+impl ExpertId for i32 {
+    fn from_index(index: u32) -> Self {
+        index as i32
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for i32 {}
+}
+
 /// How a router scores an expert from its logit.
 ///
 /// ```
@@ -223,7 +246,7 @@ impl RouterConfig {
 
 /// Routes every token of `logits` (rows of `config.experts`, `F32`, `F16` or `BF16`): the
 /// `config.k` expert ids of each, best first, into `ids`, and their weights into `weights`
-/// (`tokens * k` each). `bias` (at least `experts` values) is added to the scores to choose,
+/// (`tokens * k` each; ids `u32` or `i32`). `bias` (at least `experts` values) is added to the scores to choose,
 /// never to the weights. Asynchronous on `stream`; results equal `oxicub_test::routing::route`
 /// bit for bit (ids) and weights within 1 ulp (NaN weights compare as NaN).
 ///
@@ -240,13 +263,13 @@ impl RouterConfig {
 /// assert_eq!(stream.clone_dtoh(&ids).map_err(|e| e.to_string())?, [1, 3]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn route<K: RadixKey>(
+pub fn route<K: RadixKey, I: ExpertId>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
     config: &RouterConfig,
     logits: &CudaView<'_, K>,
     bias: Option<&CudaView<'_, f32>>,
-    ids: &mut CudaViewMut<'_, u32>,
+    ids: &mut CudaViewMut<'_, I>,
     weights: &mut CudaViewMut<'_, f32>,
 ) -> Result<(), KernelError> {
     config.check()?;
