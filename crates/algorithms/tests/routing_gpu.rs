@@ -9,8 +9,8 @@ use half::{bf16, f16};
 use oxicub_algorithms::Cuda;
 use oxicub_kernels::families::routing::{route, RouterConfig, Scoring};
 use oxicub_kernels::RadixKey;
-use oxicub_test::routing::{self as oracle, Router};
-use oxicub_test::{gpu_or_skip, SplitMix64};
+use oxicub_test::gpu_or_skip;
+use oxicub_test::routing::{self as oracle, bias, logits, Router};
 
 /// The oracle's router for a kernel configuration.
 fn oracle_router(config: &RouterConfig) -> Router {
@@ -114,27 +114,6 @@ fn same_as_oracle<L: Logit>(
             "{what}: nothing routed, nothing written"
         );
     }
-}
-
-fn logits(tokens: usize, experts: usize, seed: u64, quantum: f32) -> Vec<f32> {
-    let mut rng = SplitMix64::new(seed);
-    (0..tokens * experts)
-        .map(|_| {
-            let v = (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 12.0 - 6.0;
-            if quantum > 0.0 {
-                (v / quantum).round() * quantum
-            } else {
-                v
-            }
-        })
-        .collect()
-}
-
-fn bias(experts: usize, seed: u64, offset: f32) -> Vec<f32> {
-    let mut rng = SplitMix64::new(seed);
-    (0..experts)
-        .map(|_| (rng.next_u64() % 1000) as f32 / 5000.0 + offset)
-        .collect()
 }
 
 const V3: RouterConfig = RouterConfig {

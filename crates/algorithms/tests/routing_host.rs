@@ -10,29 +10,7 @@ use oxicub_algorithms::routing::{self, scoring, Logit, Router};
 use oxicub_algorithms::{Error, Host, Pending};
 use oxicub_env::{require, tie_break, Env};
 use oxicub_params::{experts, groups, k, top_groups, ParamError};
-use oxicub_test::routing::{self as oracle, Router as OracleRouter, Scoring};
-use oxicub_test::SplitMix64;
-
-fn logits(tokens: usize, experts: usize, seed: u64, quantum: f32) -> Vec<f32> {
-    let mut rng = SplitMix64::new(seed);
-    (0..tokens * experts)
-        .map(|_| {
-            let v = (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 12.0 - 6.0;
-            if quantum > 0.0 {
-                (v / quantum).round() * quantum
-            } else {
-                v
-            }
-        })
-        .collect()
-}
-
-fn bias(experts: usize, seed: u64, offset: f32) -> Vec<f32> {
-    let mut rng = SplitMix64::new(seed);
-    (0..experts)
-        .map(|_| (rng.next_u64() % 1000) as f32 / 5000.0 + offset)
-        .collect()
-}
+use oxicub_test::routing::{self as oracle, bias, logits, Router as OracleRouter, Scoring};
 
 /// Asserts `got` equals the oracle's routing of `exact` (ids equal, weights within 1 ulp).
 fn assert_oracle(

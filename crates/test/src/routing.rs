@@ -83,6 +83,30 @@ impl Router {
     }
 }
 
+/// Router logits of `tokens` rows of `experts`, uniform in [-6, 6), or rounded to multiples of
+/// `quantum` when it is positive (tie-heavy).
+pub fn logits(tokens: usize, experts: usize, seed: u64, quantum: f32) -> Vec<f32> {
+    let mut rng = crate::SplitMix64::new(seed);
+    (0..tokens * experts)
+        .map(|_| {
+            let v = (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 12.0 - 6.0;
+            if quantum > 0.0 {
+                (v / quantum).round() * quantum
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+/// A correction bias per expert, in [offset, offset + 0.2).
+pub fn bias(experts: usize, seed: u64, offset: f32) -> Vec<f32> {
+    let mut rng = crate::SplitMix64::new(seed);
+    (0..experts)
+        .map(|_| (rng.next_u64() % 1000) as f32 / 5000.0 + offset)
+        .collect()
+}
+
 /// The sum of `values` in the shape of one warp's reduction (module docs).
 pub fn warp_sum(values: &[f32]) -> f32 {
     let mut lanes = [0f32; 32];
