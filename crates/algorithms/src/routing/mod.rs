@@ -256,10 +256,11 @@ pub struct RouteRequest {
     pub(crate) tokens: u64,
 }
 
-/// A backend that routes: [`Host`](crate::Host) and [`Cuda`](crate::Cuda).
+/// A backend that routes: [`Host`](crate::Host), [`Cuda`](crate::Cuda) and
+/// [`AnyBackend`](crate::AnyBackend).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not route",
-    note = "routing runs on `Host` and `Cuda`"
+    note = "routing runs on `Host`, `Cuda` and `AnyBackend`"
 )]
 pub trait RoutingBackend: Backend {
     /// A route after the front check (only [`route`] builds a request).

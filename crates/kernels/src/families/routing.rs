@@ -72,7 +72,9 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
 
 /// An expert id type the kernel writes: `u32` or `i32` (the same bits: ids are below
 /// [`MAX_EXPERTS`]).
-pub trait ExpertId: cudarc::driver::DeviceRepr + Copy + Send + Sync + sealed::Sealed {
+pub trait ExpertId:
+    cudarc::driver::DeviceRepr + Copy + Default + Send + Sync + sealed::Sealed
+{
     /// Expert `index` (below [`MAX_EXPERTS`]) as this type.
     fn from_index(index: u32) -> Self;
 }
