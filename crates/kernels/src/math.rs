@@ -7,7 +7,9 @@
 //! (add, multiply, fused multiply-add, divide, square root, round to integer), in the same
 //! order; the device code spells every operation with a `__f*_rn` intrinsic so that the
 //! compiler cannot contract a multiply and an add into an fma here and not there. Neither side
-//! calls its platform's `expf` or `logf`, whose last bits differ between libraries.
+//! calls its platform's `expf` or `logf`, whose last bits differ between libraries. (On the host
+//! `f32::mul_add` is the hardware fma or the C library's `fmaf`, correctly rounded in glibc and
+//! musl; a target whose `fmaf` is not, such as MinGW's, would break the equality.)
 //!
 //! Accuracy against `f64` (a sweep of every exponent in this module's tests; the same bounds
 //! hold over every 997th bit pattern): [`exp`] within 1 ulp over its normal range, [`sigmoid`]

@@ -163,8 +163,9 @@ fn scores(router: &Router, logits: &[f32]) -> Vec<f32> {
 /// the weights (DeepSeek-V3's `e_score_correction_bias`).
 ///
 /// Step by step, as the published code does: scores; biased scores for choosing; with groups,
-/// each group's score is the sum of its two best biased scores (the best plus the second), the
-/// `top_groups` best groups are kept and every other expert's biased score becomes `-inf` (not
+/// each group's score is the sum of its two best biased scores (the best plus the second) when
+/// there is a bias (DeepSeek-V3's `noaux_tc`), its best score when there is none (DeepSeek-V2's
+/// `group_limited_greedy`, V3's `model.py` without a bias), the `top_groups` best groups are kept and every other expert's biased score becomes `-inf` (not
 /// 0: biased scores can be negative); the `k` best biased scores give the ids; the weights are
 /// the unbiased scores of those experts, divided by their sum plus `1e-20` (summed in the order
 /// chosen) when `renormalize` and `k > 1`, then multiplied by `scale`.
@@ -180,6 +181,7 @@ pub fn route(router: &Router, logits: &[f32], bias: Option<&[f32]>) -> (Vec<u32>
         k <= router.top_groups * (e / router.groups),
         "k within the kept experts"
     );
+    assert!(bias.is_none_or(|b| b.len() >= e), "a bias per expert");
     let (mut ids, mut weights) = (Vec::new(), Vec::new());
     for row in logits.chunks(e) {
         let s = scores(router, row);
@@ -189,10 +191,13 @@ pub fn route(router: &Router, logits: &[f32], bias: Option<&[f32]>) -> (Vec<u32>
         };
         if router.groups > 1 {
             let size = e / router.groups;
+            // With a bias (noaux_tc), the sum of the two best; without, the best alone (V2's
+            // group_limited_greedy, V3's model.py when it has no bias).
+            let counted = if bias.is_some() { 2 } else { 1 };
             let group_scores: Vec<f32> = c
                 .chunks(size)
                 .map(|group| {
-                    let best = top_indices(group, 2);
+                    let best = top_indices(group, counted);
                     best.iter().map(|&i| group[i]).fold(0.0, |sum, v| sum + v)
                 })
                 .collect();
@@ -235,14 +240,17 @@ mod tests {
 
     #[test]
     fn groups_are_ranked_by_their_two_best_biased_scores() {
-        // Group 0 holds the single best expert (id 1) but a weak second; groups 2 and 3 have two
-        // good experts each and win, so expert 1 is excluded.
+        // With a bias: group 0 holds the single best expert (id 1) but a weak second; groups 2
+        // and 3 have two good experts each and win, so expert 1 is excluded.
         let logits = [
             -4.0, 6.0, -4.0, -4.0, /**/ 0.0, 0.0, 0.0, 0.0, /**/ 3.0, 2.5, -1.0, -1.0,
             /**/ 2.0, 2.9, -1.0, -1.0,
         ];
-        let (ids, weights) = route(&small(), &logits, None);
+        let (ids, weights) = route(&small(), &logits, Some(&[0.0; 16]));
         assert_eq!(ids, [8, 13, 9]);
+        // Without a bias a group's score is its best: group 0 (expert 1) is kept with group 2.
+        let (ids, _) = route(&small(), &logits, None);
+        assert_eq!(ids, [1, 8, 9]);
         let s = |x: f64| 1.0 / (1.0 + (-x).exp());
         let sum = s(3.0) + s(2.9) + s(2.5);
         for (w, x) in weights.iter().zip([3.0, 2.9, 2.5]) {

@@ -56,7 +56,7 @@ impl RoutingBackend for AnyBackend {
         }
         let device_logits = cuda.upload_keys(logits)?;
         let device_bias = bias.map(|bias| cuda.upload(bias)).transpose()?;
-        let mut device_ids = cuda.upload(&vec![I::default(); out])?;
+        let mut device_ids = cuda.alloc_zeros::<I>(out)?;
         let mut device_weights = cuda.alloc_zeros::<f32>(out)?;
         cuda.route_checked(
             token,

@@ -111,7 +111,7 @@ fn route_token<L: Logit, I: ExpertId>(
             let members = g * size..(g + 1) * size;
             let (_, best) = arg_max(members.clone().map(|e| (ranks[e], e)));
             let mut score = 0.0 + c[best];
-            if size > 1 {
+            if size > 1 && bias.is_some() {
                 let (_, second) = arg_max(members.filter(|&e| e != best).map(|e| (ranks[e], e)));
                 score += c[second];
             }

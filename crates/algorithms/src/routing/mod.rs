@@ -11,7 +11,8 @@
 //! sums are taken in a fixed order (docs/design/routing.md).
 //!
 //! Ties go to the smaller expert id (and group), as the environment's default tie-break says;
-//! NaN logits rank above every number.
+//! NaN logits rank above every number (under softmax a NaN logit makes every score of its token
+//! NaN: its ids are then the first `k`).
 //!
 //! ```
 //! use oxicub::routing::{self, scoring, Router};
@@ -180,7 +181,9 @@ impl<E, K, S>
 impl<E, G, T, K, S> Router<E, G, T, K, S> {
     /// A router whose `experts` form `groups` equal groups (in order), of which the
     /// `top_groups` best per token are kept (a group's score: the sum of its two best biased
-    /// scores); the `k` best of the kept experts are chosen.
+    /// scores when the call has a bias, as DeepSeek-V3's `noaux_tc`; its best score without
+    /// one, as DeepSeek-V2's `group_limited_greedy`); the `k` best of the kept experts are
+    /// chosen.
     pub fn grouped(experts: E, groups: G, top_groups: T, k: K, scoring: S) -> Self {
         Router {
             experts,
@@ -194,7 +197,8 @@ impl<E, G, T, K, S> Router<E, G, T, K, S> {
     }
 
     /// The chosen experts' weights divided by their sum (plus `1e-20`), when `k > 1`
-    /// (`norm_topk_prob`).
+    /// (`norm_topk_prob`, as DeepSeek's code applies it: a top-1 weight stays the score, where
+    /// Qwen's code would make it 1).
     pub fn renormalize(mut self) -> Self {
         self.renormalize = true;
         self
@@ -296,7 +300,8 @@ fn checked_value<P: HostValue>(param: &P, arg: &'static str, max: i64) -> Result
 /// weights (DeepSeek-V3's `e_score_correction_bias`).
 ///
 /// Step by step: scores; biased scores; with groups, each group's score is the sum of its two
-/// best biased scores, the `top_groups` best groups are kept and every other expert is excluded
+/// best biased scores (its best score when there is no bias), the `top_groups` best groups are
+/// kept and every other expert is excluded
 /// (as `-inf`: biased scores can be negative); the `k` best biased scores give the ids; the
 /// weights are the unbiased scores of those experts, renormalised if asked (and `k > 1`), then
 /// scaled. On [`Cuda`](crate::Cuda) one kernel, a warp per token, with nothing to report from

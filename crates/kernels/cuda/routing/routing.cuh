@@ -2,7 +2,7 @@
 // holds the experts lane, lane + 32, ... (PER_LANE of them) in registers. The steps and their
 // rounding follow the oracle (oxicub_test::routing) exactly: scores by the deterministic
 // functions of core/math.cuh; the softmax denominator in the oracle's warp_sum shape; groups
-// scored by (0 + best) + second of their biased scores; the kept groups and then the k experts
+// scored by (0 + best) + second of their biased scores (their best score without a bias); the kept groups and then the k experts
 // by rounds of a warp arg-max over (rank, index), ties to the smaller index; weights summed in
 // the order chosen, divided by that sum plus 1e-20 when renormalised (k > 1), then scaled.
 namespace oxicub {
@@ -139,7 +139,7 @@ __device__ __forceinline__ void routing(const RoutingParams& p) {
                 }
                 routing_argmax(best_rank, best, best_value);
                 float score = __fadd_rn(0.0f, best_value);
-                if (size > 1) {
+                if (size > 1 && bias != nullptr) {
                     u32 second_rank = 0, second = 0xffffffffu;
                     float second_value = 0.0f;
 #pragma unroll

@@ -73,7 +73,13 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
 /// An expert id type the kernel writes: `u32` or `i32` (the same bits: ids are below
 /// [`MAX_EXPERTS`]).
 pub trait ExpertId:
-    cudarc::driver::DeviceRepr + Copy + Default + Send + Sync + sealed::Sealed
+    cudarc::driver::DeviceRepr
+    + cudarc::driver::ValidAsZeroBits
+    + Copy
+    + Default
+    + Send
+    + Sync
+    + sealed::Sealed
 {
     /// Expert `index` (below [`MAX_EXPERTS`]) as this type.
     fn from_index(index: u32) -> Self;
