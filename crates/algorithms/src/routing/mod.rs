@@ -45,7 +45,7 @@ mod host;
 use std::marker::PhantomData;
 
 use oxicub_env::{tie_break, Environment};
-use oxicub_kernels::families::routing::{ExpertId, RouterConfig, Scoring};
+use oxicub_kernels::families::routing::{router_violation, ExpertId, RouterConfig, Scoring};
 use oxicub_params::{num_segments, role, HostValue, Param, ParamFor};
 
 use crate::backend::{Backend, Buffer};
@@ -281,18 +281,6 @@ pub trait RoutingBackend: Backend {
     ) -> Result<Outcome, Error>;
 }
 
-/// A value of a router's parameter, checked against its kernel limit.
-fn checked_value<P: HostValue>(param: &P, arg: &'static str, max: i64) -> Result<u32, Error> {
-    let value = param.value();
-    if !(1..=max).contains(&value) {
-        return Err(Error::InvalidArgument {
-            arg,
-            reason: format!("{value} is outside 1..={max}"),
-        });
-    }
-    Ok(value as u32)
-}
-
 /// Routes every token of `logits` (rows of the router's `experts`; `f32`, `f16` or `bf16`):
 /// each token's `k` expert ids, best first, into `out_ids` (`u32` or `i32`), and their weights
 /// into `out_weights` (`tokens * k` each, `tokens = logits.len() / experts`). `bias` (at least
@@ -334,18 +322,17 @@ where
 {
     let () = RouterStatic::<E, G, T, K>::CHECKED;
     let _ = (env, router.scoring);
-    use oxicub_kernels::families::routing::{MAX_EXPERTS, MAX_PER_TOKEN};
-    let experts = checked_value(&router.experts, "experts", i64::from(MAX_EXPERTS))?;
-    let groups = checked_value(&router.groups, "groups", i64::from(MAX_PER_TOKEN))?;
-    let top_groups = checked_value(&router.top_groups, "top_groups", i64::from(groups))?;
-    if experts % groups != 0 {
-        return Err(Error::InvalidArgument {
-            arg: "groups",
-            reason: format!("{groups} does not divide experts = {experts}"),
-        });
+    let values = [
+        router.experts.value(),
+        router.groups.value(),
+        router.top_groups.value(),
+        router.k.value(),
+    ];
+    if let Some((arg, reason)) = router_violation(values[0], values[1], values[2], values[3]) {
+        return Err(Error::InvalidArgument { arg, reason });
     }
-    let eligible = top_groups * (experts / groups);
-    let k = checked_value(&router.k, "k", i64::from(eligible.min(MAX_PER_TOKEN)))?;
+    // Checked: each value is in 1..=1024.
+    let [experts, groups, top_groups, k] = values.map(|v| v as u32);
     let tokens = num_segments::rows(logits.len(), experts as usize)?.get() as u64;
     if let Some(bias) = &bias {
         if bias.len() < experts as usize {

@@ -214,42 +214,56 @@ impl RouterConfig {
     /// assert!(RouterConfig { groups: 7, ..v3 }.check().is_err()); // 7 does not divide 256
     /// ```
     pub fn check(&self) -> Result<(), KernelError> {
-        let invalid = |reason: String| {
-            Err(KernelError::InvalidSpec {
+        let values = [self.experts, self.groups, self.top_groups, self.k].map(i64::from);
+        match router_violation(values[0], values[1], values[2], values[3]) {
+            None => Ok(()),
+            Some((arg, reason)) => Err(KernelError::InvalidSpec {
                 kernel: "routing".to_owned(),
-                reason,
-            })
-        };
-        let RouterConfig {
-            experts,
-            groups,
-            top_groups,
-            k,
-            ..
-        } = *self;
-        if !(1..=MAX_EXPERTS).contains(&experts) {
-            return invalid(format!("experts = {experts} is outside 1..={MAX_EXPERTS}"));
+                reason: format!("{arg}: {reason}"),
+            }),
         }
-        if groups == 0 || groups > MAX_PER_TOKEN || experts % groups != 0 {
-            return invalid(format!(
-                "groups = {groups} must divide experts = {experts} and be at most {MAX_PER_TOKEN}"
-            ));
-        }
-        if top_groups == 0 || top_groups > groups {
-            return invalid(format!(
-                "top_groups = {top_groups} is outside 1..=groups = {groups}"
-            ));
-        }
-        let eligible = top_groups * (experts / groups);
-        if k == 0 || k > eligible.min(MAX_PER_TOKEN) {
-            return invalid(format!(
-                "k = {k} is outside 1..={}: the kept groups hold {eligible} experts, and a \
-                 token takes at most {MAX_PER_TOKEN}",
-                eligible.min(MAX_PER_TOKEN)
-            ));
-        }
-        Ok(())
     }
+}
+
+/// The first of a router's values (as a caller gives them) outside the kernel's limits or
+/// inconsistent with the others, in the order experts, groups, top groups, the groups dividing
+/// the experts, k: its name and why. [`RouterConfig::check`] and the public call
+/// (`oxicub::routing::route`, which reports it as an invalid argument of that name) share it.
+///
+/// ```
+/// use oxicub::kernels::families::routing::router_violation;
+///
+/// assert_eq!(router_violation(256, 8, 4, 8), None);
+/// assert_eq!(router_violation(64, 4, 1, 17).map(|(arg, _)| arg), Some("k")); // one group holds 16
+/// assert_eq!(router_violation(64, 3, 1, 2).map(|(arg, _)| arg), Some("groups"));
+/// ```
+pub fn router_violation(
+    experts: i64,
+    groups: i64,
+    top_groups: i64,
+    k: i64,
+) -> Option<(&'static str, String)> {
+    let outside = |value: i64, max: i64| {
+        (!(1..=max).contains(&value)).then(|| format!("{value} is outside 1..={max}"))
+    };
+    let (max_experts, max_per_token) = (i64::from(MAX_EXPERTS), i64::from(MAX_PER_TOKEN));
+    if let Some(reason) = outside(experts, max_experts) {
+        return Some(("experts", reason));
+    }
+    if let Some(reason) = outside(groups, max_per_token) {
+        return Some(("groups", reason));
+    }
+    if let Some(reason) = outside(top_groups, groups) {
+        return Some(("top_groups", reason));
+    }
+    if experts % groups != 0 {
+        return Some((
+            "groups",
+            format!("{groups} does not divide experts = {experts}"),
+        ));
+    }
+    let eligible = top_groups * (experts / groups);
+    outside(k, eligible.min(max_per_token)).map(|reason| ("k", reason))
 }
 
 /// Routes every token of `logits` (rows of `config.experts`, `F32`, `F16` or `BF16`): the

@@ -515,10 +515,7 @@ fn call_shape<K: RadixKey, V>(
             },
         },
         k: plan.k.host(),
-        direction: match plan.direction {
-            HostOrDevice::Host(d) => Some(d),
-            HostOrDevice::Device(_) => None,
-        },
+        direction: plan.direction.host(),
         num_segments: plan.num_segments.host(),
         num_segments_bounds: plan.num_segments_bounds,
         size_bounds: plan.size_bounds,
