@@ -10,7 +10,9 @@ use oxicub_algorithms::Cuda;
 use oxicub_kernels::families::routing::{route, RouterConfig, Scoring};
 use oxicub_kernels::RadixKey;
 use oxicub_test::gpu_or_skip;
-use oxicub_test::routing::{self as oracle, bias, logits, Router};
+use oxicub_test::routing::{
+    self as oracle, assert_same_routing, bias, logits, typed_logits, LogitValue, Router,
+};
 
 /// The oracle's router for a kernel configuration.
 fn oracle_router(config: &RouterConfig) -> Router {
@@ -29,50 +31,16 @@ fn oracle_router(config: &RouterConfig) -> Router {
     }
 }
 
-/// Logits of one type, and their exact f32 values (what the oracle routes).
-trait Logit: RadixKey + Copy {
-    fn from_f32(v: f32) -> Self;
-    fn to_f32(self) -> f32;
-}
-
-impl Logit for f32 {
-    fn from_f32(v: f32) -> Self {
-        v
-    }
-    fn to_f32(self) -> f32 {
-        self
-    }
-}
-
-impl Logit for bf16 {
-    fn from_f32(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
-    fn to_f32(self) -> f32 {
-        bf16::to_f32(self)
-    }
-}
-
-impl Logit for f16 {
-    fn from_f32(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-    fn to_f32(self) -> f32 {
-        f16::to_f32(self)
-    }
-}
-
 /// Routes `logits` on the GPU and with the oracle; asserts the ids are equal and the weights
 /// within 1 ulp.
-fn same_as_oracle<L: Logit>(
+fn same_as_oracle<L: LogitValue + RadixKey>(
     cuda: &Cuda,
     config: &RouterConfig,
     logits: &[f32],
     bias: Option<&[f32]>,
     what: &str,
 ) {
-    let typed: Vec<L> = logits.iter().map(|&v| L::from_f32(v)).collect();
-    let exact: Vec<f32> = typed.iter().map(|&v| v.to_f32()).collect();
+    let (typed, exact) = typed_logits::<L>(logits);
     let (want_ids, want_weights) = oracle::route(&oracle_router(config), &exact, bias);
     let out = want_ids.len();
     let keys = cuda.upload_keys(&typed).expect("upload logits");
@@ -94,19 +62,9 @@ fn same_as_oracle<L: Logit>(
     .expect("launch");
     let got_ids = cuda.download(&ids.as_view()).expect("ids");
     let got_weights = cuda.download(&weights.as_view()).expect("weights");
-    if let Some(at) = (0..out).find(|&i| got_ids[i] != want_ids[i]) {
-        let token = at / config.k as usize;
-        panic!(
-            "{what}: token {token}: ids {:?}, oracle {:?}",
-            &got_ids[token * config.k as usize..][..config.k as usize],
-            &want_ids[token * config.k as usize..][..config.k as usize]
-        );
-    }
-    for i in 0..out {
-        let (g, w) = (got_weights[i], want_weights[i]);
-        let close = (g.is_nan() && w.is_nan()) || g.to_bits().abs_diff(w.to_bits()) <= 1;
-        assert!(close, "{what}: weight {i}: {g:e} vs oracle {w:e}");
-    }
+    let k = config.k as usize;
+    let got = (&got_ids[..out], &got_weights[..out]);
+    assert_same_routing(what, k, got, (&want_ids, &want_weights));
     if out == 0 {
         assert_eq!(
             got_ids[0],

@@ -6,34 +6,20 @@
 //! errors, each naming its argument.
 
 use half::{bf16, f16};
-use oxicub_algorithms::routing::{self, scoring, Logit, Router};
+use oxicub_algorithms::routing::{self, scoring, Router};
 use oxicub_algorithms::{Error, Host, Pending};
 use oxicub_env::{require, tie_break, Env};
 use oxicub_params::{experts, groups, k, top_groups, ParamError};
-use oxicub_test::routing::{self as oracle, bias, logits, Router as OracleRouter, Scoring};
-
-/// Asserts `got` equals the oracle's routing of `exact` (ids equal, weights within 1 ulp).
-fn assert_oracle(
-    what: &str,
-    router: &OracleRouter,
-    exact: &[f32],
-    bias: Option<&[f32]>,
-    got: (&[u32], &[f32]),
-) {
-    let (want_ids, want_weights) = oracle::route(router, exact, bias);
-    assert_eq!(got.0, &want_ids[..], "{what}: ids");
-    for (i, (&g, &w)) in got.1.iter().zip(&want_weights).enumerate() {
-        let close = (g.is_nan() && w.is_nan()) || g.to_bits().abs_diff(w.to_bits()) <= 1;
-        assert!(close, "{what}: weight {i}: {g:e} vs oracle {w:e}");
-    }
-}
+use oxicub_test::routing::{
+    self as oracle, assert_same_routing, bias, logits, typed_logits, Router as OracleRouter,
+    Scoring,
+};
 
 /// Routes `values` (as logits of type `L`) on the host with `router` and compares with the
 /// oracle's `oracle_router`. Outputs are poisoned and must be fully written.
 macro_rules! same_as_oracle {
     ($what:expr, $l:ty, $router:expr, $oracle:expr, $values:expr, $bias:expr) => {{
-        let typed: Vec<$l> = $values.iter().map(|&v| <$l>::from_f32(v)).collect();
-        let exact: Vec<f32> = typed.iter().map(|&v| Logit::to_f32(v)).collect();
+        let (typed, exact) = typed_logits::<$l>(&$values);
         let oracle_router: OracleRouter = $oracle;
         let out = exact.len() / oracle_router.experts * oracle_router.k;
         let (mut ids, mut weights) = (vec![u32::MAX; out], vec![f32::NAN; out]);
@@ -48,28 +34,10 @@ macro_rules! same_as_oracle {
         )
         .and_then(Pending::check)
         .expect($what);
-        assert_oracle($what, &oracle_router, &exact, $bias, (&ids, &weights));
+        let want = oracle::route(&oracle_router, &exact, $bias);
+        let k = oracle_router.k;
+        assert_same_routing($what, k, (&ids, &weights), (&want.0, &want.1));
     }};
-}
-
-/// A conversion from f32 for each logit type.
-trait FromF32 {
-    fn from_f32(v: f32) -> Self;
-}
-impl FromF32 for f32 {
-    fn from_f32(v: f32) -> Self {
-        v
-    }
-}
-impl FromF32 for bf16 {
-    fn from_f32(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
-}
-impl FromF32 for f16 {
-    fn from_f32(v: f32) -> Self {
-        f16::from_f32(v)
-    }
 }
 
 #[test]

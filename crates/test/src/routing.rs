@@ -107,6 +107,67 @@ pub fn bias(experts: usize, seed: u64, offset: f32) -> Vec<f32> {
         .collect()
 }
 
+/// A logit type the routers read (`f32`, `half::bf16`, `half::f16`), made from and read as
+/// `f32` (exactly, for values the type holds).
+pub trait LogitValue: Copy {
+    /// The nearest value of this type.
+    fn from_f32(v: f32) -> Self;
+    /// The value as `f32` (exact).
+    fn to_f32(self) -> f32;
+}
+
+impl LogitValue for f32 {
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+impl LogitValue for half::bf16 {
+    fn from_f32(v: f32) -> Self {
+        half::bf16::from_f32(v)
+    }
+    fn to_f32(self) -> f32 {
+        half::bf16::to_f32(self)
+    }
+}
+
+impl LogitValue for half::f16 {
+    fn from_f32(v: f32) -> Self {
+        half::f16::from_f32(v)
+    }
+    fn to_f32(self) -> f32 {
+        half::f16::to_f32(self)
+    }
+}
+
+/// `values` as logits of type `L`, and those logits' exact `f32` values (what the oracle routes).
+pub fn typed_logits<L: LogitValue>(values: &[f32]) -> (Vec<L>, Vec<f32>) {
+    let typed: Vec<L> = values.iter().map(|&v| L::from_f32(v)).collect();
+    let exact = typed.iter().map(|&v| v.to_f32()).collect();
+    (typed, exact)
+}
+
+/// Asserts a routing (`k` ids and weights per token) equals `want`: the ids exactly (the first
+/// differing token reported whole), the weights within 1 ulp (NaN as NaN).
+pub fn assert_same_routing(what: &str, k: usize, got: (&[u32], &[f32]), want: (&[u32], &[f32])) {
+    assert_eq!(got.0.len(), want.0.len(), "{what}: ids");
+    if let Some(at) = (0..got.0.len()).find(|&i| got.0[i] != want.0[i]) {
+        let token = at / k;
+        panic!(
+            "{what}: token {token}: ids {:?}, expected {:?}",
+            &got.0[token * k..][..k],
+            &want.0[token * k..][..k]
+        );
+    }
+    for (i, (&g, &w)) in got.1.iter().zip(want.1).enumerate() {
+        let close = (g.is_nan() && w.is_nan()) || g.to_bits().abs_diff(w.to_bits()) <= 1;
+        assert!(close, "{what}: weight {i}: {g:e}, expected {w:e}");
+    }
+}
+
 /// The sum of `values` in the shape of one warp's reduction (module docs).
 pub fn warp_sum(values: &[f32]) -> f32 {
     let mut lanes = [0f32; 32];
