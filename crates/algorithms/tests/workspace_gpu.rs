@@ -217,6 +217,18 @@ struct DeviceIndexer {
 }
 
 impl DeviceIndexer {
+    /// The bytes its call carves (measured), and a backend on `cuda`'s stream whose calls
+    /// carve them from a workspace of exactly that size.
+    fn in_workspace(&mut self, cuda: &Cuda) -> (usize, Cuda) {
+        let bytes = cuda
+            .workspace_bytes(|cuda| self.select(cuda))
+            .expect("measure");
+        let in_workspace = cuda
+            .with_workspace(&Workspace::new(cuda, bytes).expect("workspace"))
+            .expect("same stream");
+        (bytes, in_workspace)
+    }
+
     fn new(cuda: &Cuda, first: &Indexer) -> DeviceIndexer {
         DeviceIndexer {
             keys: cuda.upload(&first.keys).expect("upload"),
@@ -275,13 +287,8 @@ fn a_per_row_indexer_in_a_workspace_allocates_nothing() {
     let stream = cuda.stream().clone();
     let first = Indexer::new(0);
     let mut device = DeviceIndexer::new(&cuda, &first);
-    let bytes = cuda
-        .workspace_bytes(|cuda| device.select(cuda))
-        .expect("measure");
+    let (bytes, in_workspace) = device.in_workspace(&cuda);
     assert!(bytes > 0, "per-row k and lengths need scratch");
-    let in_workspace = cuda
-        .with_workspace(&Workspace::new(&cuda, bytes).expect("workspace"))
-        .expect("same stream");
     let steady = in_workspace.device_allocations();
     for step in 0..8 {
         let inputs = Indexer::new(step);
@@ -488,12 +495,7 @@ fn replay_a_captured_indexer(cuda: &Cuda) {
     let stream = cuda.stream().clone();
     let first = Indexer::new(0);
     let mut device = DeviceIndexer::new(cuda, &first);
-    let bytes = cuda
-        .workspace_bytes(|cuda| device.select(cuda))
-        .expect("measure");
-    let in_workspace = cuda
-        .with_workspace(&Workspace::new(cuda, bytes).expect("workspace"))
-        .expect("same stream");
+    let (_, in_workspace) = device.in_workspace(cuda);
     // Loads the kernels (a capture cannot compile or load modules).
     device
         .select(&in_workspace)
@@ -651,12 +653,7 @@ fn deferred_outcomes_are_checked_together() {
     let stream = cuda.stream().clone();
     let first = Indexer::new(0);
     let mut device = DeviceIndexer::new(&cuda, &first);
-    let bytes = cuda
-        .workspace_bytes(|cuda| device.select(cuda))
-        .expect("measure");
-    let in_workspace = cuda
-        .with_workspace(&Workspace::new(&cuda, bytes).expect("workspace"))
-        .expect("same stream");
+    let (_, in_workspace) = device.in_workspace(&cuda);
     let mut allocations = Vec::new();
     for round in 0..2 {
         for step in 0..6u64 {
