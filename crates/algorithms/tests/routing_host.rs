@@ -282,3 +282,122 @@ fn bad_values_and_buffers_are_named_errors() {
     );
     assert_eq!(arg_of(result), "bias");
 }
+
+/// `routing::dispatch` of ids that `route` wrote, in `I`, against the oracle's stable grouping;
+/// outputs poisoned.
+fn dispatch_same_as_oracle<I: oxicub_kernels::families::routing::ExpertId + std::fmt::Debug>(
+    what: &str,
+    experts: usize,
+    k: usize,
+    ids: &[u32],
+) {
+    let router = Router::new(
+        experts::uniform(experts as i64).expect("experts"),
+        k::uniform(k as i64).expect("k"),
+        scoring::Softmax,
+    );
+    let typed: Vec<I> = ids.iter().map(|&id| I::from_index(id)).collect();
+    let poison = I::from_index(u32::MAX);
+    let (mut counts, mut order) = (vec![poison; experts], vec![poison; ids.len()]);
+    routing::dispatch(
+        &Host::new(),
+        &router,
+        &typed[..],
+        &mut counts[..],
+        &mut order[..],
+    )
+    .and_then(Pending::check)
+    .expect(what);
+    let (want_counts, want_order) = oracle::dispatch(experts, ids);
+    let bits = |v: &[I]| v.iter().map(|&x| x.to_bits()).collect::<Vec<u32>>();
+    assert_eq!(bits(&counts), want_counts, "{what}: counts");
+    assert_eq!(bits(&order), want_order, "{what}: order");
+}
+
+#[test]
+fn dispatch_equals_the_oracle() {
+    use oxicub_kernels::families::routing::ExpertId;
+    let v3 = OracleRouter::deepseek_v3();
+    let b = bias(256, 31, 0.0);
+    for tokens in [0usize, 1, 7, 300, 5000] {
+        let (ids, _) = oracle::route(&v3, &logits(tokens, 256, 32, 0.0), Some(&b));
+        dispatch_same_as_oracle::<u32>("v3", 256, 8, &ids);
+        dispatch_same_as_oracle::<i32>("v3 i32", 256, 8, &ids);
+    }
+    // Every token to the same experts; one expert; 1024 experts, 32 each.
+    let same: Vec<u32> = (0..4000).flat_map(|_| [5u32, 1, 9]).collect();
+    dispatch_same_as_oracle::<u32>("same experts", 16, 3, &same);
+    dispatch_same_as_oracle::<u32>("one expert", 1, 1, &[0; 100]);
+    let (wide, _) = oracle::route(
+        &OracleRouter::softmax(1024, 32),
+        &logits(200, 1024, 33, 0.0),
+        None,
+    );
+    dispatch_same_as_oracle::<i32>("1024 experts", 1024, 32, &wide);
+    assert_eq!(i32::from_index(7).to_bits(), 7);
+}
+
+#[test]
+fn dispatch_errors_name_the_argument_and_the_entry() {
+    let router = Router::new(
+        experts::Static::<8>::new(),
+        k::Static::<2>::new(),
+        scoring::Softmax,
+    );
+    let host = Host::new();
+    let (mut counts, mut order) = ([0i32; 8], [0i32; 6]);
+    let run = |ids: &[i32], counts: &mut [i32], order: &mut [i32]| {
+        routing::dispatch(&host, &router, ids, counts, order).and_then(Pending::check)
+    };
+    match run(&[0, 1, 2, 9, 4, 5], &mut counts, &mut order) {
+        Err(Error::InvalidArgument { arg: "ids", reason }) => {
+            assert!(
+                reason.contains("entry 3 (token 1, choice 1) is 9"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected the bad id: {other:?}"),
+    }
+    match run(&[0, 1, -2, 3, 4, 5], &mut counts, &mut order) {
+        Err(Error::InvalidArgument { arg: "ids", reason }) => {
+            assert!(
+                reason.contains("entry 2 (token 1, choice 0) is -2"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected the negative id: {other:?}"),
+    }
+    assert!(matches!(
+        run(&[0, 1, 2], &mut counts, &mut order),
+        Err(Error::Param(ParamError::NotWholeRows { len: 3, row: 2 }))
+    ));
+    assert!(matches!(
+        run(&[0, 1, 2, 3], &mut counts[..7], &mut order),
+        Err(Error::BufferTooSmall {
+            arg: "out_counts",
+            ..
+        })
+    ));
+    assert!(matches!(
+        run(&[0, 1, 2, 3, 4, 5], &mut counts, &mut order[..5]),
+        Err(Error::BufferTooSmall {
+            arg: "out_order",
+            ..
+        })
+    ));
+    let zero = Router::new(
+        experts::uniform(0).expect("0"),
+        k::uniform(2).expect("2"),
+        scoring::Softmax,
+    );
+    assert!(matches!(
+        routing::dispatch(
+            &host,
+            &zero,
+            &[0i32, 1][..],
+            &mut counts[..],
+            &mut order[..]
+        ),
+        Err(Error::InvalidArgument { arg: "experts", .. })
+    ));
+}

@@ -282,6 +282,27 @@ pub fn route(router: &Router, logits: &[f32], bias: Option<&[f32]>) -> (Vec<u32>
     (ids, weights)
 }
 
+/// What a MoE dispatch needs after the router, from its `ids` (`tokens * k` of them, each
+/// below `experts`): each expert's number of entries, and the entry indices grouped by expert
+/// (expert 0's first), each expert's ascending, as a stable sort by id would order them.
+///
+/// ```
+/// use oxicub_test::routing::dispatch;
+///
+/// let (counts, order) = dispatch(4, &[2, 0, 2, 3, 0, 2]);
+/// assert_eq!(counts, [2, 0, 3, 1]);
+/// assert_eq!(order, [1, 4, 0, 2, 5, 3]);
+/// ```
+pub fn dispatch(experts: usize, ids: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let mut counts = vec![0u32; experts];
+    for &id in ids {
+        counts[id as usize] += 1;
+    }
+    let mut order: Vec<u32> = (0..ids.len() as u32).collect();
+    order.sort_by_key(|&entry| ids[entry as usize]);
+    (counts, order)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

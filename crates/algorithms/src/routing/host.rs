@@ -6,7 +6,7 @@ use oxicub_kernels::families::routing::{ExpertId, RouterConfig, Scoring, MAX_EXP
 use oxicub_kernels::math::{exp, sigmoid, softplus};
 use rayon::prelude::*;
 
-use super::{Logit, RouteRequest, RoutingBackend};
+use super::{DispatchRequest, Logit, RouteRequest, RoutingBackend};
 use crate::radix::RadixKey;
 use crate::sealed::Token;
 use crate::{Error, Host, Outcome};
@@ -29,6 +29,36 @@ impl RoutingBackend for Host {
             .zip(ids[..out].par_chunks_mut(k))
             .zip(weights[..out].par_chunks_mut(k))
             .for_each(|((row, ids), weights)| route_token(config, row, bias, ids, weights));
+        Ok(Outcome::ready((), None))
+    }
+
+    fn dispatch_checked<I: ExpertId>(
+        &self,
+        _: Token,
+        request: &DispatchRequest,
+        ids: &[I],
+        counts: &mut [I],
+        order: &mut [I],
+    ) -> Result<Outcome, Error> {
+        let experts = request.experts as usize;
+        let mut starts = vec![0u32; experts + 1];
+        for (entry, id) in ids.iter().enumerate() {
+            let bits = id.to_bits();
+            if bits >= request.experts {
+                return Err(request.invalid_id(entry as u64, I::id_value(bits)));
+            }
+            starts[bits as usize + 1] += 1;
+        }
+        for (count, e) in counts.iter_mut().zip(1..=experts) {
+            *count = I::from_index(starts[e]);
+            starts[e] += starts[e - 1];
+        }
+        // A counting sort: each expert's entries in ascending order from its start.
+        for (entry, id) in ids.iter().enumerate() {
+            let at = &mut starts[id.to_bits() as usize];
+            order[*at as usize] = I::from_index(entry as u32);
+            *at += 1;
+        }
         Ok(Outcome::ready((), None))
     }
 }

@@ -5,9 +5,10 @@
 //! A [`Router`] holds the configuration as parameter types: `Static` where the model fixes a
 //! value (a configuration that can never work is a compile error), `Uniform` where it is read
 //! at run time (checked at the call). [`route`] writes each token's `k` expert ids, best first,
-//! and their weights. Its results equal the oracle written from the model code step by step
-//! (`oxicub_test::routing`) bit for bit for the ids and within 1 ulp for the weights, on every
-//! backend: the scores use oxicub's deterministic functions (`oxicub::kernels::math`), and the
+//! and their weights; [`dispatch`] then groups the tokens by expert (each expert's count and
+//! the token order a MoE dispatch needs next). The routes equal the oracle written from the
+//! model code step by step (`oxicub_test::routing`) bit for bit for the ids and within 1 ulp
+//! for the weights, on every backend: the scores use oxicub's deterministic functions (`oxicub::kernels::math`), and the
 //! sums are taken in a fixed order (docs/design/routing.md).
 //!
 //! Ties go to the smaller expert id (and group), as the environment's default tie-break says;
@@ -40,7 +41,10 @@
 //! ```
 
 mod cuda;
+mod dispatch;
 mod host;
+
+pub use dispatch::{dispatch, DispatchRequest};
 
 use std::marker::PhantomData;
 
@@ -260,7 +264,7 @@ pub struct RouteRequest {
     pub(crate) tokens: u64,
 }
 
-/// A backend that routes: [`Host`](crate::Host), [`Cuda`](crate::Cuda) and
+/// A backend that routes and dispatches: [`Host`](crate::Host), [`Cuda`](crate::Cuda) and
 /// [`AnyBackend`](crate::AnyBackend).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not route",
@@ -278,6 +282,17 @@ pub trait RoutingBackend: Backend {
         bias: Option<Self::Slice<'_, f32>>,
         ids: Self::SliceMut<'_, I>,
         weights: Self::SliceMut<'_, f32>,
+    ) -> Result<Outcome, Error>;
+
+    /// A dispatch after the front check (only [`dispatch`] builds a request).
+    #[doc(hidden)]
+    fn dispatch_checked<I: ExpertId>(
+        &self,
+        token: Token,
+        request: &DispatchRequest,
+        ids: Self::Slice<'_, I>,
+        counts: Self::SliceMut<'_, I>,
+        order: Self::SliceMut<'_, I>,
     ) -> Result<Outcome, Error>;
 }
 

@@ -12,6 +12,7 @@ pub mod digit_histogram;
 mod listed;
 pub mod listed_copy;
 pub mod routing;
+pub mod routing_dispatch;
 pub(crate) mod scratch;
 pub mod segment_heads;
 pub mod segmented_sort;
@@ -86,6 +87,8 @@ families! {
     Sets => sets,
     /// MoE routers: a warp per token, scores, groups, top-k and weights.
     Routing => routing,
+    /// After a router: each expert's number of entries and the entries grouped by expert.
+    RoutingDispatch => routing_dispatch,
 }
 
 impl KernelFamily {

@@ -70,8 +70,8 @@ pub(crate) static TABLE: FamilyTable = FamilyTable {
     static_shared_bytes: |_| 0,
 };
 
-/// An expert id type the kernel writes: `u32` or `i32` (the same bits: ids are below
-/// [`MAX_EXPERTS`]).
+/// An expert id type the kernels write and read: `u32` or `i32` (the same bits: ids are below
+/// [`MAX_EXPERTS`]); a dispatch's counts and entry indices are of the same type.
 pub trait ExpertId:
     cudarc::driver::DeviceRepr
     + cudarc::driver::ValidAsZeroBits
@@ -81,17 +81,40 @@ pub trait ExpertId:
     + Sync
     + sealed::Sealed
 {
-    /// Expert `index` (below [`MAX_EXPERTS`]) as this type.
+    /// The largest index a value of this type holds (a dispatch's entry indices).
+    const MAX_INDEX: u64;
+
+    /// `index` (at most [`MAX_INDEX`](ExpertId::MAX_INDEX)) as this type.
     fn from_index(index: u32) -> Self;
+
+    /// Its bits.
+    fn to_bits(self) -> u32;
+
+    /// A value of this type, given its bits (an `i32` may be negative).
+    fn id_value(bits: u32) -> i64;
 }
 impl ExpertId for u32 {
+    const MAX_INDEX: u64 = u32::MAX as u64;
     fn from_index(index: u32) -> Self {
         index
     }
+    fn to_bits(self) -> u32 {
+        self
+    }
+    fn id_value(bits: u32) -> i64 {
+        i64::from(bits)
+    }
 }
 impl ExpertId for i32 {
+    const MAX_INDEX: u64 = i32::MAX as u64;
     fn from_index(index: u32) -> Self {
         index as i32
+    }
+    fn to_bits(self) -> u32 {
+        self as u32
+    }
+    fn id_value(bits: u32) -> i64 {
+        i64::from(bits as i32)
     }
 }
 
