@@ -6,9 +6,11 @@
 //! * **Transcendentals**: the scores use `oxicub::kernels::math` (deterministic, the same bits on
 //!   the host and the GPU), not the platform's `exp`.
 //! * **Sums of many terms** (the softmax denominator): the shape of one warp's reduction, which
-//!   the kernel can follow exactly: lane `j` of 32 adds `e[j], e[j + 32], ...` in order, then
-//!   the 32 partial sums are added pairwise, lanes `j` and `j + 16`, then `j` and `j + 8`, down
-//!   to one ([`warp_sum`]).
+//!   the kernel can follow exactly: lane `j` of 32 adds its `p` consecutive values
+//!   `e[j * p], e[j * p + 1], ...` in order (`p`, the power of two that spreads them over the
+//!   32 lanes: `oxicub::kernels::families::routing::experts_per_lane`), then the 32 partial
+//!   sums are added pairwise, lanes `j` and `j + 16`, then `j` and `j + 8`, down to one
+//!   ([`warp_sum`]).
 //!
 //! Ranking follows oxicub's contract: larger first, NaN above every number, ties to the smaller
 //! index (expert or group).
@@ -170,9 +172,10 @@ pub fn assert_same_routing(what: &str, k: usize, got: (&[u32], &[f32]), want: (&
 
 /// The sum of `values` in the shape of one warp's reduction (module docs).
 pub fn warp_sum(values: &[f32]) -> f32 {
+    let per_lane = oxicub_kernels::families::routing::experts_per_lane(values.len() as u32);
     let mut lanes = [0f32; 32];
     for (i, &v) in values.iter().enumerate() {
-        lanes[i % 32] += v;
+        lanes[i / per_lane as usize] += v;
     }
     let mut width = 16;
     while width > 0 {
@@ -414,13 +417,14 @@ mod tests {
         let values: Vec<f32> = (0..100).map(|i| i as f32).collect();
         assert_eq!(warp_sum(&values), 4950.0);
         assert_eq!(warp_sum(&[]), 0.0);
-        // The shape, not the sequential order: lane 0 adds 2^24 and 1 (the 1 rounds away),
-        // lanes 1 and 3 add up to 2 before meeting lane 0, so their 2 survives.
-        let mut v = vec![0.0f32; 33];
+        // The shape, not the sequential order: 36 values, two a lane; lane 0 adds 2^24 and 1
+        // (the 1 rounds away), lanes 1 and 17 (values 2 and 34) add up to 2 before meeting
+        // lane 0, so their 2 survives.
+        let mut v = vec![0.0f32; 36];
         v[0] = 16_777_216.0;
         v[1] = 1.0;
-        v[3] = 1.0;
-        v[32] = 1.0;
+        v[2] = 1.0;
+        v[34] = 1.0;
         assert_eq!(warp_sum(&v), 16_777_218.0);
         assert_eq!(v.iter().fold(0.0f32, |s, &x| s + x), 16_777_216.0);
     }

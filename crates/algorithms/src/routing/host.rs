@@ -2,7 +2,9 @@
 //! token per rayon task. The oracle (`oxicub_test::routing`) ranks by sorting instead; both
 //! round every step alike.
 
-use oxicub_kernels::families::routing::{ExpertId, RouterConfig, Scoring, MAX_EXPERTS};
+use oxicub_kernels::families::routing::{
+    experts_per_lane, ExpertId, RouterConfig, Scoring, MAX_EXPERTS,
+};
 use oxicub_kernels::math::{exp, sigmoid, softplus};
 use rayon::prelude::*;
 
@@ -94,12 +96,13 @@ fn scores<L: Logit>(scoring: Scoring, row: &[L], s: &mut [f32]) {
             let max = row
                 .iter()
                 .fold(f32::NEG_INFINITY, |m, &l| m.max(l.to_f32()));
-            // The kernel's sum: each lane's elements in order, then lanes j and j + 16, j and
+            // The kernel's sum: each lane's experts in order, then lanes j and j + 16, j and
             // j + 8, ... (the oracle's warp_sum).
+            let per_lane = experts_per_lane(row.len() as u32) as usize;
             let mut lanes = [0f32; 32];
             for (i, (s, &l)) in s.iter_mut().zip(row).enumerate() {
                 *s = exp(l.to_f32() - max);
-                lanes[i % 32] += *s;
+                lanes[i / per_lane] += *s;
             }
             let mut width = 16;
             while width > 0 {

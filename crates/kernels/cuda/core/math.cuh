@@ -13,21 +13,18 @@ __device__ __forceinline__ float det_step(float p, float r, unsigned int c) {
 }
 
 // e^x. Cody-Waite reduction x = k ln2 + r (|r| <= ln2 / 2, two fma steps), a degree-7 Taylor
-// polynomial in r by Horner's rule with fma, then the scale 2^k applied in two halves so that
-// results in the subnormal range round once. NaN gives the input's bits, x > 88.72284 gives
-// +inf, x < -103.97208 gives +0.
+// polynomial in r by Horner's rule with fma, then the scale 2^k: one multiply where 2^k is a
+// normal float (it rounds the exact p 2^k once), else in two halves so that results in the
+// subnormal range round once (p 2^half is exact): the same bits either way. NaN gives the
+// input's bits, x > 88.72284 gives +inf, x < -103.97208 gives +0. Branch-free: the steps run
+// on x clamped into range and those cases are selected at the end (a routing kernel takes it
+// for every expert of every token, and a branch costs it a convergence barrier).
 __device__ __forceinline__ float det_exp(float x) {
-    if (x != x) {
-        return x;
-    }
-    if (x > __int_as_float(0x42b17218)) {
-        return __int_as_float(0x7f800000);
-    }
-    if (x < __int_as_float(0xc2cff1b4)) {
-        return 0.0f;
-    }
-    const float k = rintf(__fmul_rn(x, __int_as_float(0x3fb8aa3b)));
-    float r = __fmaf_rn(k, -__int_as_float(0x3f317200), x);
+    const float high = __int_as_float(0x42b17218);
+    const float low = __int_as_float(0xc2cff1b4);
+    const float xc = fminf(fmaxf(x, low), high);
+    const float k = rintf(__fmul_rn(xc, __int_as_float(0x3fb8aa3b)));
+    float r = __fmaf_rn(k, -__int_as_float(0x3f317200), xc);
     r = __fmaf_rn(k, -__int_as_float(0x35bfbe8e), r);
     // 1/7!, 1/6!, 1/5!, 1/4!, 1/3!, then 1/2, 1, 1.
     float p = __uint_as_float(0x39500d01u);
@@ -39,10 +36,14 @@ __device__ __forceinline__ float det_exp(float x) {
     p = det_step(p, r, 0x3f800000u);
     p = det_step(p, r, 0x3f800000u);
     const int ki = (int)k;
+    const bool one = ki >= -126 && ki <= 127;
     const int half = ki / 2;
-    const float scale_a = __int_as_float((half + 127) << 23);
-    const float scale_b = __int_as_float((ki - half + 127) << 23);
-    return __fmul_rn(__fmul_rn(p, scale_a), scale_b);
+    const float scale_a = __int_as_float(((one ? ki : half) + 127) << 23);
+    const float scale_b = one ? 1.0f : __int_as_float((ki - half + 127) << 23);
+    float e = __fmul_rn(__fmul_rn(p, scale_a), scale_b);
+    e = x > high ? __int_as_float(0x7f800000) : e;
+    e = x < low ? 0.0f : e;
+    return x != x ? x : e;
 }
 
 // ln(u) for u in [1, 2]: 2 atanh(s) with s = (u - 1) / (u + 1) <= 1/3, by its odd series to
@@ -73,13 +74,13 @@ __device__ __forceinline__ float det_log1p_0_1(float y) {
     return __fmul_rn(det_log_1_2(u), __fdiv_rn(y, d));
 }
 
-// 1 / (1 + e^-x). NaN gives the input's bits (no arithmetic on it: platforms quiet and sign
+// 1 / (1 + e^-x). NaN gives the input's bits (selected, not computed: platforms quiet and sign
 // NaNs differently).
 __device__ __forceinline__ float det_sigmoid(float x) {
-    if (x != x) {
-        return x;
-    }
-    return __fdiv_rn(1.0f, __fadd_rn(1.0f, det_exp(-x)));
+    // The correctly rounded reciprocal is the correctly rounded 1 / y, in fewer instructions;
+    // a NaN is selected at the end (no branch).
+    const float y = __frcp_rn(__fadd_rn(1.0f, det_exp(-x)));
+    return x != x ? x : y;
 }
 
 // ln(1 + e^x) = max(x, 0) + ln(1 + e^-|x|). NaN gives the input's bits.

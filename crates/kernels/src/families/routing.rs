@@ -155,9 +155,18 @@ impl Scoring {
     }
 }
 
-/// The experts per lane a kernel holds, for `experts` experts: the power of two in
-/// `1..=32` that covers them.
-fn per_lane(experts: u32) -> u32 {
+/// The experts each lane of a token's warp holds, consecutive ones, for `experts` experts: the
+/// smallest power of two in `1..=32` that covers them with 32 lanes. It also shapes the softmax
+/// denominator's sum (each lane's experts, then the lanes pairwise: `oxicub_test::routing`'s
+/// `warp_sum`).
+///
+/// ```
+/// use oxicub::kernels::families::routing::experts_per_lane;
+///
+/// assert_eq!(experts_per_lane(256), 8);
+/// assert_eq!(experts_per_lane(384), 16);
+/// ```
+pub fn experts_per_lane(experts: u32) -> u32 {
     experts.div_ceil(32).max(1).next_power_of_two()
 }
 
@@ -347,7 +356,11 @@ pub fn route<K: RadixKey, I: ExpertId>(
     if tokens == 0 {
         return Ok(());
     }
-    let spec = KernelSpec::routing(K::KEY_TYPE, per_lane(config.experts), config.scoring);
+    let spec = KernelSpec::routing(
+        K::KEY_TYPE,
+        experts_per_lane(config.experts),
+        config.scoring,
+    );
     let kernel = runtime.kernel(&spec)?;
     let grid = runtime.grid_blocks(&kernel, tokens * 32, 1);
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
@@ -384,12 +397,12 @@ mod tests {
 
     #[test]
     fn experts_per_lane_cover_the_experts() {
-        assert_eq!(per_lane(1), 1);
-        assert_eq!(per_lane(32), 1);
-        assert_eq!(per_lane(33), 2);
-        assert_eq!(per_lane(256), 8);
-        assert_eq!(per_lane(384), 16);
-        assert_eq!(per_lane(1024), 32);
+        assert_eq!(experts_per_lane(1), 1);
+        assert_eq!(experts_per_lane(32), 1);
+        assert_eq!(experts_per_lane(33), 2);
+        assert_eq!(experts_per_lane(256), 8);
+        assert_eq!(experts_per_lane(384), 16);
+        assert_eq!(experts_per_lane(1024), 32);
     }
 
     #[test]
