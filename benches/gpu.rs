@@ -1,5 +1,5 @@
-//! bench-gpu: oxicub against what users would pick instead (CUB/thrust, PyTorch), on the same GPU
-//! in the same run, and against the physical floor.
+//! bench-gpu: oxicub against what users would pick instead (CUB/thrust, PyTorch, FlashInfer), on
+//! the same GPU in the same run, and against the physical floor.
 //!
 //! Usually started by benches/peers/run.sh, which builds the peers and passes them with --peer.
 //! What it does, in order:
@@ -41,12 +41,15 @@ use report::{Cell, Report, Row, State, COLUMNS};
 use workloads::{Kind, RefCache, Rows, Workload};
 
 /// The generator check: the first GEN_CHECK_N values of streams GEN_CHECK_SEED (f32),
-/// GEN_CHECK_SEED + 1 (u32, full mask), GEN_CHECK_SEED + 2 (power-law lengths) and
-/// GEN_CHECK_SEED + 3 (near-sorted int32 keys, i + rand(0, GEN_CHECK_NEAR_RANGE)).
+/// GEN_CHECK_SEED + 1 (u32, full mask), GEN_CHECK_SEED + 2 (power-law lengths),
+/// GEN_CHECK_SEED + 3 (near-sorted int32 keys, i + rand(0, GEN_CHECK_NEAR_RANGE)) and
+/// GEN_CHECK_SEED + 4 (router logits over GEN_CHECK_ROUTE_EXPERTS experts, row after row).
 const GEN_CHECK_N: u64 = 1 << 20;
 const GEN_CHECK_SEED: u64 = 1;
 const GEN_CHECK_MAX_EXP: u32 = 16;
 const GEN_CHECK_NEAR_RANGE: u32 = 1000;
+/// Fixed by the protocol (benches/gpu/peers.rs), not sent in the plan.
+const GEN_CHECK_ROUTE_EXPERTS: u32 = 256;
 
 const USAGE: &str = "\
 usage: bench-gpu --out DIR [--name NAME] [--peer CMD]... [--filter SUBSTR]... [--command TEXT]
@@ -428,11 +431,12 @@ fn finish(
                 generator.push((
                     l.imp.clone(),
                     format!(
-                        "f32 {} u32 {} powerlaw {} near {}",
+                        "f32 {} u32 {} powerlaw {} near {} route {}",
                         d("digest_f32"),
                         d("digest_u32"),
                         d("digest_powerlaw"),
-                        d("digest_near")
+                        d("digest_near"),
+                        d("digest_route")
                     ),
                 ));
                 continue;
@@ -565,13 +569,14 @@ fn finish(
     })
 }
 
-fn gen_check_text(f: Digest, u: Digest, p: Digest, near: Digest) -> String {
+fn gen_check_text(f: Digest, u: Digest, p: Digest, near: Digest, route: Digest) -> String {
     format!(
-        "f32 {} u32 {} powerlaw {} near {}",
+        "f32 {} u32 {} powerlaw {} near {} route {}",
         f.text(),
         u.text(),
         p.text(),
-        near.text()
+        near.text(),
+        route.text()
     )
 }
 
@@ -588,11 +593,24 @@ fn host_generator_digests() -> String {
     let near: Vec<u32> = (0..GEN_CHECK_N)
         .map(|i| gen::near_i32_at(GEN_CHECK_SEED + 3, i, GEN_CHECK_NEAR_RANGE) as u32)
         .collect();
+    let e = u64::from(GEN_CHECK_ROUTE_EXPERTS);
+    let route: Vec<u32> = (0..GEN_CHECK_N)
+        .map(|i| {
+            gen::route_logit(
+                GEN_CHECK_SEED + 4,
+                i / e,
+                (i % e) as u32,
+                GEN_CHECK_ROUTE_EXPERTS,
+            )
+            .to_bits()
+        })
+        .collect();
     gen_check_text(
         Digest::of_words(&f),
         Digest::of_words(&u),
         Digest::of_words(&p),
         Digest::of_words(&near),
+        Digest::of_words(&route),
     )
 }
 
@@ -606,12 +624,105 @@ fn device_generator_digests(gpu: &Gpu) -> Result<String> {
         .into_iter()
         .map(|k| k as u32)
         .collect();
+    let route = gpu.to_host(&gpu.gen_route_logits(
+        GEN_CHECK_N / u64::from(GEN_CHECK_ROUTE_EXPERTS),
+        GEN_CHECK_SEED + 4,
+        GEN_CHECK_ROUTE_EXPERTS,
+    )?)?;
     Ok(gen_check_text(
         Digest::of_f32(&f),
         Digest::of_words(&u),
         Digest::of_words(&p),
         Digest::of_words(&near),
+        Digest::of_f32(&route),
     ))
+}
+
+/// The routing rows' inputs and reference: the generator's logits are the grid, once per token
+/// and exact in bf16; over every permutation the generator can pick, the f64 routing has margins
+/// far above f32 rounding (so every faithful implementation gets the same ids); the CPU
+/// reference (in parallel, digested) equals the same steps token by token and oxicub's Host
+/// backend (the library's CPU implementation of the kernel's steps, in f32).
+fn route_selftest(check: &mut dyn FnMut(&str, bool), cache: &mut RefCache) -> Result<()> {
+    use workloads::{Router, ROUTE_EXPERTS, ROUTE_K};
+    let e = ROUTE_EXPERTS as usize;
+    let grid: Vec<u32> = (0..e)
+        .map(|p| ((p as f32 - (e / 2) as f32) / (e / 2) as f32).to_bits())
+        .collect();
+    let mut logits = vec![0f32; e];
+    let mut each_once = true;
+    for t in 0..2000 {
+        workloads::route_logits(31, t, &mut logits);
+        let mut bits: Vec<u32> = logits.iter().map(|x| x.to_bits()).collect();
+        bits.sort_unstable_by(|a, b| f32::from_bits(*a).total_cmp(&f32::from_bits(*b)));
+        each_once &= bits == grid;
+    }
+    check(
+        "router logits: each token holds -1 .. 127/128 in steps of 1/128, each once",
+        each_once,
+    );
+    check(
+        "router logits are exact in bf16",
+        grid.iter().all(|b| b & 0xFFFF == 0),
+    );
+    check(
+        "router logits for 2 experts are -1 and 0",
+        (0..100).all(|t| {
+            let mut v = [0, 1].map(|x| gen::route_logit(32, t, x, 2));
+            v.sort_by(f32::total_cmp);
+            v == [-1.0, 0.0]
+        }),
+    );
+    // Every affine permutation p(e) = (e * m + o) mod 256 the generator can pick.
+    for router in [Router::DeepSeekV3, Router::Softmax] {
+        let (mut group, mut expert) = (f64::INFINITY, f64::INFINITY);
+        for m in (1..e).step_by(2) {
+            for o in 0..e {
+                for (x, l) in logits.iter_mut().enumerate() {
+                    *l = ((x * m + o) % e) as f32 / (e / 2) as f32 - 1.0;
+                }
+                let r = workloads::route_ids(router, &logits);
+                group = group.min(r.group_margin);
+                expert = expert.min(r.expert_margin);
+            }
+        }
+        check(
+            &format!(
+                "{router:?}: over all {} permutations, kept-group margin {group:.2e}, expert \
+                 margin {expert:.2e} (relative; f32 rounding is 1.2e-7)",
+                e * e / 2
+            ),
+            group > 1e-5 && expert > 1e-3,
+        );
+    }
+    // The CPU reference against oxicub's Host backend and against the plain per-token version.
+    for (router, seed) in [(Router::DeepSeekV3, 33u64), (Router::Softmax, 34)] {
+        let tokens = 3000u64;
+        let mut all = Vec::with_capacity(tokens as usize * e);
+        let mut plain = Vec::new();
+        for t in 0..tokens {
+            workloads::route_logits(seed, t, &mut logits);
+            all.extend_from_slice(&logits);
+            plain.extend(workloads::route_ids(router, &logits).ids);
+        }
+        let host = oxicub::routing::host_ids(router, &all)?;
+        let r = workloads::cpu_reference(
+            &Workload {
+                id: "t".into(),
+                label: "t".into(),
+                kind: Kind::Route { router, tokens },
+                seed,
+                warmup: 0,
+                reps: 0,
+            },
+            cache,
+        );
+        check(
+            &format!("routing {router:?}: CPU reference = oxicub Host = per token"),
+            host == plain && r.digest == Digest::of_words(&plain) && r.out_len == tokens * ROUTE_K,
+        );
+    }
+    Ok(())
 }
 
 /// "YYYY-MM-DD HH:MM UTC" from the system clock (civil-from-days, proleptic Gregorian).
@@ -921,6 +1032,7 @@ fn selftest() -> Result<ExitCode> {
             );
         }
     }
+    route_selftest(&mut check, &mut cache)?;
     // NVRTC compiles the shared generator (needs libnvrtc, not a GPU)
     if ::oxicub::kernels::nvrtc_available().is_ok() {
         match device::compile_generator((9, 0)) {
@@ -931,7 +1043,9 @@ fn selftest() -> Result<ExitCode> {
                     "oxb_gen_u32",
                     "oxb_gen_near_i32",
                     "oxb_gen_powerlaw_len",
+                    "oxb_gen_route_logits",
                     "oxb_copy16",
+                    "oxb_empty",
                 ]
                 .iter()
                 .all(|k| ptx.to_src().contains(&format!(".entry {k}("))),

@@ -1,7 +1,8 @@
 //! The GPU side of bench-gpu: context and stream, the shared generator compiled with NVRTC,
-//! CUDA-event timing, and the copy-bandwidth measurement that sets the floor.
+//! CUDA-event timing, the copy-bandwidth measurement that sets the floor, and a bare launch's
+//! time (the decode-size rows' reference).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use cudarc::driver::{
@@ -79,7 +80,11 @@ pub struct Gpu {
     gen_u32: CudaFunction,
     gen_near: CudaFunction,
     gen_pl: CudaFunction,
+    gen_route: CudaFunction,
     copy16: CudaFunction,
+    empty: CudaFunction,
+    /// The bare launch's time, measured once per run (`bare_launch`).
+    bare_launch: OnceLock<Timing>,
 }
 
 /// Compiles benches/peers/gen.cuh with NVRTC for compute capability `cc` (needs libnvrtc, no GPU).
@@ -139,7 +144,10 @@ impl Gpu {
             gen_u32: f("oxb_gen_u32")?,
             gen_near: f("oxb_gen_near_i32")?,
             gen_pl: f("oxb_gen_powerlaw_len")?,
+            gen_route: f("oxb_gen_route_logits")?,
             copy16: f("oxb_copy16")?,
+            empty: f("oxb_empty")?,
+            bare_launch: OnceLock::new(),
             ctx,
             stream,
             name,
@@ -219,6 +227,40 @@ impl Gpu {
     /// The first n power-law segment lengths of stream `seed`, generated on the device.
     pub fn gen_powerlaw_len(&self, n: u64, seed: u64, max_exp: u32) -> Result<CudaSlice<u32>> {
         self.generate(&self.gen_pl, "oxb_gen_powerlaw_len", n, seed, Some(max_exp))
+    }
+
+    /// Router logits of stream `seed`, row-major [tokens x experts] (`oxb_route_logit`; experts
+    /// a power of two), generated on the device.
+    pub fn gen_route_logits(&self, tokens: u64, seed: u64, experts: u32) -> Result<CudaSlice<f32>> {
+        let n = tokens * u64::from(experts);
+        self.generate(
+            &self.gen_route,
+            "oxb_gen_route_logits",
+            n,
+            seed,
+            Some(experts),
+        )
+    }
+
+    /// The time of a bare launch: the empty kernel `oxb_empty` (one block of 128 threads) timed
+    /// as the implementations are (`time_runs`, `warmup` then `reps` runs, the median). Measured
+    /// the first time it is asked for, so once per run; later calls return that measurement.
+    pub fn bare_launch(&self, warmup: usize, reps: usize) -> Result<Timing> {
+        if let Some(t) = self.bare_launch.get() {
+            return Ok(*t);
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let t = self.time_runs(warmup, reps, 1, |_| {
+            // SAFETY: oxb_empty takes no parameters and touches no memory.
+            unsafe { self.stream.launch_builder(&self.empty).launch(cfg) }
+                .map(|_| ())
+                .ctx("launching oxb_empty")
+        })?;
+        Ok(*self.bare_launch.get_or_init(|| t))
     }
 
     /// Copies a device buffer to the host (and waits for it).

@@ -62,6 +62,26 @@ pub fn i32_at(seed: u64, i: u64) -> i32 {
     u32_at(seed, i, u32::MAX) as i32
 }
 
+/// MoE router logit of `expert` for `token` over `experts` experts, a power of two
+/// (`oxb_route_logit`): an affine permutation p(e) = (e * m + o) mod E per token (m odd and o from
+/// value `token` of the stream), logit = (p - E/2) / (E/2): for E = 256 the grid -1 .. 127/128 in
+/// steps of 1/128, each value once per token (gen.cuh says why).
+#[inline]
+pub fn route_logit(seed: u64, token: u64, expert: u32, experts: u32) -> f32 {
+    let h = mix(seed, token);
+    let mask = experts - 1;
+    let m = (h as u32 & mask) | 1;
+    let o = (h >> 32) as u32 & mask;
+    let p = expert.wrapping_mul(m).wrapping_add(o) & mask;
+    let mut scale = 1.0f32;
+    let mut half = experts >> 1;
+    while half > 1 {
+        scale *= 0.5;
+        half >>= 1;
+    }
+    (p as i32 - (experts >> 1) as i32) as f32 * scale
+}
+
 /// Power-law segment length (`oxb_powerlaw_len`): exponent e uniform in [0, max_exp], length
 /// uniform in [2^e, 2^(e+1)).
 #[inline]

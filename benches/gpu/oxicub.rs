@@ -29,6 +29,8 @@ use crate::workloads::{Kind, Workload};
 mod batched;
 #[path = "oxicub_locality.rs"]
 mod locality;
+#[path = "oxicub_routing.rs"]
+pub mod routing;
 #[path = "oxicub_segsort.rs"]
 mod segsort;
 #[path = "oxicub_sets.rs"]
@@ -124,5 +126,6 @@ pub fn runner(w: &Workload) -> Option<Runner> {
         }
         Kind::Locality { .. } => locality::runner(w),
         Kind::Set { .. } | Kind::BatchedSet { .. } => sets::runner(w),
+        Kind::Route { .. } => routing::runner(w),
     }
 }

@@ -7,8 +7,12 @@
 //! object per line:
 //!     {"workload", "impl", "status": "ok" | "unsupported" | "error", "median_ms", "min_ms",
 //!      "reps", "rotations", "digest", "note"}
-//! (the generator line has digest_f32 / digest_u32 / digest_powerlaw / digest_near instead). Other
-//! stdout lines and all of stderr are passed through to our stderr as the peer's log.
+//! (the generator line has digest_f32 / digest_u32 / digest_powerlaw / digest_near / digest_route
+//! instead: the first p1 values of streams seed .. seed + 4, the router logits over 256 experts).
+//! Other stdout lines and all of stderr are passed through to our stderr as the peer's log.
+//!
+//! Routing kinds: "route_deepseek_v3" and "route_softmax", p1 = tokens, p2 = experts, p3 = k
+//! (workloads.rs: `Router`; DeepSeek-V3's 8 groups, top 4 and scale 2.5 come with the kind).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

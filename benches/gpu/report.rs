@@ -107,6 +107,11 @@ pub const COLUMNS: &[Column] = &[
         title: "PyTorch",
         imps: &["torch"],
     },
+    Column {
+        key: "flashinfer",
+        title: "FlashInfer",
+        imps: &["flashinfer"],
+    },
 ];
 
 pub struct Row {

@@ -81,6 +81,39 @@ pub enum LocalityKeys {
     Random,
 }
 
+/// A MoE router (`Kind::Route`): logits f32 [tokens x ROUTE_EXPERTS] (gen.cuh:
+/// `oxb_route_logit`), ROUTE_K expert ids (i32) and weights (f32) per token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Router {
+    /// DeepSeek-V3's `noaux_tc`: sigmoid scores plus an f32 correction bias (all zeros here,
+    /// read by every implementation), 8 groups of 32 scored by their two best biased scores, the
+    /// best 4 groups kept, the 8 best biased scores of those, weights renormalised, times 2.5.
+    DeepSeekV3,
+    /// Softmax over the experts, the 8 best, weights renormalised (Mixtral, Qwen); no bias.
+    Softmax,
+}
+
+/// Experts and experts per token of both routers (DeepSeek-V3's shape).
+pub const ROUTE_EXPERTS: u64 = 256;
+pub const ROUTE_K: u64 = 8;
+/// DeepSeek-V3's groups, kept groups and weight scale.
+pub const V3_GROUPS: u64 = 8;
+pub const V3_TOP_GROUPS: u64 = 4;
+pub const V3_SCALE: f32 = 2.5;
+
+impl Router {
+    pub fn plan_kind(self) -> &'static str {
+        match self {
+            Router::DeepSeekV3 => "route_deepseek_v3",
+            Router::Softmax => "route_softmax",
+        }
+    }
+    /// Whether the router reads the correction bias.
+    pub fn has_bias(self) -> bool {
+        self == Router::DeepSeekV3
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
     /// The k largest of n f32 keys.
@@ -118,6 +151,9 @@ pub enum Kind {
         max_exp: u32,
         mask: u32,
     },
+    /// MoE routing of `tokens` tokens by `router` (ids checked; weights are checked by the
+    /// library's tests against the oracle, 1 ulp, not here).
+    Route { router: Router, tokens: u64 },
 }
 
 #[derive(Clone, Debug)]
@@ -144,6 +180,8 @@ const LOCALITY_LOG2: u32 = 26;
 const BATCHED_SET_PAIRS: u64 = 1 << 16;
 const BATCHED_SET_MAX_EXP: u32 = 8;
 const BATCHED_SET_MASK: u32 = 0x3FF;
+// Decode (1, 16 tokens), a prefill chunk (256, 4096) and large batches (16384, 65536).
+const ROUTE_TOKENS: [u64; 6] = [1, 16, 256, 4096, 16384, 65536];
 
 /// Every workload of the issue, in table order.
 pub fn all() -> Vec<Workload> {
@@ -320,6 +358,19 @@ pub fn all() -> Vec<Workload> {
         },
         601,
     );
+    for (router, short, what, seed) in [
+        (Router::DeepSeekV3, "v3", "DeepSeek-V3", 701u64),
+        (Router::Softmax, "softmax", "softmax", 711),
+    ] {
+        for (i, tokens) in ROUTE_TOKENS.into_iter().enumerate() {
+            add(
+                format!("route_{short}_t{tokens}"),
+                format!("routing {what} [{tokens}x{ROUTE_EXPERTS}] k={ROUTE_K}"),
+                Kind::Route { router, tokens },
+                seed + i as u64,
+            );
+        }
+    }
     v
 }
 
@@ -349,6 +400,8 @@ pub fn input_bytes(kind: &Kind) -> u64 {
         Kind::BatchedSet { pairs, max_exp, .. } => {
             8 * pairs * (1u64 << (max_exp + 1)) + 16 * (pairs + 1)
         }
+        // the logits (the bias, 1 KiB, is one copy for all rotations)
+        Kind::Route { tokens, .. } => 4 * tokens * ROUTE_EXPERTS,
     }
 }
 
@@ -424,6 +477,16 @@ impl Workload {
                 let [na, nb] = batched_set_lens(self.seed, pairs, max_exp);
                 4 * (na + nb) + 2 * 8 * (pairs + 1) + 4 * out_len + 8 * (pairs + 1)
             }
+            // the logits (and DeepSeek-V3's f32 bias) read, k int32 ids and k f32 weights per
+            // token written
+            Kind::Route { router, tokens } => {
+                let bias = if router.has_bias() {
+                    4 * ROUTE_EXPERTS
+                } else {
+                    0
+                };
+                4 * tokens * ROUTE_EXPERTS + bias + 8 * tokens * ROUTE_K
+            }
         }
     }
 
@@ -468,6 +531,7 @@ impl Workload {
                 u64::from(max_exp),
                 u64::from(mask),
             ),
+            Kind::Route { router, tokens } => (router.plan_kind(), tokens, ROUTE_EXPERTS, ROUTE_K),
         };
         format!(
             "{} {} {} {} {} {} {} {} {}",
@@ -598,7 +662,9 @@ fn top_bits(seed: u64, a: u64, b: u64, k: usize) -> Vec<u32> {
 /// - sorts with values (pairs, argsort): the sorted keys, then their values (gen.rs: `Digest`);
 /// - set operations and merge: the output keys, in order;
 /// - batched set operations: the output keys (pair after pair), then the pairs + 1 int64 output
-///   offsets (where each pair's keys begin), so a result split wrongly between pairs fails.
+///   offsets (where each pair's keys begin), so a result split wrongly between pairs fails;
+/// - routing: each token's k expert ids sorted ascending, token after token (the ids' order and
+///   the weights are not compared: implementations order the ids differently).
 pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
     let seed = w.seed;
     match w.kind {
@@ -669,6 +735,93 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
             max_exp,
             mask,
         } => batched_set_reference(op, seed, pairs, max_exp, mask),
+        Kind::Route { router, tokens } => {
+            let parts = par_ranges(tokens, |a, b| {
+                let mut d = Digest::default();
+                let mut logits = vec![0f32; ROUTE_EXPERTS as usize];
+                for t in a..b {
+                    route_logits(seed, t, &mut logits);
+                    let ids = route_ids(router, &logits).ids;
+                    d = d.add(Digest::of_words_at(t * ROUTE_K, &ids));
+                }
+                d
+            });
+            Reference {
+                digest: parts.into_iter().fold(Digest::default(), Digest::add),
+                out_len: tokens * ROUTE_K,
+            }
+        }
+    }
+}
+
+/// Token `token`'s logits (gen.cuh: `oxb_route_logit`) into `out` (ROUTE_EXPERTS values).
+pub fn route_logits(seed: u64, token: u64, out: &mut [f32]) {
+    for (e, x) in out.iter_mut().enumerate() {
+        *x = gen::route_logit(seed, token, e as u32, ROUTE_EXPERTS as u32);
+    }
+}
+
+/// One token's routing in f64, and how close it came to another answer.
+pub struct Routed {
+    /// The k expert ids, ascending (the canonical form).
+    pub ids: Vec<u32>,
+    /// The score of the last kept group minus the best dropped one's, relative to the first
+    /// (DeepSeek-V3; infinite for softmax): the room an implementation's rounding has before it
+    /// keeps another group.
+    pub group_margin: f64,
+    /// The k-th best candidate's ranking score minus the next one's, relative to the first.
+    pub expert_margin: f64,
+}
+
+/// The indices of the `n` largest of `v`, best first (ties to the smaller index; the
+/// generator makes none).
+fn best(v: &[f64], n: usize) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| v[b].total_cmp(&v[a]).then(a.cmp(&b)));
+    idx.truncate(n);
+    idx
+}
+
+/// A router's ids from one token's logits, in f64 and step by step as the model code writes
+/// them (f64 is enough: the generator's logits leave the answer unambiguous, see `Routed`'s
+/// margins and the selftest). The bias is all zeros, so DeepSeek-V3's biased scores are its
+/// scores.
+pub fn route_ids(router: Router, logits: &[f32]) -> Routed {
+    let k = ROUTE_K as usize;
+    let x: Vec<f64> = logits.iter().map(|&l| f64::from(l)).collect();
+    let (choice, group_margin) = match router {
+        Router::DeepSeekV3 => {
+            let s: Vec<f64> = x.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
+            let per_group = s.len() / V3_GROUPS as usize;
+            let group_scores: Vec<f64> = s
+                .chunks(per_group)
+                .map(|g| best(g, 2).iter().map(|&i| g[i]).sum())
+                .collect();
+            let ranked = best(&group_scores, group_scores.len());
+            let kept = V3_TOP_GROUPS as usize;
+            let last = group_scores[ranked[kept - 1]];
+            let margin = (last - group_scores[ranked[kept]]) / last;
+            let mut choice = vec![f64::NEG_INFINITY; s.len()];
+            for &g in &ranked[..kept] {
+                let r = g * per_group..(g + 1) * per_group;
+                choice[r.clone()].copy_from_slice(&s[r]);
+            }
+            (choice, margin)
+        }
+        Router::Softmax => {
+            let max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = x.iter().map(|&x| (x - max).exp()).collect();
+            let sum: f64 = e.iter().sum();
+            (e.iter().map(|&e| e / sum).collect(), f64::INFINITY)
+        }
+    };
+    let ranked = best(&choice, k + 1);
+    let mut ids: Vec<u32> = ranked[..k].iter().map(|&i| i as u32).collect();
+    ids.sort_unstable();
+    Routed {
+        ids,
+        group_margin,
+        expert_margin: (choice[ranked[k - 1]] - choice[ranked[k]]) / choice[ranked[k - 1]],
     }
 }
 

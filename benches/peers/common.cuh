@@ -11,6 +11,9 @@
 //   Position-sensitive, so it checks order as well as content. A result with values (sort pairs,
 //   argsort) is one sequence of words: the keys, then the values' little-endian 32-bit words
 //   (an 8-byte value is two words, low first): digest_pairs.
+// - The unit that defines OXB_GEN_KERNELS (each peer program's main unit: cub_peers.cu,
+//   flashinfer_routing.cu) also gets the generator launchers, the generator check and the plan
+//   reader, at the end of this file.
 #pragma once
 
 #include "gen.cuh"
@@ -20,7 +23,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -117,6 +122,9 @@ void gen_f32(float* out, unsigned long long n, unsigned long long seed, cudaStre
 void gen_ramp_f32(float* out, unsigned long long n, unsigned long long seed, unsigned len, cudaStream_t s);
 void gen_u32(unsigned* out, unsigned long long n, unsigned long long seed, unsigned mask, cudaStream_t s);
 void gen_near_i32(int* out, unsigned long long n, unsigned long long seed, unsigned range, cudaStream_t s);
+// Router logits [tokens x experts] (oxb_route_logit).
+void gen_route_logits(float* out, unsigned long long tokens, unsigned long long seed, unsigned experts,
+                      cudaStream_t s);
 
 // The digest described at the top of this file.
 inline std::string digest_words(const uint32_t* w, size_t n) {
@@ -243,5 +251,131 @@ bool run_cub_radix_sort(const PlanItem& it, cudaStream_t s);
 bool run_thrust_setops(const PlanItem& it, cudaStream_t s);
 bool run_cub_merge(const PlanItem& it, cudaStream_t s);
 bool run_thrust_batched_setops(const PlanItem& it, cudaStream_t s);
+
+#ifdef OXB_GEN_KERNELS
+inline unsigned grid_for(unsigned long long n) {
+  unsigned long long blocks = (n + 255) / 256;
+  return (unsigned)std::min<unsigned long long>(std::max<unsigned long long>(blocks, 1), 65536);
+}
+
+void gen_f32(float* out, unsigned long long n, unsigned long long seed, cudaStream_t s) {
+  oxb_gen_f32<<<grid_for(n), 256, 0, s>>>(out, n, seed);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void gen_ramp_f32(float* out, unsigned long long n, unsigned long long seed, unsigned len, cudaStream_t s) {
+  oxb_gen_ramp_f32<<<grid_for(n), 256, 0, s>>>(out, n, seed, len);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void gen_u32(unsigned* out, unsigned long long n, unsigned long long seed, unsigned mask, cudaStream_t s) {
+  oxb_gen_u32<<<grid_for(n), 256, 0, s>>>(out, n, seed, mask);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void gen_near_i32(int* out, unsigned long long n, unsigned long long seed, unsigned range, cudaStream_t s) {
+  oxb_gen_near_i32<<<grid_for(n), 256, 0, s>>>(out, n, seed, range);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void gen_route_logits(float* out, unsigned long long tokens, unsigned long long seed, unsigned experts,
+                      cudaStream_t s) {
+  const unsigned long long n = tokens * experts;
+  oxb_gen_route_logits<<<grid_for(n), 256, 0, s>>>(out, n, seed, experts);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// The generator check (kind "generator"): digests of the first p1 values of the f32 stream `seed`,
+// the u32 stream `seed + 1` (full mask), the power-law lengths of stream `seed + 2` (max_exp p2),
+// the near-sorted int32 keys of stream `seed + 3` (i + rand(0, p3)) and the router logits of
+// stream `seed + 4` over 256 experts, all generated on the device. bench-gpu compares them with
+// its host (Rust) generator.
+void run_generator(const PlanItem& it, cudaStream_t s, const char* impl) {
+  const unsigned long long n = (unsigned long long)it.p1;
+  DeviceBuffer<float> f((size_t)n), route((size_t)n);
+  DeviceBuffer<unsigned> u((size_t)n), pl((size_t)n);
+  DeviceBuffer<int> near_keys((size_t)n);
+  gen_f32(f.get(), n, it.seed, s);
+  gen_u32(u.get(), n, it.seed + 1, 0xFFFFFFFFu, s);
+  oxb_gen_powerlaw_len<<<grid_for(n), 256, 0, s>>>(pl.get(), n, it.seed + 2, (unsigned)it.p2);
+  CUDA_CHECK(cudaGetLastError());
+  gen_near_i32(near_keys.get(), n, it.seed + 3, (unsigned)it.p3, s);
+  gen_route_logits(route.get(), n / 256, it.seed + 4, 256, s);
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<unsigned> hu = u.to_host(), hpl = pl.to_host();
+  std::printf(
+      "{\"workload\":\"%s\",\"impl\":\"%s\",\"status\":\"ok\",\"digest_f32\":\"%s\",\"digest_u32\":\"%s\","
+      "\"digest_powerlaw\":\"%s\",\"digest_near\":\"%s\",\"digest_route\":\"%s\"}\n",
+      json_escape(it.name).c_str(), impl, digest_f32(f.to_host()).c_str(), digest_words(hu.data(), hu.size()).c_str(),
+      digest_words(hpl.data(), hpl.size()).c_str(), digest_i32(near_keys.to_host()).c_str(),
+      digest_f32(route.to_host()).c_str());
+  std::fflush(stdout);
+}
+
+// The plan: one workload per line (name kind seed p1 p2 p3 warmup reps rotations), '#' starts a
+// comment.
+std::vector<PlanItem> read_plan(const char* path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error(std::string("cannot open plan ") + path);
+  std::vector<PlanItem> items;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    PlanItem it;
+    if (!(ss >> it.name >> it.kind >> it.seed >> it.p1 >> it.p2 >> it.p3 >> it.warmup >> it.reps >> it.rotations))
+      throw std::runtime_error("bad plan line: " + line);
+    items.push_back(it);
+  }
+  return items;
+}
+
+// A peer program's main: reads the plan, then per item runs the generator check or `handle`
+// (false: no such operation here, reported as unsupported with `unsupported(item)`); an exception
+// is reported as an error line for that item. A non-sticky error (bad argument, out of memory)
+// is cleared and the run goes on; after a sticky one (e.g. an illegal address) the context is
+// unusable, so the rest is reported as not run.
+int peer_main(int argc, char** argv, const char* program, const char* impl,
+              const std::function<bool(const PlanItem&, cudaStream_t)>& handle,
+              const std::function<std::string(const PlanItem&)>& unsupported) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s PLAN\n", argv[0]);
+    return 2;
+  }
+  std::vector<PlanItem> items;
+  cudaStream_t s = nullptr;
+  try {
+    items = read_plan(argv[1]);
+    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  }
+  int failures = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const PlanItem& it = items[i];
+    std::fprintf(stderr, "%s: %s\n", program, it.name.c_str());
+    try {
+      if (it.kind == "generator") {
+        run_generator(it, s, impl);
+      } else if (!handle(it, s)) {
+        emit_status(it.name, impl, "unsupported", unsupported(it));
+      }
+    } catch (const std::exception& e) {
+      ++failures;
+      emit_status(it.name, impl, "error", e.what());
+      cudaGetLastError();
+      if (cudaDeviceSynchronize() != cudaSuccess) {
+        for (size_t j = i + 1; j < items.size(); ++j)
+          emit_status(items[j].name, impl, "error", "not run: an earlier CUDA error left the context unusable");
+        return 1;
+      }
+    }
+  }
+  cudaStreamDestroy(s);
+  return failures == 0 ? 0 : 1;
+}
+#endif  // OXB_GEN_KERNELS
 
 }  // namespace oxb

@@ -17,6 +17,8 @@
 //             With the full mask, reinterpreted as int32, it is a uniform random int32 key.
 //   near key: i + (value i mod (R + 1)): key i plus a uniform offset in [0, R], both bounds
 //             inclusive ("keys near their sorted places", the locality sort's input).
+//   router logit: per token t, value t of the stream picks an affine permutation of the experts
+//             (oxb_route_logit below): every token's logits are the same grid in another order.
 
 #ifndef OXB_GEN_CUH
 #define OXB_GEN_CUH
@@ -77,6 +79,30 @@ OXB_HD inline unsigned int oxb_powerlaw_len(unsigned long long seed, unsigned lo
   return (1u << e) + low;
 }
 
+// MoE router logit of expert `expert` for token `token`, over `experts` experts (a power of two,
+// 2 to 2^16): h = value `token` of stream `seed`; an affine permutation p(e) = (e * m + o) mod E
+// with m odd (the low bits of h, lowest set) and o (bits 32 and up of h); logit = (p - E/2) / (E/2).
+// For E = 256: -1 .. 127/128 in steps of 1/128, each exactly once per token, exact in f32 and in
+// bf16 (at most 8 significant bits). Why this shape: distinct logits on a coarse grid make the
+// routing unambiguous for every faithful implementation. Sigmoid scores of neighbouring logits
+// differ by at least ~1.5e-3, and the DeepSeek-V3 group scores (the sum of a group's two best of
+// 32) at the kept/dropped boundary by at least 2.2e-5 relative over all 2^15 permutations
+// (bench-gpu --selftest checks both), about 190 f32 ulps; so the expert ids can be compared bit
+// for bit across implementations whose sigmoid or exp differ in the last bits and whose
+// tie-breaks differ (no ties occur). The scale is applied as halvings, exact under any compiler
+// flags (a division by E/2 would not be under -use_fast_math).
+OXB_HD inline float oxb_route_logit(unsigned long long seed, unsigned long long token, unsigned int expert,
+                                    unsigned int experts) {
+  unsigned long long h = oxb_mix(seed, token);
+  unsigned int mask = experts - 1u;
+  unsigned int m = ((unsigned int)h & mask) | 1u;
+  unsigned int o = (unsigned int)(h >> 32) & mask;
+  unsigned int p = (expert * m + o) & mask;
+  float scale = 1.0f;
+  for (unsigned int half = experts >> 1; half > 1u; half >>= 1) scale *= 0.5f;
+  return (float)((int)p - (int)(experts >> 1)) * scale;
+}
+
 // The kernels are defined under NVRTC (bench-gpu, cupy), and with nvcc only in the one translation
 // unit that defines OXB_GEN_KERNELS (a __global__ defined in several units would clash at link).
 #if defined(__CUDACC_RTC__) || (defined(__CUDACC__) && defined(OXB_GEN_KERNELS))
@@ -119,6 +145,21 @@ extern "C" __global__ void oxb_gen_powerlaw_len(unsigned int* out, unsigned long
     out[i] = oxb_powerlaw_len(seed, i, max_exp);
   }
 }
+
+// Router logits, row-major [n / experts x experts]: out[i] = oxb_route_logit(seed, i / experts,
+// i mod experts, experts).
+extern "C" __global__ void oxb_gen_route_logits(float* out, unsigned long long n, unsigned long long seed,
+                                                unsigned int experts) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    unsigned long long token = i / experts;
+    out[i] = oxb_route_logit(seed, token, (unsigned int)(i - token * experts), experts);
+  }
+}
+
+// An empty kernel: the cost of a bare launch, timed like the implementations (the decode-size
+// routing rows are compared with it).
+extern "C" __global__ void oxb_empty() {}
 
 // A plain vectorized copy, for the bandwidth measurement next to cuMemcpyDtoD (the better of the
 // two is the floor's bandwidth). n16 = number of 16-byte words.

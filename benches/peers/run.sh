@@ -6,13 +6,16 @@
 # Needs, on that machine: .device/bin/bench-gpu (from ../shared/tools/gpu-pack), the CCCL 3.5
 # headers (from benches/peers/get-cccl.sh: .cccl/include, or its 2 MiB pack
 # .cccl/cccl-include.tar.gz, unpacked here to /tmp), nvcc, and a python3 with torch + cupy +
-# numpy. Writes into OUT_DIR (default $OUT, else /tmp/oxicub-bench):
+# numpy. The FlashInfer peer (the routing rows) is built when FlashInfer's pack is there
+# (benches/peers/get-flashinfer.sh: .flashinfer/flashinfer-routing.tar.gz, unpacked here to /tmp;
+# build-flashinfer.sh, in parallel with the CUB build); without it, or when its build fails, its
+# rows say why (no-peer.sh). Writes into OUT_DIR (default $OUT, else /tmp/oxicub-bench):
 #   NAME.md    the table (Markdown, with date, device, command), ready to commit as results/NAME.md
 #   NAME.json  the same, machine-readable
 #   NAME.svg   time / floor per workload and implementation
 #   NAME.log   this script's whole output (peer builds and logs included)
 # NAME is h100 / h200 from the GPU's name (override with NAME=...), else gpu-bench.
-# Overrides: BENCH_GPU, NVCC, CCCL_INCLUDE, PYTHON, PEER_BUILD_DIR.
+# Overrides: BENCH_GPU, NVCC, CCCL_INCLUDE, FLASHINFER_PACK, PYTHON, PEER_BUILD_DIR.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -32,6 +35,7 @@ if [ ! -d "$cccl" ] && [ -z "${CCCL_INCLUDE:-}" ] && [ -f "$root/.cccl/cccl-incl
   tar -C /tmp/oxicub-cccl -xzf "$root/.cccl/cccl-include.tar.gz"
   cccl=/tmp/oxicub-cccl/include
 fi
+fi_pack="${FLASHINFER_PACK:-$root/.flashinfer/flashinfer-routing.tar.gz}"
 python="${PYTHON:-python3}"
 build="${PEER_BUILD_DIR:-/tmp/oxicub-peers}"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"  # libnvrtc for bench-gpu
@@ -60,10 +64,23 @@ grep -m1 '#define CCCL_VERSION ' "$cccl/cuda/std/__cccl/version.h" || true
 "$python" -c 'import torch, cupy, numpy; print("torch", torch.__version__, "cupy", cupy.__version__, "numpy", numpy.__version__)' ||
   echo "run.sh: python peer prerequisites missing; its rows will say error"
 
-echo "== building the CUB/thrust peer in $build"
 mkdir -p "$build"
-flags=(-O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I "$cccl" -Xcompiler -Wall)
 t0=$SECONDS
+# The FlashInfer peer builds in the background while the CUB peer builds.
+fi_pid=""
+fi_reason="no FlashInfer pack (.flashinfer/flashinfer-routing.tar.gz): run benches/peers/get-flashinfer.sh on a machine with network and carry it"
+if [ -f "$fi_pack" ]; then
+  echo "== building the FlashInfer peer in $build/flashinfer (log: $build/flashinfer.build.log)"
+  rm -rf /tmp/oxicub-flashinfer && mkdir -p /tmp/oxicub-flashinfer
+  tar -C /tmp/oxicub-flashinfer -xzf "$fi_pack"
+  cat /tmp/oxicub-flashinfer/VERSIONS
+  NVCC="$nvcc" bash benches/peers/build-flashinfer.sh "$build/flashinfer" /tmp/oxicub-flashinfer \
+    > "$build/flashinfer.build.log" 2>&1 &
+  fi_pid=$!
+fi
+
+echo "== building the CUB/thrust peer in $build"
+flags=(-O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I "$cccl" -Xcompiler -Wall)
 pids=()
 for src in cub_peers cub_topk cub_batched cub_segsort cub_radix thrust_setops cub_merge thrust_batched_setops; do
   "$nvcc" "${flags[@]}" -c "benches/peers/$src.cu" -o "$build/$src.o" > "$build/$src.build.log" 2>&1 &
@@ -80,6 +97,17 @@ done
   "$build"/cub_peers.o "$build"/cub_topk.o "$build"/cub_batched.o "$build"/cub_segsort.o "$build"/cub_radix.o \
   "$build"/thrust_setops.o "$build"/cub_merge.o "$build"/thrust_batched_setops.o
 echo "built $build/cub_peers in $((SECONDS - t0)) s"
+fi_peer="sh $root/benches/peers/no-peer.sh flashinfer route_deepseek_v3 '$fi_reason'"
+if [ -n "$fi_pid" ]; then
+  if wait "$fi_pid"; then
+    tail -n 1 "$build/flashinfer.build.log"
+    fi_peer="$build/flashinfer/flashinfer_routing"
+  else
+    echo "run.sh: the FlashInfer peer's build failed:"
+    cat "$build/flashinfer.build.log"
+    fi_peer="sh $root/benches/peers/no-peer.sh flashinfer route_deepseek_v3 'the FlashInfer peer did not build (see the log)'"
+  fi
+fi
 
 echo "== running bench-gpu with its peers"
 export OXICUB_BENCH_DEVICE_INFO="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1 | sed 's/^/driver /')"
@@ -89,6 +117,7 @@ rc=0
 "$bench" --out "$out" --name "$name" \
   --peer "$build/cub_peers" \
   --peer "$python $root/benches/peers/torch_peers.py" \
+  --peer "$fi_peer" \
   --command "bash benches/peers/run.sh${extra[*]:+ -- ${extra[*]}}" \
   "${extra[@]}" || rc=$?
 echo "== done in $((SECONDS - t0)) s, bench-gpu exit $rc; files in $out:"

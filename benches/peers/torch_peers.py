@@ -29,10 +29,19 @@ torch's caching allocator serves the outputs without cudaMalloc in the timed run
   set_*       not available in torch (no multiset operations): reported as unsupported.
   batched_set_* the same, pair by pair: reported as unsupported.
   merge       not available in torch (no merge of sorted arrays): reported as unsupported.
+  route_deepseek_v3  the eager router of DeepSeek-V3's model code (HF modeling_deepseek MoEGate,
+              noaux_tc), excluded experts as -inf: s = logits.sigmoid(); c = s + bias;
+              group scores = the sum of each group's two best c; the best 4 groups
+              (topk(sorted=False)); c outside them -inf; ids = c.topk(8, sorted=False);
+              weights = s.gather(ids), renormalised (+ 1e-20), times 2.5. Bias: f32 zeros.
+  route_softmax      p = logits.softmax(-1, dtype=float32); w, ids = p.topk(8); w / w.sum(-1)
+              (Mixtral / Qwen). Both: logits f32 [T x 256] (gen.cuh: oxb_route_logit); the ids
+              cast to int32, each token's sorted ascending for the digest.
 
 Result digest (same as common.cuh and benches/gpu/gen.rs): over 32-bit words w[0..n),
 sum_i fmix64((i << 32) | w[i]) mod 2^64, printed as "n:%016x"; top-k results are put in
-canonical form first (each row's k keys sorted descending). Sorts with values are digested as
+canonical form first (each row's k keys sorted descending), routing results too (each token's
+k ids sorted ascending). Sorts with values are digested as
 one sequence: the keys, then the values' little-endian 32-bit words (int64: low word first).
 """
 import json
@@ -115,6 +124,7 @@ class Gen:
         self.k_pl = self.mod.get_function("oxb_gen_powerlaw_len")
         self.k_ramp = self.mod.get_function("oxb_gen_ramp_f32")
         self.k_near = self.mod.get_function("oxb_gen_near_i32")
+        self.k_route = self.mod.get_function("oxb_gen_route_logits")
 
     @staticmethod
     def grid(n):
@@ -140,6 +150,13 @@ class Gen:
         out = self.cp.empty(n, dtype=self.cp.int32)
         self.k_near(self.grid(n), (256,), (out, U64(n), U64(seed), np.uint32(rng)))
         return out
+
+    def route_logits(self, tokens, experts, seed):
+        """Router logits [tokens x experts] (oxb_route_logit), as a torch tensor."""
+        n = tokens * experts
+        out = self.cp.empty(n, dtype=self.cp.float32)
+        self.k_route(self.grid(n), (256,), (out, U64(n), U64(seed), np.uint32(experts)))
+        return self._to_torch(out).view(tokens, experts)
 
     def i32(self, n, seed):
         """n random int32 keys: the u32 stream with the full mask, reinterpreted (a cupy array)."""
@@ -181,6 +198,39 @@ def result(item, median, mn, digest, note):
           "reps": item.reps, "rotations": item.rotations, "digest": digest, "note": note})
 
 
+# DeepSeek-V3's groups, kept groups and weight scale (the plan kind carries them: workloads.rs).
+V3_GROUPS, V3_TOP_GROUPS, V3_SCALE = 8, 4, 2.5
+
+
+def route_deepseek_v3(torch, logits, bias, k):
+    """DeepSeek-V3's MoEGate (noaux_tc) in eager torch, as the model code writes it."""
+    t, e = logits.shape
+    s = logits.sigmoid()
+    c = s + bias
+    group_scores = c.view(t, V3_GROUPS, e // V3_GROUPS).topk(2, dim=-1)[0].sum(dim=-1)
+    group_idx = group_scores.topk(V3_TOP_GROUPS, dim=-1, sorted=False)[1]
+    group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1)
+    score_mask = group_mask.unsqueeze(-1).expand(t, V3_GROUPS, e // V3_GROUPS).reshape(t, -1)
+    c = c.masked_fill(~score_mask.bool(), float("-inf"))
+    idx = c.topk(k, dim=-1, sorted=False)[1]
+    w = s.gather(1, idx)
+    w = w / (w.sum(dim=-1, keepdim=True) + 1e-20) * V3_SCALE
+    return idx, w
+
+
+def route_softmax(torch, logits, k):
+    """Softmax top-k, renormalised (Mixtral / Qwen), in eager torch."""
+    p = logits.softmax(dim=-1, dtype=torch.float32)
+    w, idx = p.topk(k, dim=-1)
+    w = w / w.sum(dim=-1, keepdim=True)
+    return idx, w
+
+
+def canonical_ids(idx):
+    """Each token's ids (torch's int64) cast to int32, sorted ascending, as uint32 words."""
+    return np.sort(idx.cpu().numpy().astype(np.int32), axis=1).reshape(-1).view(np.uint32)
+
+
 def run_item(torch, gen, it):
     rot = max(1, it.rotations)
     if it.kind == "generator":
@@ -189,9 +239,10 @@ def run_item(torch, gen, it):
         u = gen.cp.asnumpy(gen.u32(n, it.seed + 1, 0xFFFFFFFF))
         pl = gen.powerlaw_lens(n, it.seed + 2, it.p2)
         near = gen.cp.asnumpy(gen.near_i32(n, it.seed + 3, it.p3))
+        route = gen.route_logits(n // 256, 256, it.seed + 4).reshape(-1).cpu().numpy()
         emit({"workload": it.name, "impl": "torch", "status": "ok", "digest_f32": digest_f32(f),
               "digest_u32": digest_words(u), "digest_powerlaw": digest_words(pl),
-              "digest_near": digest_words(near.view(np.uint32))})
+              "digest_near": digest_words(near.view(np.uint32)), "digest_route": digest_f32(route)})
     elif it.kind == "topk":
         n, k = it.p1, it.p2
         xs = [gen.f32(n, it.seed) for _ in range(rot)]
@@ -256,6 +307,18 @@ def run_item(torch, gen, it):
         med, mn, res = time_runs(torch, it, lambda r: torch.sort(xs[r], stable=True).values)
         result(it, med, mn, digest_words(res.cpu().numpy().view(np.uint32)),
                "torch.sort(x, stable=True), int32 keys")
+    elif it.kind in ("route_deepseek_v3", "route_softmax"):
+        t, e, k = it.p1, it.p2, it.p3
+        xs = [gen.route_logits(t, e, it.seed) for _ in range(rot)]
+        if it.kind == "route_deepseek_v3":
+            bias = torch.zeros(e, device="cuda", dtype=torch.float32)
+            med, mn, (idx, _) = time_runs(torch, it, lambda r: route_deepseek_v3(torch, xs[r], bias, k))
+            note = ("eager DeepSeek-V3 MoEGate (noaux_tc, excluded experts -inf): sigmoid + bias, "
+                    "group top-2 sums, top-4 groups, top-8, gather, renormalise, x2.5")
+        else:
+            med, mn, (idx, _) = time_runs(torch, it, lambda r: route_softmax(torch, xs[r], k))
+            note = "softmax(dtype=float32), topk(8), renormalise"
+        result(it, med, mn, digest_words(canonical_ids(idx)), note)
     elif it.kind.startswith(("set_", "batched_set_")):
         emit({"workload": it.name, "impl": "torch", "status": "unsupported",
               "note": "torch has no multiset intersection/union/difference"})
