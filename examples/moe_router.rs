@@ -6,7 +6,8 @@
 //!   weight, the best 4 of 8 groups of 32 experts, top 8, renormalised, times 2.5.
 //!
 //! Runs on the GPU when there is one (`AnyBackend::auto`), else on the host, and checks the
-//! result against the host backend (bit for bit) and a plain per-token reference.
+//! result against the host backend (bit for bit) and a plain per-token reference. Then
+//! `routing::dispatch` groups the DeepSeek-V3 tokens by expert (counts and token order).
 //!
 //! `cargo run --release --example moe_router [tokens]`
 //!
@@ -171,15 +172,37 @@ fn main() -> Result<(), Error> {
         );
     }
 
-    let mut load = vec![0usize; EXPERTS];
-    v3.experts.iter().for_each(|&e| load[e as usize] += 1);
+    // The dispatch: each expert's tokens, grouped (what a grouped GEMM reads next).
+    let (mut counts, mut order) = (vec![0u32; EXPERTS], vec![0u32; v3.experts.len()]);
+    routing::dispatch(
+        &backend,
+        &deepseek_v3,
+        &v3.experts[..],
+        &mut counts[..],
+        &mut order[..],
+    )?
+    .check()?;
+    let mut start = 0;
+    for (e, &count) in counts.iter().enumerate() {
+        let entries = &order[start..start + count as usize];
+        assert!(
+            entries.iter().all(|&i| v3.experts[i as usize] == e as u32),
+            "expert {e}: an entry of another expert"
+        );
+        assert!(
+            entries.windows(2).all(|w| w[0] < w[1]),
+            "expert {e}: out of order"
+        );
+        start += count as usize;
+    }
+    assert_eq!(start, v3.experts.len(), "every entry dispatched once");
     let (min, max) = (
-        load.iter().min().unwrap_or(&0),
-        load.iter().max().unwrap_or(&0),
+        counts.iter().min().unwrap_or(&0),
+        counts.iter().max().unwrap_or(&0),
     );
     println!("token 0 (V3): experts {:?}", &v3.experts[..TOP_K]);
     println!("              weights {:.3?}", &v3.weights[..TOP_K]);
-    println!("tokens per expert (V3): min {min}, max {max}");
+    println!("tokens per expert (V3, routing::dispatch): min {min}, max {max}");
     println!("checked against the host backend and the per-token reference: ok");
     Ok(())
 }

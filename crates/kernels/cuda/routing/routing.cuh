@@ -5,9 +5,10 @@
 // scores by the deterministic functions of core/math.cuh; the softmax denominator in the
 // oracle's warp_sum shape (each lane's experts in order, then lanes j and j + 16, j and j + 8,
 // ...); groups scored by (0 + best) + second of their biased scores (their best score without
-// a bias); the kept groups and then the k experts by rounds of the warp arg-max, ties to the
-// smaller index; weights summed in the order chosen, divided by that sum plus 1e-20 when
-// renormalised (k > 1), then scaled.
+// a bias); a group kept when fewer than top_groups come before it (ties to the smaller
+// group); the k experts by rounds of the warp arg-max, ties to the smaller index; weights
+// summed in the order chosen, divided by that sum plus 1e-20 when renormalised (k > 1), then
+// scaled.
 namespace oxicub {
 
 // Scores (template constant SCORING).
@@ -131,7 +132,7 @@ __device__ __forceinline__ RoutingCache routing_fill(const u32 (&rank)[PER_LANE]
 }
 
 template <class Key, u32 BLOCK_THREADS, int PER_LANE, int SCORING>
-__device__ __forceinline__ void routing(const RoutingParams& p) {
+__device__ __forceinline__ void routing_tokens(const RoutingParams& p) {
     typedef typename Key::Bits Bits;
     const u32 lane = threadIdx.x & 31u;
     const u64 first_warp = global_thread_index(BLOCK_THREADS) >> 5;
@@ -152,10 +153,19 @@ __device__ __forceinline__ void routing(const RoutingParams& p) {
     }
     const u32 groups = p.groups;
     const u32 size = experts / groups;
+    // One division, then the boundaries crossed (at most one an expert: size >= 1).
     u32 group_of[PER_LANE];
+    {
+        u32 g = first / size;
+        u32 next = (g + 1u) * size;
 #pragma unroll
-    for (int j = 0; j < PER_LANE; ++j) {
-        group_of[j] = (first + (u32)j) / size;
+        for (int j = 0; j < PER_LANE; ++j) {
+            if (first + (u32)j >= next) {
+                ++g;
+                next += size;
+            }
+            group_of[j] = g;
+        }
     }
     const u32 lanes_per_group = size / (u32)PER_LANE;
     // Each lane's experts in one group, a group's lanes a power-of-two block (DeepSeek-V3: 4
@@ -253,17 +263,14 @@ __device__ __forceinline__ void routing(const RoutingParams& p) {
                     }
                 }
             }
-            // The kept groups: rounds of the best open group (ties to the smaller group).
-            u32 open = lane < groups ? group_rank : 0u;
-            u32 kept = 0;
-            for (u32 r = 0; r < p.top_groups; ++r) {
-                u32 g;
-                routing_first_max(open, g);
-                kept |= 1u << g;
-                if (lane == g) {
-                    open = 0;
-                }
+            // Kept: fewer than top_groups groups before it (a larger score, then a smaller
+            // group), each lane counting for its group at once rather than rounds of the best.
+            u32 before = 0;
+            for (u32 g = 0; g < groups; ++g) {
+                const u32 other = __shfl_sync(0xffffffffu, group_rank, g);
+                before += (other > group_rank || (other == group_rank && g < lane)) ? 1u : 0u;
             }
+            const u32 kept = __ballot_sync(0xffffffffu, lane < groups && before < p.top_groups);
             if (aligned) {
                 // A lane's experts are kept or excluded together: an excluded lane's become
                 // equal (-inf), so its first two lead its cache.
@@ -324,6 +331,20 @@ __device__ __forceinline__ void routing(const RoutingParams& p) {
             reinterpret_cast<float*>(p.weights)[at] = __fmul_rn(w, scale);
         }
     }
+}
+
+// The family's entry. Launched as a programmatic dependent (sm_90): it may start while the
+// kernel before it on the stream finishes, and waits for it before touching memory; once its
+// writes are issued, the kernel after it may start (and waits in turn before reading them).
+template <class Key, u32 BLOCK_THREADS, int PER_LANE, int SCORING>
+__device__ __forceinline__ void routing(const RoutingParams& p) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    routing_tokens<Key, BLOCK_THREADS, PER_LANE, SCORING>(p);
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
 }  // namespace oxicub

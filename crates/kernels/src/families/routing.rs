@@ -10,6 +10,7 @@ use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
 use crate::codegen::{device_constants, kernel_params, FamilyTable, KernelParams, TemplateArg};
 use crate::families::{at_least, keep};
 use crate::radix::{KeyType, RadixKey};
+use crate::runtime::LaunchOrder;
 use crate::{KernelError, KernelFamily, KernelRuntime, KernelSpec, Tier};
 
 /// Threads per block: four tokens at a time.
@@ -388,7 +389,8 @@ pub fn route<K: RadixKey, I: ExpertId>(
         },
         scale_bits: config.scale.to_bits(),
     };
-    runtime.launch(stream, &kernel, grid, params)
+    // A programmatic dependent launch (sm_90): the kernel waits for the one before it.
+    runtime.launch_with_shared(stream, &kernel, grid, 0, params, LaunchOrder::Programmatic)
 }
 
 #[cfg(test)]
