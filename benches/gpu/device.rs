@@ -2,7 +2,7 @@
 //! CUDA-event timing, the copy-bandwidth measurement that sets the floor, and a bare launch's
 //! time (the decode-size rows' reference).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use cudarc::driver::{
@@ -83,8 +83,6 @@ pub struct Gpu {
     gen_route: CudaFunction,
     copy16: CudaFunction,
     empty: CudaFunction,
-    /// The bare launch's time, measured once per run (`bare_launch`).
-    bare_launch: OnceLock<Timing>,
 }
 
 /// Compiles benches/peers/gen.cuh with NVRTC for compute capability `cc` (needs libnvrtc, no GPU).
@@ -147,7 +145,6 @@ impl Gpu {
             gen_route: f("oxb_gen_route_logits")?,
             copy16: f("oxb_copy16")?,
             empty: f("oxb_empty")?,
-            bare_launch: OnceLock::new(),
             ctx,
             stream,
             name,
@@ -244,23 +241,20 @@ impl Gpu {
 
     /// The time of a bare launch: the empty kernel `oxb_empty` (one block of 128 threads) timed
     /// as the implementations are (`time_runs`, `warmup` then `reps` runs, the median). Measured
-    /// the first time it is asked for, so once per run; later calls return that measurement.
+    /// at each call, right after the row it is compared with: the launch time moves between
+    /// runs and within one (clocks, the host), so a single measurement misleads.
     pub fn bare_launch(&self, warmup: usize, reps: usize) -> Result<Timing> {
-        if let Some(t) = self.bare_launch.get() {
-            return Ok(*t);
-        }
         let cfg = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (128, 1, 1),
             shared_mem_bytes: 0,
         };
-        let t = self.time_runs(warmup, reps, 1, |_| {
+        self.time_runs(warmup, reps, 1, |_| {
             // SAFETY: oxb_empty takes no parameters and touches no memory.
             unsafe { self.stream.launch_builder(&self.empty).launch(cfg) }
                 .map(|_| ())
                 .ctx("launching oxb_empty")
-        })?;
-        Ok(*self.bare_launch.get_or_init(|| t))
+        })
     }
 
     /// Copies a device buffer to the host (and waits for it).
