@@ -3,6 +3,7 @@
 //! ungrouped biased sigmoid, softmax and `sqrt(softplus)` routers; f32, bf16 and f16 logits;
 //! tie-heavy (quantised) and all-equal logits, NaN logits, a bias that makes every score
 //! negative, groups of one expert, experts not a multiple of 32; tokens 0, 1, 7 and 65536;
+//! groups that do not fill whole lanes; infinite and signed-zero logits, infinite and huge biases;
 //! outputs poisoned. Skips without a GPU (fails with OXICUB_REQUIRE_GPU=1).
 
 use half::{bf16, f16};
@@ -200,6 +201,66 @@ fn other_routers_equal_the_oracle() {
         &l,
         Some(&bias(512, 15, -1.0)),
         "32 groups of 16",
+    );
+    // Groups that do not fill whole lanes or lane blocks (a group at a time): 32 groups of 3
+    // (a lane spans groups), 8 of 48 (3 lanes a group), 3 of 20, 8 of 125; every group kept;
+    // k = 32 with groups.
+    for (experts, groups, top_groups, k) in [
+        (96, 32, 5, 8),
+        (384, 8, 4, 8),
+        (60, 3, 2, 6),
+        (1000, 8, 3, 32),
+        (256, 8, 8, 32),
+    ] {
+        let config = RouterConfig {
+            experts,
+            groups,
+            top_groups,
+            k,
+            ..V3
+        };
+        let e = experts as usize;
+        let l = logits(700, e, 16 + u64::from(experts), 0.0);
+        let what = format!("{groups} groups of {}", experts / groups);
+        same_as_oracle::<f32>(&cuda, &config, &l, Some(&bias(e, 17, -0.5)), &what);
+        same_as_oracle::<f32>(&cuda, &config, &l, None, &format!("{what}, no bias"));
+    }
+}
+
+/// Infinite and signed-zero logits, and biases of -inf, +inf and +-3e38, through the grouped and
+/// the softmax routers.
+#[test]
+fn infinities_zeros_and_huge_biases() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    let mut l = logits(64, 256, 18, 0.0);
+    for t in 0..64 {
+        l[t * 256 + (t * 5) % 256] = f32::INFINITY;
+        l[t * 256 + (t * 7 + 1) % 256] = f32::NEG_INFINITY;
+        l[t * 256 + (t * 11 + 2) % 256] = -0.0;
+        l[t * 256 + (t * 13 + 3) % 256] = 0.0;
+    }
+    let mut b = bias(256, 19, 0.0);
+    b[3] = f32::NEG_INFINITY;
+    b[40] = f32::INFINITY;
+    b[77] = 3e38;
+    b[78] = -3e38;
+    b[200] = f32::NEG_INFINITY;
+    same_as_oracle::<f32>(&cuda, &V3, &l, Some(&b), "v3 infinities and huge biases");
+    same_as_oracle::<f32>(&cuda, &V3, &l, None, "v3 infinities");
+    let softmax = RouterConfig {
+        groups: 1,
+        top_groups: 1,
+        scoring: Scoring::Softmax,
+        ..V3
+    };
+    same_as_oracle::<f32>(&cuda, &softmax, &l, None, "softmax infinities");
+    // Every bias -inf: every biased score ties at -inf, the smallest ids win.
+    same_as_oracle::<f32>(
+        &cuda,
+        &V3,
+        &l,
+        Some(&vec![f32::NEG_INFINITY; 256]),
+        "v3 all biases -inf",
     );
 }
 

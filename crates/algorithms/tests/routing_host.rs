@@ -401,3 +401,66 @@ fn dispatch_errors_name_the_argument_and_the_entry() {
         Err(Error::InvalidArgument { arg: "experts", .. })
     ));
 }
+
+#[test]
+fn groups_of_any_shape_and_infinities_equal_the_oracle() {
+    for (e, g, t, kk) in [
+        (96usize, 32usize, 5usize, 8usize),
+        (384, 8, 4, 8),
+        (60, 3, 2, 6),
+        (1000, 8, 3, 32),
+        (256, 8, 8, 32),
+    ] {
+        let router = Router::grouped(
+            experts::uniform(e as i64).expect("e"),
+            groups::uniform(g as i64).expect("g"),
+            top_groups::uniform(t as i64).expect("t"),
+            k::uniform(kk as i64).expect("k"),
+            scoring::Sigmoid,
+        )
+        .renormalize()
+        .scale(2.5);
+        let o = OracleRouter {
+            experts: e,
+            groups: g,
+            top_groups: t,
+            k: kk,
+            ..OracleRouter::deepseek_v3()
+        };
+        let l = logits(50, e, 40 + e as u64, 0.0);
+        let b = bias(e, 41, -0.5);
+        same_as_oracle!("any groups", f32, router, o, l, Some(&b[..]));
+        same_as_oracle!("any groups, no bias", f32, router, o, l, None);
+    }
+    let router = Router::grouped(
+        experts::Static::<256>::new(),
+        groups::Static::<8>::new(),
+        top_groups::Static::<4>::new(),
+        k::Static::<8>::new(),
+        scoring::Sigmoid,
+    )
+    .renormalize()
+    .scale(2.5);
+    let mut l = logits(16, 256, 42, 0.0);
+    for t in 0..16 {
+        l[t * 256 + (t * 5) % 256] = f32::INFINITY;
+        l[t * 256 + (t * 7 + 1) % 256] = f32::NEG_INFINITY;
+        l[t * 256 + (t * 11 + 2) % 256] = -0.0;
+    }
+    let mut b = bias(256, 43, 0.0);
+    b[3] = f32::NEG_INFINITY;
+    b[40] = f32::INFINITY;
+    b[77] = 3e38;
+    b[78] = -3e38;
+    let o = OracleRouter::deepseek_v3();
+    same_as_oracle!("infinities", f32, router, o, l, Some(&b[..]));
+    let all_minus_infinity = vec![f32::NEG_INFINITY; 256];
+    same_as_oracle!(
+        "all biases -inf",
+        f32,
+        router,
+        o,
+        l,
+        Some(&all_minus_infinity[..])
+    );
+}

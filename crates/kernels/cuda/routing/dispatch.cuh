@@ -42,8 +42,8 @@ __device__ __forceinline__ void rd_load(const RoutingDispatchParams& p, u64 firs
 }
 
 // Counts this warp's entries per expert into `row` (zeroed here first). With `report`, the
-// smallest invalid entry goes to the status (entries past the end are not entries: their
-// RD_NONE is also the bits of an i32 id of -1, which is one).
+// warp's smallest invalid entry goes to the status, one atomic a warp at most (entries past
+// the end are not entries: their RD_NONE is also the bits of an i32 id of -1, which is one).
 __device__ __forceinline__ void rd_count_warp(const RoutingDispatchParams& p, u64 first,
                                               const u32 (&ids)[RD_ITEMS_PER_LANE], u32* row,
                                               bool report) {
@@ -52,14 +52,22 @@ __device__ __forceinline__ void rd_count_warp(const RoutingDispatchParams& p, u6
         row[e] = 0;
     }
     __syncwarp();
+    bool reported = !report;
 #pragma unroll
     for (u32 j = 0; j < RD_ITEMS_PER_LANE; ++j) {
         const u32 id = ids[j];
         const bool valid = id < p.experts;
-        if (report && !valid && first + 32u * j < p.entries) {
-            u64* status = reinterpret_cast<u64*>(p.status);
-            // The smallest entry wins: its complement is the largest.
-            atomicMax(&status[RD_STATUS_INVALID], ~(first + 32u * j));
+        const u32 invalid =
+            __ballot_sync(0xFFFFFFFFu, !valid && first + 32u * j < p.entries);
+        if (!reported && invalid != 0u) {
+            // The warp's entries rise with the lane, then with j: the lowest such lane of the
+            // first such j holds the warp's smallest. The smallest entry wins: its complement
+            // is the largest.
+            reported = true;
+            if (lane == (u32)__ffs(invalid) - 1u) {
+                u64* status = reinterpret_cast<u64*>(p.status);
+                atomicMax(&status[RD_STATUS_INVALID], ~(first + 32u * j));
+            }
         }
         const u32 peers = __match_any_sync(0xFFFFFFFFu, valid ? id : RD_NONE);
         if (valid && lane == (u32)__ffs(peers) - 1u) {

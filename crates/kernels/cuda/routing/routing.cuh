@@ -289,7 +289,7 @@ __device__ __forceinline__ void routing_tokens(const RoutingParams& p) {
             } else {
 #pragma unroll
                 for (int j = 0; j < PER_LANE; ++j) {
-                    if (rank[j] != 0u && ((kept >> group_of[j]) & 1u) == 0) {
+                    if (rank[j] != 0u && group_of[j] < groups && ((kept >> group_of[j]) & 1u) == 0) {
                         rank[j] = excluded;
                     }
                 }
