@@ -6,7 +6,7 @@
 //! reported in one tile and across tiles. A route and a dispatch in a workspace allocate nothing
 //! and equal the host's. Skips without a GPU (fails with OXICUB_REQUIRE_GPU=1).
 
-use oxicub_algorithms::routing::{self, scoring, Router};
+use oxicub_algorithms::routing::{self, scoring, DeepSeekV3, Router};
 use oxicub_algorithms::{Cuda, Error, Host, Pending, Workspace};
 use oxicub_env::Env;
 use oxicub_kernels::families::routing::ExpertId;
@@ -142,15 +142,7 @@ fn the_first_bad_id_is_reported() {
 #[test]
 fn route_and_dispatch_in_a_workspace_allocate_nothing() {
     let Some(cuda) = gpu_or_skip() else { return };
-    let router = Router::grouped(
-        experts::Static::<256>::new(),
-        groups::Static::<8>::new(),
-        top_groups::Static::<4>::new(),
-        k::Static::<8>::new(),
-        scoring::Sigmoid,
-    )
-    .renormalize()
-    .scale(2.5);
+    let router = DeepSeekV3::deepseek_v3();
     const TOKENS: usize = 4096;
     let out = TOKENS * 8;
     let b = bias(256, 48, 0.0);

@@ -6,7 +6,7 @@
 //! errors, each naming its argument.
 
 use half::{bf16, f16};
-use oxicub_algorithms::routing::{self, scoring, Router};
+use oxicub_algorithms::routing::{self, scoring, DeepSeekV3, Router};
 use oxicub_algorithms::{Error, Host, Pending};
 use oxicub_env::{require, tie_break, Env};
 use oxicub_params::{experts, groups, k, top_groups, ParamError};
@@ -42,15 +42,7 @@ macro_rules! same_as_oracle {
 
 #[test]
 fn deepseek_v3_equals_the_oracle() {
-    let router = Router::grouped(
-        experts::Static::<256>::new(),
-        groups::Static::<8>::new(),
-        top_groups::Static::<4>::new(),
-        k::Static::<8>::new(),
-        scoring::Sigmoid,
-    )
-    .renormalize()
-    .scale(2.5);
+    let router = DeepSeekV3::deepseek_v3();
     let b = bias(256, 1, 0.0);
     let o = OracleRouter::deepseek_v3();
     for tokens in [0usize, 1, 7, 300] {
@@ -432,15 +424,7 @@ fn groups_of_any_shape_and_infinities_equal_the_oracle() {
         same_as_oracle!("any groups", f32, router, o, l, Some(&b[..]));
         same_as_oracle!("any groups, no bias", f32, router, o, l, None);
     }
-    let router = Router::grouped(
-        experts::Static::<256>::new(),
-        groups::Static::<8>::new(),
-        top_groups::Static::<4>::new(),
-        k::Static::<8>::new(),
-        scoring::Sigmoid,
-    )
-    .renormalize()
-    .scale(2.5);
+    let router = DeepSeekV3::deepseek_v3();
     let mut l = logits(16, 256, 42, 0.0);
     for t in 0..16 {
         l[t * 256 + (t * 5) % 256] = f32::INFINITY;

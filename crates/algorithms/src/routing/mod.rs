@@ -215,6 +215,44 @@ impl<E, G, T, K, S> Router<E, G, T, K, S> {
     }
 }
 
+/// DeepSeek-V3's router as its configuration fixes it: 256 experts in 8 groups, the best 4
+/// groups kept, top 8, sigmoid scores (`topk_method = noaux_tc`).
+pub type DeepSeekV3 = Router<
+    oxicub_params::experts::Static<256>,
+    oxicub_params::groups::Static<8>,
+    oxicub_params::top_groups::Static<4>,
+    oxicub_params::k::Static<8>,
+    scoring::Sigmoid,
+>;
+
+impl DeepSeekV3 {
+    /// DeepSeek-V3's router: 256 experts in 8 groups, the best 4 groups kept, top 8, sigmoid
+    /// scores, weights renormalised (`norm_topk_prob`) and times 2.5
+    /// (`routed_scaling_factor`); the call's bias is its `e_score_correction_bias`.
+    ///
+    /// ```
+    /// use oxicub::routing::{self, DeepSeekV3};
+    /// use oxicub::{Env, Host};
+    ///
+    /// let logits = vec![0.25f32; 2 * 256]; // 2 tokens, all equal: the smallest ids
+    /// let (mut ids, mut weights) = ([0u32; 16], [0f32; 16]);
+    /// routing::route(&Host::new(), &DeepSeekV3::deepseek_v3(), &logits[..], Some(&[0.0f32; 256][..]), &mut ids[..], &mut weights[..], &Env::new())?.check()?;
+    /// assert_eq!(ids[..8], [0, 1, 2, 3, 4, 5, 6, 7]);
+    /// # Ok::<(), oxicub::Error>(())
+    /// ```
+    pub fn deepseek_v3() -> DeepSeekV3 {
+        Router::grouped(
+            oxicub_params::experts::Static::new(),
+            oxicub_params::groups::Static::new(),
+            oxicub_params::top_groups::Static::new(),
+            oxicub_params::k::Static::new(),
+            scoring::Sigmoid,
+        )
+        .renormalize()
+        .scale(2.5)
+    }
+}
+
 /// The static part of a router's contract, evaluated in `const` context: a configuration the
 /// types allow no valid value of is a compile error.
 struct RouterStatic<E, G, T, K>(PhantomData<(E, G, T, K)>);
