@@ -231,6 +231,27 @@ pub fn all() -> Vec<Workload> {
             201 + i as u64,
         );
     }
+    // The sparse-attention indexer's shapes at serving batch sizes, and one long row.
+    for (i, (segments, len, k)) in [
+        (256u64, 131072u64, 2048u64),
+        (1024, 131072, 2048),
+        (1, 1 << 20, 2048),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        add(
+            format!("batched_{segments}x{len}_k{k}"),
+            format!("batched top-k [{segments}x{len}] k={k}"),
+            Kind::Batched {
+                segments,
+                len,
+                k,
+                rows: Rows::Random,
+            },
+            207 + i as u64,
+        );
+    }
     add(
         "batched_64x131072_k2048_ascending".to_owned(),
         "batched top-k [64x131072] k=2048, ascending rows".to_owned(),
