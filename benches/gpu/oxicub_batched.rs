@@ -44,7 +44,13 @@ fn pick(w: &Workload, opt_out: bool) -> Option<Runner> {
             }
         };
     }
-    shapes!((64, 6), (256, 8), (131072, 2048), (32768, 2048), (1048576, 2048))
+    shapes!(
+        (64, 6),
+        (256, 8),
+        (131072, 2048),
+        (32768, 2048),
+        (1048576, 2048)
+    )
 }
 
 fn default_contract<const LEN: i64, const K: i64>(
