@@ -14,7 +14,7 @@ use crate::oxicub::{Measured, Runner};
 use crate::workloads::{self, Kind, Router as RouterKind, Workload, ROUTE_EXPERTS, ROUTE_K};
 
 use oxicub::params::{experts, groups, k, role, top_groups, HostValue, ParamFor};
-use oxicub::routing::{self, scoring, Router};
+use oxicub::routing::{self, scoring, DeepSeekV3, Router};
 use oxicub::{Cuda, Env, Host};
 
 // The routers below are types; the workload table's shape must be theirs.
@@ -36,13 +36,6 @@ pub fn runner(w: &Workload) -> Option<Runner> {
     }
 }
 
-type V3Router = Router<
-    experts::Static<256>,
-    groups::Static<8>,
-    top_groups::Static<4>,
-    k::Static<8>,
-    scoring::Sigmoid,
->;
 type SoftmaxRouter = Router<
     experts::Static<256>,
     groups::Static<1>,
@@ -50,19 +43,6 @@ type SoftmaxRouter = Router<
     k::Static<8>,
     scoring::Softmax,
 >;
-
-/// DeepSeek-V3's router as its model code configures it.
-fn v3_router() -> V3Router {
-    Router::grouped(
-        experts::Static::<256>::new(),
-        groups::Static::<8>::new(),
-        top_groups::Static::<4>::new(),
-        k::Static::<8>::new(),
-        scoring::Sigmoid,
-    )
-    .renormalize()
-    .scale(workloads::V3_SCALE)
-}
 
 /// The softmax top-8 router, renormalised.
 fn softmax_router() -> SoftmaxRouter {
@@ -79,7 +59,7 @@ fn deepseek_v3(gpu: &Gpu, w: &Workload, rotations: usize) -> Result<Measured> {
         gpu,
         w,
         rotations,
-        &v3_router(),
+        &DeepSeekV3::deepseek_v3(),
         "routing::route, DeepSeek-V3 router (Static 256 experts, 8 groups, top 4, k 8; \
          sigmoid, f32 bias, renormalised, scale 2.5)",
     )
@@ -105,7 +85,7 @@ pub fn host_ids(kind: RouterKind, logits: &[f32]) -> Result<Vec<u32>> {
     match kind {
         RouterKind::DeepSeekV3 => routing::route(
             &host,
-            &v3_router(),
+            &DeepSeekV3::deepseek_v3(),
             logits,
             Some(&bias[..]),
             &mut ids[..],
