@@ -297,9 +297,14 @@ fn run_oxicub(
 
 /// The cell of one peer result line, checked against the `expected` digest; the line's
 /// implementation joins `matched` or `mismatched` when it was timed.
+///
+/// `keys_expected`: for a result digested with its index sets (tie-heavy rows), the digest of
+/// the keys alone, which a mismatching line may report as `keys_digest`: its note then says
+/// whether it selected the right keys and only other tied indices.
 fn line_cell(
     l: &peers::PeerLine,
     expected: &str,
+    keys_expected: Option<&str>,
     matched: &mut Vec<String>,
     mismatched: &mut Vec<String>,
 ) -> Cell {
@@ -317,12 +322,20 @@ fn line_cell(
         }
         ("ok", Some(median_ms), d) => {
             mismatched.push(l.imp.clone());
+            let keys = l.raw.get("keys_digest").and_then(serde_json::Value::as_str);
+            let why = match (keys_expected, keys) {
+                (Some(want), Some(got)) if want == got => {
+                    "the k best keys, but other indices of the k-th key's ties: "
+                }
+                (Some(_), Some(_)) => "other keys than the k best (candidates lost): ",
+                _ => "",
+            };
             Cell::new(
                 State::Mismatch {
                     median_ms,
                     digest: d.clone().unwrap_or_default(),
                 },
-                l.note.clone(),
+                format!("{why}{}", l.note),
             )
         }
         ("unsupported", ..) => Cell::new(State::Unsupported, l.note.clone()),
@@ -443,7 +456,7 @@ fn finish(
             }
             let col = COLUMNS
                 .iter()
-                .find(|c| c.imps.contains(&l.imp.as_str()))
+                .find(|c| c.holds(&l.imp))
                 .map_or(l.imp.clone(), |c| c.key.to_string());
             peer_lines
                 .entry((l.workload.clone(), col))
@@ -459,6 +472,15 @@ fn finish(
     let mut rows = Vec::new();
     for (w, reference, rotations, oxicub, oxicub_opt_out) in prepared {
         let expected = reference.digest.text();
+        let keys_expected = match w.kind {
+            Kind::Batched {
+                segments,
+                len,
+                k,
+                rows: Rows::Ties,
+            } => Some(workloads::ties_digests(w.seed, segments, len, k).1.text()),
+            _ => None,
+        };
         let mut matched = Vec::new();
         let mut mismatched = Vec::new();
         if let State::Timed { .. } = oxicub.state {
@@ -483,7 +505,13 @@ fn finish(
                 let cells: Vec<(String, Cell)> = lines
                     .iter()
                     .map(|l| {
-                        let cell = line_cell(l, &expected, &mut matched, &mut mismatched);
+                        let cell = line_cell(
+                            l,
+                            &expected,
+                            keys_expected.as_deref(),
+                            &mut matched,
+                            &mut mismatched,
+                        );
                         (l.imp.clone(), cell)
                     })
                     .collect();
@@ -826,8 +854,9 @@ fn selftest() -> Result<ExitCode> {
             r.digest == Digest::of_words(&all[..k as usize]),
         );
     }
-    // batched: against per-row full sorts; ascending rows also against their last k keys
-    for rows in [Rows::Random, Rows::Ascending] {
+    // batched: against per-row full sorts; ascending rows also against their last k keys, bf16
+    // keys against the f32 keys they truncate, ragged rows against their lengths' bounds
+    for rows in [Rows::Random, Rows::Ascending, Rows::Bf16, Rows::Ragged] {
         let (segments, len, k) = (37u64, 300u64, 7u64);
         let kind = Kind::Batched {
             segments,
@@ -837,22 +866,98 @@ fn selftest() -> Result<ExitCode> {
         };
         let r = workloads::cpu_reference(&wl(kind, 11), &mut cache);
         let key = |i: u64| match rows {
-            Rows::Random => gen::f32_bits_at(11, i),
+            Rows::Random | Rows::Ragged => gen::f32_bits_at(11, i),
             Rows::Ascending => gen::ramp_bits_at(11, i, len),
+            Rows::Bf16 => u32::from(gen::bf16_bits_at(11, i)),
+            Rows::Ties => unreachable!("checked below"),
         };
+        let lens = workloads::ragged_lens(11, segments, len, k);
         let mut want = Vec::new();
-        let mut ascending = true;
+        let mut shape_ok = true;
         for s in 0..segments {
-            let mut row: Vec<u32> = (0..len).map(|j| key(s * len + j)).collect();
-            ascending &= row
-                .windows(2)
-                .all(|w| f32::from_bits(w[0]) < f32::from_bits(w[1]));
+            let row_len = if rows == Rows::Ragged {
+                lens[s as usize]
+            } else {
+                len
+            };
+            let mut row: Vec<u32> = (0..row_len).map(|j| key(s * len + j)).collect();
+            shape_ok &= match rows {
+                Rows::Random => true,
+                Rows::Ascending => row
+                    .windows(2)
+                    .all(|w| f32::from_bits(w[0]) < f32::from_bits(w[1])),
+                Rows::Bf16 => (0..len).all(|j| {
+                    let (x, b) = (gen::f32_at(11, s * len + j), key(s * len + j));
+                    let t = half::bf16::from_bits(b as u16).to_f32();
+                    t <= x && x - t < x / 128.0 + f32::MIN_POSITIVE
+                }),
+                Rows::Ragged => (k..=len).contains(&row_len),
+                Rows::Ties => unreachable!("checked below"),
+            };
             row.sort_unstable_by(|a, b| b.cmp(a));
             want.extend_from_slice(&row[..k as usize]);
         }
         check(
             &format!("batched top-k, {rows:?} rows"),
-            r.digest == Digest::of_words(&want) && (rows == Rows::Random || ascending),
+            r.digest == Digest::of_words(&want) && shape_ok,
+        );
+    }
+    // tie-heavy rows: keys then index sets, ties to the smaller index (against a stable sort
+    // of each row), and at the bench's shape the k-th key's tie class straddles k in every row
+    {
+        let (segments, len, k) = (9u64, 4096u64, 64u64);
+        let kind = Kind::Batched {
+            segments,
+            len,
+            k,
+            rows: Rows::Ties,
+        };
+        let r = workloads::cpu_reference(&wl(kind, 12), &mut cache);
+        let (mut keys, mut indices) = (Vec::new(), Vec::new());
+        for s in 0..segments {
+            let mut order: Vec<u64> = (0..len).collect();
+            // stable: equal keys keep index order
+            order.sort_by_key(|&j| std::cmp::Reverse(gen::tie_bits_at(12, s * len + j)));
+            let mut top_keys: Vec<u32> = order[..k as usize]
+                .iter()
+                .map(|&j| gen::tie_bits_at(12, s * len + j))
+                .collect();
+            let mut top_at: Vec<u32> = order[..k as usize].iter().map(|&j| j as u32).collect();
+            top_keys.sort_unstable_by(|a, b| b.cmp(a));
+            top_at.sort_unstable();
+            keys.extend(top_keys);
+            indices.extend(top_at);
+        }
+        keys.extend(indices);
+        let (len, k) = (131_072u64, 2048u64);
+        let straddles = (0..64).all(|s| {
+            let row: Vec<u32> = (0..len)
+                .map(|j| gen::tie_bits_at(214, s * len + j))
+                .collect();
+            let mut sorted = row.clone();
+            sorted.sort_unstable_by(|a, b| b.cmp(a));
+            let kth = sorted[k as usize - 1];
+            row.iter().filter(|&&x| x == kth).count() as u64
+                > sorted[..k as usize].iter().filter(|&&x| x == kth).count() as u64
+        });
+        check(
+            "batched top-k, tie-heavy rows (index sets)",
+            r.digest == Digest::of_words(&keys) && straddles,
+        );
+    }
+    // ragged rows: lengths in [k, len], a third of the way on average, every row length
+    // reachable (gen.cuh: oxb_ragged_len)
+    {
+        let (rows, len, k) = (100_000u64, 131_072u64, 2048u64);
+        let lens = workloads::ragged_lens(5, rows, len, k);
+        let mean = lens.iter().sum::<u64>() as f64 / rows as f64;
+        let expect = k as f64 + (len - k) as f64 / 3.0;
+        check(
+            "ragged row lengths",
+            lens.iter().all(|n| (k..=len).contains(n))
+                && (mean - expect).abs() < 0.01 * expect
+                && lens.iter().any(|&n| n < k + 64)
+                && lens.iter().any(|&n| n > len - 64),
         );
     }
     // segmented sorts: against sorting each segment of a materialized input

@@ -77,6 +77,8 @@ pub struct Gpu {
     pub total_mem: u64,
     gen_f32: CudaFunction,
     gen_ramp: CudaFunction,
+    gen_bf16: CudaFunction,
+    gen_tie: CudaFunction,
     gen_u32: CudaFunction,
     gen_near: CudaFunction,
     gen_pl: CudaFunction,
@@ -139,6 +141,8 @@ impl Gpu {
         Ok(Gpu {
             gen_f32: f("oxb_gen_f32")?,
             gen_ramp: f("oxb_gen_ramp_f32")?,
+            gen_bf16: f("oxb_gen_bf16")?,
+            gen_tie: f("oxb_gen_tie_bits")?,
             gen_u32: f("oxb_gen_u32")?,
             gen_near: f("oxb_gen_near_i32")?,
             gen_pl: f("oxb_gen_powerlaw_len")?,
@@ -201,6 +205,17 @@ impl Gpu {
     /// n f32 keys in ascending rows of `len` (`oxb_ramp_f32`), generated on the device.
     pub fn gen_ramp_f32(&self, n: u64, seed: u64, len: u32) -> Result<CudaSlice<f32>> {
         self.generate(&self.gen_ramp, "oxb_gen_ramp_f32", n, seed, Some(len))
+    }
+
+    /// The bits of n bf16 keys of stream `seed` (`oxb_bf16_bits`), generated on the device.
+    pub fn gen_bf16_bits(&self, n: u64, seed: u64) -> Result<CudaSlice<u16>> {
+        self.generate(&self.gen_bf16, "oxb_gen_bf16", n, seed, None)
+    }
+
+    /// The bits of n tie-heavy f32 keys of stream `seed` (`oxb_tie_bits`), generated on the
+    /// device.
+    pub fn gen_tie_bits(&self, n: u64, seed: u64) -> Result<CudaSlice<u32>> {
+        self.generate(&self.gen_tie, "oxb_gen_tie_bits", n, seed, None)
     }
 
     /// n u32 keys in [0, mask] of stream `seed`, generated on the device.

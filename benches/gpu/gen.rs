@@ -42,6 +42,28 @@ pub fn ramp_bits_at(seed: u64, i: u64, len: u64) -> u32 {
     ((((j as u32) << 7) | r) as f32 * (1.0 / 16_777_216.0)).to_bits()
 }
 
+/// bf16 key `i`'s bits: the top 16 bits of the f32 key's (`oxb_bf16_bits`: the f32 key
+/// truncated toward zero).
+#[inline]
+pub fn bf16_bits_at(seed: u64, i: u64) -> u16 {
+    (f32_bits_at(seed, i) >> 16) as u16
+}
+
+/// Tie-heavy key `i`'s bits (`oxb_tie_bits`): 1 + j / 2^23, j the top 6 bits of value `i`.
+#[inline]
+pub fn tie_bits_at(seed: u64, i: u64) -> u32 {
+    0x3F80_0000 | (mix(seed, i) >> 58) as u32
+}
+
+/// The length of row `row` of a ragged `[rows x len]` matrix with `k` selected a row
+/// (`oxb_ragged_len`): `k + floor(u^2 (len - k))`, u the top 24 bits of value `row` of stream
+/// `seed + 1`, over 2^24.
+#[inline]
+pub fn ragged_len(seed: u64, row: u64, len: u32, k: u32) -> u32 {
+    let r = mix(seed + 1, row) >> 40;
+    k + ((((r * r) >> 24) * u64::from(len - k)) >> 24) as u32
+}
+
 /// Uniform u32 key in [0, mask] for mask = 2^b - 1 (`oxb_u32`).
 #[inline]
 pub fn u32_at(seed: u64, i: u64, mask: u32) -> u32 {

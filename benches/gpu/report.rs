@@ -90,17 +90,36 @@ impl Cell {
 pub struct Column {
     pub key: &'static str,
     pub title: &'static str,
+    /// Implementation names; one ending in `*` stands for every name that starts with the rest
+    /// (a peer's variants: `flashinfer filtered`, `cub-main gpu_to_gpu+smaller`, ...).
     pub imps: &'static [&'static str],
+}
+
+impl Column {
+    /// Whether implementation `imp` belongs to this column.
+    pub fn holds(&self, imp: &str) -> bool {
+        self.imps.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => imp.starts_with(prefix),
+            None => imp == *p,
+        })
+    }
 }
 
 /// CUB and thrust come from the same library (CCCL) and never cover the same workload, so they
 /// share a column. "thrust loop" and "thrust tagged" are two ways of one batched workload; the
-/// column shows the faster (gpu.rs: `column_cell`).
+/// column shows the faster (gpu.rs: `column_cell`). CUB from CCCL's main branch (its cluster
+/// `DeviceBatchedTopK`) is a column of its own, and so are FlashInfer's backends and modes:
+/// each column shows its fastest variant that matched, or the first that did not.
 pub const COLUMNS: &[Column] = &[
     Column {
         key: "cccl",
         title: "CUB/thrust",
         imps: &["cub", "thrust", "thrust loop", "thrust tagged"],
+    },
+    Column {
+        key: "cccl-main",
+        title: "CUB main",
+        imps: &["cub-main", "cub-main *"],
     },
     Column {
         key: "torch",
@@ -110,7 +129,7 @@ pub const COLUMNS: &[Column] = &[
     Column {
         key: "flashinfer",
         title: "FlashInfer",
-        imps: &["flashinfer"],
+        imps: &["flashinfer", "flashinfer *"],
     },
 ];
 

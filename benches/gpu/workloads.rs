@@ -60,6 +60,36 @@ pub enum Rows {
     /// Ascending keys, the k largest last (gen.cuh: `oxb_ramp_f32`): sorted or time-ordered
     /// scores.
     Ascending,
+    /// bf16 keys, the uniform f32 keys truncated to their top 16 bits (gen.cuh:
+    /// `oxb_bf16_bits`): 8 significant bits, so long runs of equal keys, as bf16 logits have.
+    Bf16,
+    /// Uniform f32 keys in a `[segments x len]` matrix whose row `r` holds only its first
+    /// `oxb_ragged_len(seed, r, len, k)` keys (at least `k`, most rows shorter than `len`),
+    /// the row lengths in device memory: decode-time sparse attention over KV histories of
+    /// different lengths.
+    Ragged,
+    /// Tie-heavy f32 keys (gen.cuh: `oxb_tie_bits`): 64 values sharing their top 26 bits, so
+    /// the `k`-th key's tie class straddles `k`; the result is digested with its index set
+    /// (`cpu_reference`), so only a selection that keeps the smaller indices of that class
+    /// matches.
+    Ties,
+}
+
+impl Rows {
+    /// Bytes of one key.
+    pub fn key_bytes(self) -> u64 {
+        match self {
+            Rows::Bf16 => 2,
+            Rows::Random | Rows::Ascending | Rows::Ragged | Rows::Ties => 4,
+        }
+    }
+}
+
+/// The row lengths of a ragged batched workload (`Rows::Ragged`).
+pub fn ragged_lens(seed: u64, segments: u64, len: u64, k: u64) -> Vec<u64> {
+    (0..segments)
+        .map(|r| u64::from(gen::ragged_len(seed, r, len as u32, k as u32)))
+        .collect()
 }
 
 /// What a segmented sort of uniform rows returns beside the sorted keys.
@@ -209,41 +239,42 @@ pub fn all() -> Vec<Workload> {
             );
         }
     }
-    // Seeds 201-205, then the sparse-attention indexer's shapes at serving batch sizes and one
-    // long row, 207-209 (206 is the ascending rows').
-    for (segments, len, k, seed) in [
-        (4096u64, 64u64, 6u64, 201u64),
-        (16384, 256, 8, 202),
-        (65536, 256, 8, 203),
-        (64, 131072, 2048, 204),
-        (256, 32768, 2048, 205),
-        (256, 131072, 2048, 207),
-        (1024, 131072, 2048, 208),
-        (1, 1 << 20, 2048, 209),
+    // Seeds 201-205, then the sparse-attention indexer's shapes at serving batch sizes: uniform
+    // rows, one long row, ascending, bf16, ragged and tie-heavy rows (206-211, 214: the first seed
+    // from 212 whose every row has the k-th key's tie class straddling k, as the selftest checks).
+    for (segments, len, k, rows, seed) in [
+        (4096u64, 64u64, 6u64, Rows::Random, 201u64),
+        (16384, 256, 8, Rows::Random, 202),
+        (65536, 256, 8, Rows::Random, 203),
+        (64, 131072, 2048, Rows::Random, 204),
+        (256, 32768, 2048, Rows::Random, 205),
+        (256, 131072, 2048, Rows::Random, 207),
+        (1024, 131072, 2048, Rows::Random, 208),
+        (1, 1 << 20, 2048, Rows::Random, 209),
+        (64, 131072, 2048, Rows::Ascending, 206),
+        (4, 65536, 512, Rows::Bf16, 210),
+        (64, 131072, 2048, Rows::Ragged, 211),
+        (64, 131072, 2048, Rows::Ties, 214),
     ] {
+        let (suffix, what) = match rows {
+            Rows::Random => ("", ""),
+            Rows::Ascending => ("_ascending", ", ascending rows"),
+            Rows::Bf16 => ("_bf16", " bf16"),
+            Rows::Ragged => ("_ragged", ", ragged rows (lengths on the device)"),
+            Rows::Ties => ("_ties", ", tie-heavy rows (index sets checked)"),
+        };
         add(
-            format!("batched_{segments}x{len}_k{k}"),
-            format!("batched top-k [{segments}x{len}] k={k}"),
+            format!("batched_{segments}x{len}_k{k}{suffix}"),
+            format!("batched top-k [{segments}x{len}] k={k}{what}"),
             Kind::Batched {
                 segments,
                 len,
                 k,
-                rows: Rows::Random,
+                rows,
             },
             seed,
         );
     }
-    add(
-        "batched_64x131072_k2048_ascending".to_owned(),
-        "batched top-k [64x131072] k=2048, ascending rows".to_owned(),
-        Kind::Batched {
-            segments: 64,
-            len: 131072,
-            k: 2048,
-            rows: Rows::Ascending,
-        },
-        206,
-    );
     for (i, (segments, len)) in [(16384u64, 1024u64), (262144, 64), (1024, 16384)]
         .into_iter()
         .enumerate()
@@ -380,7 +411,13 @@ pub fn all() -> Vec<Workload> {
 pub fn input_bytes(kind: &Kind) -> u64 {
     match *kind {
         Kind::TopK { n, .. } => 4 * n,
-        Kind::Batched { segments, len, .. } | Kind::SegSort { segments, len } => 4 * segments * len,
+        Kind::Batched {
+            segments,
+            len,
+            rows,
+            ..
+        } => rows.key_bytes() * segments * len,
+        Kind::SegSort { segments, len } => 4 * segments * len,
         // keys, and for pairs the u32 values (argsort reads only the keys)
         Kind::SegSortCarry {
             segments,
@@ -451,10 +488,31 @@ impl Workload {
         match self.kind {
             // keys read + k keys written (keys only: indices are not part of this workload)
             Kind::TopK { n, k } => 4 * n + 4 * k,
-            // all keys read + k keys per row written
+            // all keys read + k keys per row written; ragged rows: each row's keys and its
+            // length (4 bytes) read
             Kind::Batched {
-                segments, len, k, ..
-            } => 4 * segments * len + 4 * segments * k,
+                segments,
+                len,
+                k,
+                rows: Rows::Ragged,
+            } => {
+                4 * ragged_lens(self.seed, segments, len, k).iter().sum::<u64>()
+                    + 8 * segments
+                    + 4 * segments * k
+            }
+            // tie-heavy rows: their u32 indices written too
+            Kind::Batched {
+                segments,
+                len,
+                k,
+                rows: Rows::Ties,
+            } => 4 * segments * len + 8 * segments * k,
+            Kind::Batched {
+                segments,
+                len,
+                k,
+                rows,
+            } => rows.key_bytes() * (segments * len + segments * k),
             // every key read and written once (uniform rows need no offsets array)
             Kind::SegSort { segments, len } => 8 * segments * len,
             // every key read and written once + the int64 segment offsets read once
@@ -504,6 +562,9 @@ impl Workload {
             } => match rows {
                 Rows::Random => ("batched", segments, len, k),
                 Rows::Ascending => ("batched_ramp", segments, len, k),
+                Rows::Bf16 => ("batched_bf16", segments, len, k),
+                Rows::Ragged => ("batched_ragged", segments, len, k),
+                Rows::Ties => ("batched_ties", segments, len, k),
             },
             Kind::SegSort { segments, len } => ("segsort", segments, len, 0),
             Kind::SegSortPowerLaw { segments, max_exp } => {
@@ -686,16 +747,26 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
             k,
             rows,
         } => {
+            if rows == Rows::Ties {
+                return ties_reference(seed, segments, len, k);
+            }
+            // Every key's bits order like its value: the keys are non-negative.
             let key = |i: u64| match rows {
-                Rows::Random => gen::f32_bits_at(seed, i),
+                Rows::Random | Rows::Ragged => gen::f32_bits_at(seed, i),
                 Rows::Ascending => gen::ramp_bits_at(seed, i, len),
+                Rows::Bf16 => u32::from(gen::bf16_bits_at(seed, i)),
+                Rows::Ties => gen::tie_bits_at(seed, i),
+            };
+            let row_len = |s: u64| match rows {
+                Rows::Ragged => u64::from(gen::ragged_len(seed, s, len as u32, k as u32)),
+                _ => len,
             };
             let parts = par_ranges(segments, |a, b| {
                 let mut d = Digest::default();
                 let mut row = Vec::with_capacity(len as usize);
                 for s in a..b {
                     row.clear();
-                    row.extend((0..len).map(|j| key(s * len + j)));
+                    row.extend((0..row_len(s)).map(|j| key(s * len + j)));
                     row.select_nth_unstable_by(k as usize - 1, |x, y| y.cmp(x));
                     let top = &mut row[..k as usize];
                     top.sort_unstable_by(|x, y| y.cmp(x));
@@ -754,6 +825,42 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
             }
         }
     }
+}
+
+/// The tie-heavy rows' reference: each row's k best keys sorted descending (rows in order),
+/// then each row's selected indices sorted ascending (rows in order), ties at the k-th key
+/// broken toward the smaller index (common.cuh: `digest_ties`).
+fn ties_reference(seed: u64, segments: u64, len: u64, k: u64) -> Reference {
+    Reference {
+        digest: ties_digests(seed, segments, len, k).0,
+        out_len: segments * k,
+    }
+}
+
+/// The tie-heavy rows' digests: keys then index sets (the reference), and the keys alone (each
+/// row's k keys sorted descending), which tells a selection that broke the ties otherwise from
+/// one that lost candidates.
+pub fn ties_digests(seed: u64, segments: u64, len: u64, k: u64) -> (Digest, Digest) {
+    let rows = par_ranges(segments, |a, b| {
+        let mut out = Vec::new();
+        let mut row: Vec<(u32, u32)> = Vec::with_capacity(len as usize);
+        for s in a..b {
+            row.clear();
+            row.extend((0..len).map(|j| (gen::tie_bits_at(seed, s * len + j), j as u32)));
+            row.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+            let mut keys: Vec<u32> = row[..k as usize].iter().map(|p| p.0).collect();
+            let mut indices: Vec<u32> = row[..k as usize].iter().map(|p| p.1).collect();
+            keys.sort_unstable_by(|x, y| y.cmp(x));
+            indices.sort_unstable();
+            out.push((keys, indices));
+        }
+        out
+    });
+    let rows: Vec<(Vec<u32>, Vec<u32>)> = rows.into_iter().flatten().collect();
+    let mut words: Vec<u32> = rows.iter().flat_map(|r| r.0.iter().copied()).collect();
+    let keys = Digest::of_words(&words);
+    words.extend(rows.iter().flat_map(|r| r.1.iter().copied()));
+    (Digest::of_words(&words), keys)
 }
 
 /// Token `token`'s logits (gen.cuh: `oxb_route_logit`) into `out` (ROUTE_EXPERTS values).

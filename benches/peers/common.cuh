@@ -28,6 +28,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -122,6 +123,10 @@ void gen_f32(float* out, unsigned long long n, unsigned long long seed, cudaStre
 void gen_ramp_f32(float* out, unsigned long long n, unsigned long long seed, unsigned len, cudaStream_t s);
 void gen_u32(unsigned* out, unsigned long long n, unsigned long long seed, unsigned mask, cudaStream_t s);
 void gen_near_i32(int* out, unsigned long long n, unsigned long long seed, unsigned range, cudaStream_t s);
+// bf16 keys as their bits (oxb_bf16_bits).
+void gen_bf16_bits(unsigned short* out, unsigned long long n, unsigned long long seed, cudaStream_t s);
+// Tie-heavy f32 keys (oxb_tie_bits), as floats.
+void gen_tie_f32(float* out, unsigned long long n, unsigned long long seed, cudaStream_t s);
 // Router logits [tokens x experts] (oxb_route_logit).
 void gen_route_logits(float* out, unsigned long long tokens, unsigned long long seed, unsigned experts,
                       cudaStream_t s);
@@ -162,6 +167,31 @@ inline std::string digest_pairs(const std::vector<K>& keys, const std::vector<V>
     std::memcpy(w.data() + n, values.data(), n * sizeof(V));
   }
   return digest_words(w.data(), w.size());
+}
+
+// The row lengths of a ragged batched workload (kind "batched_ragged": oxb_ragged_len).
+inline std::vector<long long> ragged_lens(const PlanItem& it) {
+  std::vector<long long> lens((size_t)it.p1);
+  for (long long r = 0; r < it.p1; ++r) lens[(size_t)r] = oxb_ragged_len(it.seed, (unsigned long long)r, (unsigned)it.p2, (unsigned)it.p3);
+  return lens;
+}
+
+// The canonical digest of a tie-heavy batched result (kind "batched_ties"): each row's k keys
+// sorted descending, rows in order, then each row's k indices (within the row) sorted ascending,
+// rows in order: the selected set, so a selection that breaks the k-th key's ties otherwise
+// than "the smaller index first" differs. `keys` and `indices` are [rows x k].
+// Returns that digest and the keys' alone (for emit_result's keys_digest).
+inline std::pair<std::string, std::string> digest_ties(std::vector<float> keys, std::vector<uint32_t> indices,
+                                                       size_t rows, size_t k) {
+  if (keys.size() != rows * k || indices.size() != rows * k) throw std::runtime_error("digest_ties: sizes");
+  std::vector<uint32_t> w(2 * rows * k);
+  for (size_t r = 0; r < rows; ++r) {
+    std::sort(keys.begin() + r * k, keys.begin() + (r + 1) * k, [](float a, float b) { return a > b; });
+    std::sort(indices.begin() + r * k, indices.begin() + (r + 1) * k);
+  }
+  std::memcpy(w.data(), keys.data(), rows * k * 4);
+  std::memcpy(w.data() + rows * k, indices.data(), rows * k * 4);
+  return {digest_words(w.data(), w.size()), digest_words(w.data(), rows * k)};
 }
 
 // Top-k canonical form: each segment's k keys sorted descending, segments in order.
@@ -226,12 +256,15 @@ inline std::string json_escape(const std::string& s) {
 }
 
 // One result line on stdout, the protocol bench-gpu reads (benches/gpu/peers.rs).
+// `keys_digest`: for a result digested with its index sets (kind "batched_ties"), the digest of
+// the keys alone (bench-gpu then tells lost candidates from other tied indices); empty: none.
 inline void emit_result(const PlanItem& it, const char* impl, const Timing& t, const std::string& digest,
-                        const std::string& note) {
+                        const std::string& note, const std::string& keys_digest = "") {
+  const std::string keys = keys_digest.empty() ? "" : ",\"keys_digest\":\"" + keys_digest + "\"";
   std::printf(
       "{\"workload\":\"%s\",\"impl\":\"%s\",\"status\":\"ok\",\"median_ms\":%.6f,\"min_ms\":%.6f,\"reps\":%d,"
-      "\"rotations\":%d,\"digest\":\"%s\",\"note\":\"%s\"}\n",
-      json_escape(it.name).c_str(), impl, t.median_ms, t.min_ms, t.reps, it.rotations, digest.c_str(),
+      "\"rotations\":%d,\"digest\":\"%s\"%s,\"note\":\"%s\"}\n",
+      json_escape(it.name).c_str(), impl, t.median_ms, t.min_ms, t.reps, it.rotations, digest.c_str(), keys.c_str(),
       json_escape(note).c_str());
   std::fflush(stdout);
 }
@@ -270,6 +303,16 @@ void gen_ramp_f32(float* out, unsigned long long n, unsigned long long seed, uns
 
 void gen_u32(unsigned* out, unsigned long long n, unsigned long long seed, unsigned mask, cudaStream_t s) {
   oxb_gen_u32<<<grid_for(n), 256, 0, s>>>(out, n, seed, mask);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void gen_bf16_bits(unsigned short* out, unsigned long long n, unsigned long long seed, cudaStream_t s) {
+  oxb_gen_bf16<<<grid_for(n), 256, 0, s>>>(out, n, seed);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void gen_tie_f32(float* out, unsigned long long n, unsigned long long seed, cudaStream_t s) {
+  oxb_gen_tie_bits<<<grid_for(n), 256, 0, s>>>(reinterpret_cast<unsigned int*>(out), n, seed);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -56,6 +56,39 @@ OXB_HD inline float oxb_ramp_f32(unsigned long long seed, unsigned long long i, 
   return (float)((unsigned int)(j << 7) | r) * (1.0f / 16777216.0f);
 }
 
+// bf16 key i: the top 16 bits of oxb_f32's bit pattern (the f32 key truncated toward zero), so
+// in [0, 1) with 8 significant bits: large rows hold long runs of equal keys, as bf16 logits do.
+// Integer-only (the f32 key is m / 2^24 with m the stream's top 24 bits), so the host code of
+// every language computes the same bits.
+OXB_HD inline unsigned short oxb_bf16_bits(unsigned long long seed, unsigned long long i) {
+  unsigned int m = (unsigned int)(oxb_mix(seed, i) >> 40);
+  if (m == 0u) return 0;
+  unsigned int e = 23u;  // m in [2^e, 2^(e+1))
+  while ((m >> e) == 0u) --e;
+  unsigned int bits = ((e + 103u) << 23) | ((m << (23u - e)) & 0x7FFFFFu);
+  return (unsigned short)(bits >> 16);
+}
+
+// Tie-heavy key i ("ties"): 1 + j / 2^23 with j the stream's top 6 bits, so every key shares
+// its top 26 bits (one bin of any coarse 11- or 16-bit histogram) and a row of L keys holds
+// about L / 64 copies of each of its 64 values: at k = L / 64 the k-th key's tie class (the best
+// value's copies) straddles k. A selection that drops candidates returns other keys; one that
+// breaks the k-th key's ties otherwise than its contract says returns other indices.
+OXB_HD inline unsigned int oxb_tie_bits(unsigned long long seed, unsigned long long i) {
+  return 0x3F800000u | (unsigned int)(oxb_mix(seed, i) >> 58);
+}
+
+// Ragged rows ("decode": most rows shorter than the longest): the length of row `row` of a
+// [rows x len] matrix with k selected a row: k + floor(u^2 (len - k)), u = the stream's top 24
+// bits / 2^24 (stream `seed + 1`; the keys are stream `seed`), so every row holds at least k
+// keys, a row's expected length is k + (len - k) / 3 and a third of the rows are shorter than
+// k + (len - k) / 9. Integer-only, as above.
+OXB_HD inline unsigned int oxb_ragged_len(unsigned long long seed, unsigned long long row, unsigned int len,
+                                          unsigned int k) {
+  unsigned long long r = oxb_mix(seed + 1ull, row) >> 40;
+  return k + (unsigned int)((((r * r) >> 24) * (unsigned long long)(len - k)) >> 24);
+}
+
 OXB_HD inline unsigned int oxb_u32(unsigned long long seed, unsigned long long i, unsigned int mask) {
   return (unsigned int)(oxb_mix(seed, i) >> 32) & mask;
 }
@@ -119,6 +152,29 @@ extern "C" __global__ void oxb_gen_ramp_f32(float* out, unsigned long long n, un
   for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
        i += (unsigned long long)gridDim.x * blockDim.x) {
     out[i] = oxb_ramp_f32(seed, i, len);
+  }
+}
+
+extern "C" __global__ void oxb_gen_bf16(unsigned short* out, unsigned long long n, unsigned long long seed) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    out[i] = oxb_bf16_bits(seed, i);
+  }
+}
+
+extern "C" __global__ void oxb_gen_tie_bits(unsigned int* out, unsigned long long n, unsigned long long seed) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    out[i] = oxb_tie_bits(seed, i);
+  }
+}
+
+// The row lengths of a ragged [rows x len] matrix (oxb_ragged_len), as int32.
+extern "C" __global__ void oxb_gen_ragged_len(int* out, unsigned long long rows, unsigned long long seed,
+                                              unsigned int len, unsigned int k) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < rows;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    out[i] = (int)oxb_ragged_len(seed, i, len, k);
   }
 }
 

@@ -16,6 +16,13 @@ torch's caching allocator serves the outputs without cudaMalloc in the timed run
   topk        torch.topk(x, k)                       (sorted=True, torch's default)
   batched     torch.topk(x.view(S, L), k, dim=1)
   batched_ramp the same on ascending rows (gen.cuh: oxb_ramp_f32)
+  batched_bf16 the same on bf16 keys (gen.cuh: oxb_bf16_bits)
+  batched_ties torch.topk(x.view(S, L), k, dim=1) on tie-heavy rows (gen.cuh: oxb_tie_bits),
+              digested with each row's index set (torch does not say which of equal keys it
+              keeps); the keys alone as keys_digest
+  batched_ragged torch.topk(torch.where(col < lens[:, None], x, -inf), k, dim=1): the usual
+              masking of a padded [S x L] score matrix by per-row lengths (int32 on the device,
+              gen.cuh: oxb_ragged_len), timed with the mask
   segsort     torch.sort(x.view(S, L), dim=1)        (uniform segments)
   segsort_pl  torch has no segmented sort: a stable sort of the keys, then a stable sort of the
               segment ids gathered in that order, then a gather of the keys: the usual two-pass
@@ -92,6 +99,22 @@ def canonical_topk(values, rows, k):
     return (-np.sort(-v, axis=1)).reshape(-1)
 
 
+def ragged_lens(seed, rows, length, k):
+    """Row lengths of a ragged batched workload (gen.cuh: oxb_ragged_len), as int64 numpy."""
+    i = np.arange(rows, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        r = fmix64(U64(seed + 1) + (i + U64(1)) * U64(0x9E3779B97F4A7C15)) >> U64(40)
+        return (k + (((r * r) >> U64(24)) * U64(length - k) >> U64(24))).astype(np.int64)
+
+
+def digest_ties(keys, indices, rows, k):
+    """Keys then index sets (common.cuh: digest_ties), and the keys alone."""
+    keys = canonical_topk(keys, rows, k)
+    at = np.sort(np.asarray(indices).reshape(rows, k), axis=1).reshape(-1).astype(np.uint32)
+    words = np.concatenate([keys.view(np.uint32), at])
+    return digest_words(words), digest_f32(keys)
+
+
 def emit(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -123,6 +146,8 @@ class Gen:
         self.k_u32 = self.mod.get_function("oxb_gen_u32")
         self.k_pl = self.mod.get_function("oxb_gen_powerlaw_len")
         self.k_ramp = self.mod.get_function("oxb_gen_ramp_f32")
+        self.k_bf16 = self.mod.get_function("oxb_gen_bf16")
+        self.k_tie = self.mod.get_function("oxb_gen_tie_bits")
         self.k_near = self.mod.get_function("oxb_gen_near_i32")
         self.k_route = self.mod.get_function("oxb_gen_route_logits")
 
@@ -139,6 +164,18 @@ class Gen:
         out = self.cp.empty(n, dtype=self.cp.float32)
         self.k_ramp(self.grid(n), (256,), (out, U64(n), U64(seed), np.uint32(length)))
         return self._to_torch(out)
+
+    def bf16(self, n, seed):
+        """n bf16 keys (oxb_bf16_bits), as a torch bfloat16 tensor."""
+        out = self.cp.empty(n, dtype=self.cp.uint16)
+        self.k_bf16(self.grid(n), (256,), (out, U64(n), U64(seed)))
+        return self._to_torch(out.view(self.cp.int16)).view(self.torch.bfloat16)
+
+    def tie_f32(self, n, seed):
+        """n tie-heavy f32 keys (oxb_tie_bits), as a torch float32 tensor."""
+        out = self.cp.empty(n, dtype=self.cp.uint32)
+        self.k_tie(self.grid(n), (256,), (out, U64(n), U64(seed)))
+        return self._to_torch(out.view(self.cp.float32))
 
     def u32(self, n, seed, mask):
         out = self.cp.empty(n, dtype=self.cp.uint32)
@@ -193,9 +230,9 @@ def time_runs(torch, item, op):
     return median, ms[0], res
 
 
-def result(item, median, mn, digest, note):
+def result(item, median, mn, digest, note, **extra):
     emit({"workload": item.name, "impl": "torch", "status": "ok", "median_ms": median, "min_ms": mn,
-          "reps": item.reps, "rotations": item.rotations, "digest": digest, "note": note})
+          "reps": item.reps, "rotations": item.rotations, "digest": digest, "note": note, **extra})
 
 
 # DeepSeek-V3's groups, kept groups and weight scale (the plan kind carries them: workloads.rs).
@@ -256,6 +293,33 @@ def run_item(torch, gen, it):
         med, mn, res = time_runs(torch, it, lambda r: torch.topk(xs[r], k, dim=1).values)
         keys = canonical_topk(res.cpu().numpy(), s, k)
         result(it, med, mn, digest_f32(keys), "torch.topk(x.view(S, L), k, dim=1), sorted")
+    elif it.kind == "batched_bf16":
+        s, length, k = it.p1, it.p2, it.p3
+        xs = [gen.bf16(s * length, it.seed).view(s, length) for _ in range(rot)]
+        med, mn, res = time_runs(torch, it, lambda r: torch.topk(xs[r], k, dim=1).values)
+        # Non-negative bf16 keys: their bits order like their values.
+        bits = res.view(torch.int16).cpu().numpy().view(np.uint16).astype(np.uint32)
+        keys = -np.sort(-bits.astype(np.int64), axis=1)
+        result(it, med, mn, digest_words(keys.reshape(-1).astype(np.uint32)),
+               "torch.topk(x.view(S, L), k, dim=1) on bfloat16, sorted")
+    elif it.kind == "batched_ties":
+        s, length, k = it.p1, it.p2, it.p3
+        xs = [gen.tie_f32(s * length, it.seed).view(s, length) for _ in range(rot)]
+        med, mn, res = time_runs(torch, it, lambda r: torch.topk(xs[r], k, dim=1))
+        digest, keys_digest = digest_ties(res.values.cpu().numpy(), res.indices.cpu().numpy(), s, k)
+        result(it, med, mn, digest, "torch.topk(x.view(S, L), k, dim=1), sorted; which of equal keys it keeps is "
+               "not specified", keys_digest=keys_digest)
+    elif it.kind == "batched_ragged":
+        s, length, k = it.p1, it.p2, it.p3
+        xs = [gen.f32(s * length, it.seed).view(s, length) for _ in range(rot)]
+        lens = torch.from_numpy(ragged_lens(it.seed, s, length, k).astype(np.int32)).cuda()
+        col = torch.arange(length, device="cuda", dtype=torch.int32)
+        neg = torch.tensor(float("-inf"), device="cuda")
+        med, mn, res = time_runs(
+            torch, it, lambda r: torch.topk(torch.where(col < lens[:, None], xs[r], neg), k, dim=1).values)
+        keys = canonical_topk(res.cpu().numpy(), s, k)
+        result(it, med, mn, digest_f32(keys),
+               "torch.topk(torch.where(col < lens[:, None], x, -inf), k, dim=1), sorted, lengths int32 on the device")
     elif it.kind == "segsort":
         s, length = it.p1, it.p2
         xs = [gen.f32(s * length, it.seed).view(s, length) for _ in range(rot)]
