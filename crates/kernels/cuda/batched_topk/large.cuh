@@ -153,8 +153,7 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
         }
         return;
     }
-    if (p.stage == BT_STAGE_LARGE_INIT || p.stage == BT_STAGE_LARGE_PIVOT ||
-        p.stage == BT_STAGE_LARGE_SCAN) {
+    if (p.stage == BT_STAGE_LARGE_INIT || p.stage == BT_STAGE_LARGE_PIVOT) {
         // One thread per segment.
         const u64 stride = grid_threads(BLOCK_THREADS);
         for (u64 slot = global_thread_index(BLOCK_THREADS); slot < count; slot += stride) {
@@ -177,7 +176,7 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
                 for (u32 b = 0; b < BT_BINS; ++b) {
                     histogram[b] = 0;
                 }
-            } else if (p.stage == BT_STAGE_LARGE_PIVOT) {
+            } else {
                 if (state[BT_L_DONE] != 0) {
                     continue;
                 }
@@ -202,16 +201,6 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
                 for (u32 b = 0; b < BT_BINS; ++b) {
                     histogram[b] = 0;
                 }
-            } else {
-                // Exclusive scan of the chunk boundary counts.
-                u64* chunk_counts = chunks_all + slot * chunks;
-                u64 running = 0;
-                for (u64 c = 0; c < chunks; ++c) {
-                    const u64 v = chunk_counts[c];
-                    chunk_counts[c] = running;
-                    running += v;
-                }
-                state[BT_L_BOUNDARY] = running;
             }
         }
         return;
@@ -223,6 +212,34 @@ __device__ __forceinline__ void bt_large(const BatchedTopKParams& p) {
     __shared__ u64 chunk_base;
     __shared__ u32 last_arrival;
     __shared__ u64 warp_sums[BLOCK_THREADS / 32];
+    if (p.stage == BT_STAGE_LARGE_SCAN) {
+        // A block per segment: the exclusive scan of its chunk boundary counts, BLOCK_THREADS
+        // chunks at a time (a single segment is cut into hundreds of small chunks).
+        for (u64 slot = blockIdx.x; slot < count; slot += gridDim.x) {
+            const u64 seg = bt_bin_segment(p, BT_TIER_LARGE, slot);
+            u64 begin, size, written;
+            u32 dir;
+            if (!bt_descriptor(p, seg, BT_TIER_LARGE, &begin, &size, &written, &dir)) {
+                continue;  // block-uniform
+            }
+            u64* chunk_counts = chunks_all + slot * chunks;
+            u64 running = 0;
+            for (u64 c0 = 0; c0 < chunks; c0 += BLOCK_THREADS) {
+                const u64 c = c0 + threadIdx.x;
+                const u64 v = c < chunks ? chunk_counts[c] : 0;
+                u64 tile = 0;
+                const u64 below = block_exclusive_sum<BLOCK_THREADS>(v, warp_sums, &tile);
+                if (c < chunks) {
+                    chunk_counts[c] = running + below;
+                }
+                running += tile;
+            }
+            if (threadIdx.x == 0) {
+                state_all[slot * BT_LARGE_WORDS + BT_L_BOUNDARY] = running;
+            }
+        }
+        return;
+    }
     const u64 work_items = count * chunks;
     for (u64 work = blockIdx.x; work < work_items; work += gridDim.x) {
         const u64 slot = work / chunks;

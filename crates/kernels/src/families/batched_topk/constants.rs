@@ -15,8 +15,14 @@ pub const WARP_MAX_K: i64 = 32;
 /// The largest segment the block tier takes, and the most items a block sorts in shared
 /// memory.
 pub const SORT_CAP: i64 = 2048;
-/// Items per chunk of a huge segment (one block's work in the multi-block tier).
+/// Items per chunk of a huge segment (one block's work in the multi-block tier), when the call
+/// has segments enough to fill the device with such chunks.
 pub(crate) const CHUNK_ITEMS: u64 = 16 * 1024;
+/// The smallest chunk the multi-block tier cuts a segment into, for calls of few segments.
+pub(crate) const MIN_CHUNK_ITEMS: u64 = 2 * 1024;
+/// The multi-block tier's grid that smaller chunks aim for: about 4 blocks of 256 threads per
+/// SM on a 132-SM device.
+pub(crate) const LARGE_BLOCKS_TARGET: u64 = 512;
 /// The most bytes of keys in a segment of the stream tier: its final selection falls back to
 /// one block reading the whole segment when the sample misses, so the cap keeps that bounded.
 pub const STREAM_MAX_BYTES: i64 = 1024 * 1024;

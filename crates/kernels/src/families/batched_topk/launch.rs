@@ -11,7 +11,7 @@ use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut}
 use super::call::{BatchedLayout, BatchedTopKPlan};
 use super::constants::{
     BT_CLUSTER_BLOCKS, BT_STAGE_FILL, BT_STAGE_INIT, BT_STAGE_SELECT, BT_STATUS_WORDS,
-    BT_STREAM_FILTER_THREADS, CHUNK_ITEMS, SORT_CAP, STREAM_MAX_K, WARP_MAX_K,
+    BT_STREAM_FILTER_THREADS, SORT_CAP, STREAM_MAX_K, WARP_MAX_K,
 };
 use super::constants::{BT_K_I32, BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD};
 use super::kernels::{BatchedKernel, BatchedTopKParams};
@@ -328,7 +328,7 @@ pub fn batched_topk<K: RadixKey, V>(
         stream_index_offset: stream_shape.index_offset,
         stream_rank_offset: stream_shape.rank_offset,
         chunks_per_segment: launch_plan.chunks,
-        chunk_items: CHUNK_ITEMS,
+        chunk_items: launch_plan.chunk_items,
         selected_stride: launch_plan.selected_stride,
         sort_span: launch_plan.sort_span,
         bin_capacity: max_segments,

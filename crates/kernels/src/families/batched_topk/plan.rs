@@ -211,7 +211,8 @@ pub(crate) struct LaunchPlan {
     /// The multi-block tier sorts its selected sets in global memory, `sort_span` slots each.
     pub(crate) global_sort: bool,
     pub(crate) sort_span: u64,
-    /// The multi-block tier's chunks per segment.
+    /// The multi-block tier's keys per chunk (one block's work item) and chunks per segment.
+    pub(crate) chunk_items: u64,
     pub(crate) chunks: u64,
     /// Positions of the multi-block and stream lists (the multi-block tier's scratch).
     pub(crate) large_capacity: u64,
@@ -330,11 +331,6 @@ pub(crate) fn plan(
             ),
         });
     }
-    let chunks = if large {
-        largest.div_ceil(CHUNK_ITEMS).max(1)
-    } else {
-        0
-    };
     // The several-blocks tier's scratch, per position in its bin: at most every segment, and
     // at most as many as the TotalItems guarantee leaves room for (each of its segments holds
     // more than the tiers before it take).
@@ -350,6 +346,21 @@ pub(crate) fn plan(
         };
         let smallest = smallest.max(shape.size_bounds.0).max(1);
         max_segments.min(shape.total_bounds.1 / smallest)
+    };
+    // The multi-block tier's chunks: CHUNK_ITEMS keys a block, halved down to MIN_CHUNK_ITEMS
+    // while its grid would have fewer than LARGE_BLOCKS_TARGET blocks, so that a few long
+    // segments spread over every SM (one segment of 2^20 keys: 64 blocks of 16384 -> 512 of
+    // 2048; each histogram pass is latency-bound on the blocks it has).
+    let (chunk_items, chunks) = if large {
+        let mut chunk_items = CHUNK_ITEMS;
+        while chunk_items > MIN_CHUNK_ITEMS
+            && large_capacity.saturating_mul(largest.div_ceil(chunk_items)) < LARGE_BLOCKS_TARGET
+        {
+            chunk_items /= 2;
+        }
+        (chunk_items, largest.div_ceil(chunk_items).max(1))
+    } else {
+        (CHUNK_ITEMS, 0)
     };
     // The stream tier's list has the same bound as the large one (its segments hold more than
     // the tiers before it take, too); its scratch is per list position.
@@ -390,6 +401,7 @@ pub(crate) fn plan(
         max_segments,
         global_sort,
         sort_span,
+        chunk_items,
         chunks,
         large_capacity,
         stream_capacity,
@@ -523,7 +535,9 @@ impl LaunchPlan {
                 steps.push(items(large, work, BT_STAGE_LARGE_HISTOGRAM, shift, 0));
             }
             steps.push(items(large, work, BT_STAGE_LARGE_COUNT, 0, 0));
-            steps.push(items(large, segments, BT_STAGE_LARGE_SCAN, 0, 0));
+            // A block per segment scans its chunk counts.
+            let scans = segments.saturating_mul(threads);
+            steps.push(items(large, scans, BT_STAGE_LARGE_SCAN, 0, 0));
             steps.push(items(large, work, BT_STAGE_LARGE_COLLECT, 0, 0));
             if self.global_sort {
                 let slots = segments.saturating_mul(self.sort_span);

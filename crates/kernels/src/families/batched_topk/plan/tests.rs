@@ -206,6 +206,27 @@ fn large_sorted_sets_are_sorted_in_global_memory() {
     assert_eq!(scratch.large_chunks, 16 * ((1 << 20) / CHUNK_ITEMS));
 }
 
+/// A call of few long segments cuts them into smaller chunks, so its multi-block grid still
+/// spreads over the device; many segments keep the full chunks. Each segment's chunk counts are
+/// scanned by a block.
+#[test]
+fn few_long_segments_take_smaller_chunks() {
+    let one = launch(&strided(1, 1 << 20, 4096));
+    assert_eq!((one.chunk_items, one.chunks), (MIN_CHUNK_ITEMS, 512));
+    let four = launch(&strided(4, 1 << 20, 4096));
+    assert_eq!((four.chunk_items, four.chunks), (8192, 128));
+    assert!(four.large_capacity * four.chunks >= LARGE_BLOCKS_TARGET);
+    let many = launch(&strided(16, 1 << 20, 4096));
+    assert_eq!((many.chunk_items, many.chunks), (CHUNK_ITEMS, 64));
+    // The scratch follows the chunks.
+    assert_eq!(one.scratch(false).large_chunks, 512);
+    let scan = one.steps(32, None::<()>).into_iter().find_map(|s| match s {
+        Step::Items { stage, items, .. } if stage == BT_STAGE_LARGE_SCAN => Some(items),
+        _ => None,
+    });
+    assert_eq!(scan, Some(u64::from(BLOCK_THREADS)));
+}
+
 /// A sorted output past what the global sort's 32-bit steps handle is an error, and a call
 /// of no segment launches nothing.
 #[test]
