@@ -281,7 +281,8 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
         const u32 boundary = s.boundary;
         boundary_start = starts[boundary];
         selected_end = starts[boundary + 1u];
-        fast = s.work <= BT_CLUSTER_BUCKET_WORK * n && selected_end <= cap;
+        const u32 per_candidate = bucket.shift == 0u ? BT_CLUSTER_PURE_WORK : BT_CLUSTER_BUCKET_WORK;
+        fast = s.work <= per_candidate * n && selected_end <= cap;
         if (fast) {
             // Each candidate of the selected buckets to its place in both blocks' copies:
             // (rank, index) pairs for 4-byte ranks (one 8-byte store a block, and one load

@@ -40,6 +40,9 @@ struct BtOpenBuckets {
         const u32 q = (u32)(d >> shift);
         return BT_BUCKETS - 1u - (q < BT_BUCKETS - 1u ? q : BT_BUCKETS - 1u);
     }
+    // Whether bucket b holds a single rank (bt_bucket_write compares only indices there): at
+    // shift 0 every bucket but 0, which also takes the ranks above the top.
+    __device__ __forceinline__ bool pure(u32 b) const { return shift == 0u && b != 0u; }
 };
 
 #if __CUDA_ARCH__ >= 900

@@ -58,12 +58,17 @@ static_assert((1u << BT_BUCKET_LOG) == BT_BUCKETS, "BT_BUCKET_LOG is log2 of BT_
 // when the sum of the squared bucket sizes is at most this many comparisons per candidate.
 constexpr u32 BT_BUCKET_WORK = 64;
 // The same for the clustered kernel, whose other path is the exact one over every key of the
-// segment in one block (about ten times the bucket path): smooth rows (an AR(1) series,
-// coefficient 0.99) crowd its open bucket 0 past 64 comparisons a candidate (70-91) in about
-// one row in 300. At 256 the largest bucket the check lets through is ~sqrt(256 n) (~1000
-// items at n = 4000): each of its items compares with the others, a few microseconds
-// (docs/design/batched_topk.md, "Stream tier: clustered launch").
-constexpr u32 BT_CLUSTER_BUCKET_WORK = 256;
+// segment in one block (0.25-0.5 ms at 131072 keys). Heavy ties put the candidates in a few
+// buckets: bf16 rows (a few buckets of ~256 at k = 512: ~270 comparisons a candidate), 64
+// values sharing their top 26 bits (2 buckets of ~2048 at k = 2048: ~2050), smooth rows (an
+// AR(1) series, coefficient 0.99: the open bucket 0 at 70-91 in about one row in 300). The
+// bucket path's work is spread over the cluster's 2048 threads, n / 2048 x the ratio
+// comparisons each: at 2048 a candidate and n = 16384, ~16 K of ~6 instructions; a pure bucket
+// (one rank, shift 0: heavy ties) compares only indices, ~3 instructions, so it may take twice
+// that. Both bounds keep the worst case near the exact path's cost and the common tie-heavy
+// rows far below it (docs/design/batched_topk.md, "Stream tier: clustered launch").
+constexpr u32 BT_CLUSTER_BUCKET_WORK = 2048;
+constexpr u32 BT_CLUSTER_PURE_WORK = 4096;
 
 // A warp's batch in the filter: UNROLL 16-byte vectors per lane (at most 32 keys, one hit bit
 // each), loaded into registers and staged in shared memory (BATCH vectors per warp).

@@ -193,6 +193,9 @@ struct BtBuckets {
     __device__ __forceinline__ u32 operator()(R r) const {
         return BT_BUCKETS - 1u - (u32)((r - lo) >> shift);
     }
+    // Whether bucket b holds a single rank (bt_bucket_write compares only indices there): every
+    // bucket of a span below BT_BUCKETS (shift 0).
+    __device__ __forceinline__ bool pure(u32) const { return shift == 0u; }
 };
 
 // The bucket path's starts: thread t holds the counts of buckets [t PER, (t + 1) PER) in
@@ -267,13 +270,24 @@ __device__ __forceinline__ void bt_bucket_write(const BatchedTopKParams& p, cons
         u32 above = 0;
         u32 equal = 0;
         u32 first_of_equal = 0;
-        for (u32 t = first; t < last; ++t) {
-            R rt;
-            u32 it;
-            copy.get(t, rt, it);
-            above += rt > r ? 1u : 0u;
-            equal += rt == r ? 1u : 0u;
-            first_of_equal += rt == r && it < index ? 1u : 0u;
+        if (bucket.pure(b)) {
+            // One rank in the bucket (heavy ties): only the indices are compared.
+            equal = last - first;
+            for (u32 t = first; t < last; ++t) {
+                R rt;
+                u32 it;
+                copy.get(t, rt, it);
+                first_of_equal += it < index ? 1u : 0u;
+            }
+        } else {
+            for (u32 t = first; t < last; ++t) {
+                R rt;
+                u32 it;
+                copy.get(t, rt, it);
+                above += rt > r ? 1u : 0u;
+                equal += rt == r ? 1u : 0u;
+                first_of_equal += rt == r && it < index ? 1u : 0u;
+            }
         }
         const u32 group = first + above;
         const u32 pos = group + first_of_equal;
