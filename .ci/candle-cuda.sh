@@ -18,16 +18,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-grep -qx '/.candle-cuda/' .git/info/exclude 2>/dev/null || echo '/.candle-cuda/' >> .git/info/exclude
-home="$root/.candle-cuda"
-cuda="$home/nvidia/cu13"
-if [ ! -x "$cuda/bin/nvcc" ] || [ ! -e "$cuda/include/nv/target" ]; then
-  rm -rf "$home" && mkdir -p "$home"
-  python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$home" \
-    nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 \
-    nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
-  chmod +x "$cuda"/bin/* "$cuda"/nvvm/bin/*
-fi
+. .ci/nvcc-wheel.sh
 stubs="$home/stubs/lib64"
 mkdir -p "$stubs"
 cudarc=$(cargo metadata --format-version 1 | python3 -c '

@@ -298,17 +298,34 @@ fn run_oxicub(
 /// The cell of one peer result line, checked against the `expected` digest; the line's
 /// implementation joins `matched` or `mismatched` when it was timed.
 ///
-/// `keys_expected`: for a result digested with its index sets (tie-heavy rows), the digest of
-/// the keys alone, which a mismatching line may report as `keys_digest`: its note then says
-/// whether it selected the right keys and only other tied indices.
+/// `ties`: for a result digested with its index sets (tie-heavy rows), the answer with ties to
+/// the larger index (a peer that asks for those matches it instead: timed, and said so) and the
+/// digest of the keys alone, which a mismatching line may report as `keys_digest`: its note then
+/// says whether it selected the right keys and only other tied indices.
 fn line_cell(
     l: &peers::PeerLine,
     expected: &str,
-    keys_expected: Option<&str>,
+    ties: Option<&workloads::TieDigests>,
     matched: &mut Vec<String>,
     mismatched: &mut Vec<String>,
 ) -> Cell {
+    let larger = ties.map(|t| t.larger.text());
+    let keys_expected = ties.map(|t| t.keys.text());
     match (l.status.as_str(), l.median_ms, &l.digest) {
+        ("ok", Some(median_ms), Some(d)) if Some(d) == larger.as_ref() => {
+            matched.push(format!("{} (ties to the larger index)", l.imp));
+            Cell::new(
+                State::Timed {
+                    median_ms,
+                    min_ms: l.min_ms.unwrap_or(median_ms),
+                    reps: l.reps.unwrap_or(0),
+                },
+                format!(
+                    "the answer with ties to the larger index, as it asks: {}",
+                    l.note
+                ),
+            )
+        }
         ("ok", Some(median_ms), Some(d)) if *d == expected => {
             matched.push(l.imp.clone());
             Cell::new(
@@ -323,7 +340,7 @@ fn line_cell(
         ("ok", Some(median_ms), d) => {
             mismatched.push(l.imp.clone());
             let keys = l.raw.get("keys_digest").and_then(serde_json::Value::as_str);
-            let why = match (keys_expected, keys) {
+            let why = match (keys_expected.as_deref(), keys) {
                 (Some(want), Some(got)) if want == got => {
                     "the k best keys, but other indices of the k-th key's ties: "
                 }
@@ -349,6 +366,14 @@ fn line_cell(
 /// way that matched, the one a user would pick, and its note lists every way with its time. A
 /// mismatch or an error is shown before any time, so it cannot hide behind a faster way.
 fn column_cell(mut cells: Vec<(String, Cell)>) -> Cell {
+    // A peer program prints "unsupported" for the kinds another program of the same column
+    // runs (FlashInfer's routing and top-k programs): such a line is no way of its own.
+    if cells
+        .iter()
+        .any(|(_, c)| !matches!(c.state, State::Unsupported))
+    {
+        cells.retain(|(_, c)| !matches!(c.state, State::Unsupported));
+    }
     if cells.len() == 1 {
         if let Some((_, cell)) = cells.pop() {
             return cell;
@@ -472,13 +497,13 @@ fn finish(
     let mut rows = Vec::new();
     for (w, reference, rotations, oxicub, oxicub_opt_out) in prepared {
         let expected = reference.digest.text();
-        let keys_expected = match w.kind {
+        let ties = match w.kind {
             Kind::Batched {
                 segments,
                 len,
                 k,
                 rows: Rows::Ties,
-            } => Some(workloads::ties_digests(w.seed, segments, len, k).1.text()),
+            } => Some(workloads::ties_digests(w.seed, segments, len, k)),
             _ => None,
         };
         let mut matched = Vec::new();
@@ -505,13 +530,8 @@ fn finish(
                 let cells: Vec<(String, Cell)> = lines
                     .iter()
                     .map(|l| {
-                        let cell = line_cell(
-                            l,
-                            &expected,
-                            keys_expected.as_deref(),
-                            &mut matched,
-                            &mut mismatched,
-                        );
+                        let cell =
+                            line_cell(l, &expected, ties.as_ref(), &mut matched, &mut mismatched);
                         (l.imp.clone(), cell)
                     })
                     .collect();
@@ -913,22 +933,35 @@ fn selftest() -> Result<ExitCode> {
             rows: Rows::Ties,
         };
         let r = workloads::cpu_reference(&wl(kind, 12), &mut cache);
-        let (mut keys, mut indices) = (Vec::new(), Vec::new());
+        let both = workloads::ties_digests(12, segments, len, k);
+        let (mut keys, mut indices, mut larger) = (Vec::new(), Vec::new(), Vec::new());
         for s in 0..segments {
+            // stable: equal keys keep index order (reversed: the larger index first)
             let mut order: Vec<u64> = (0..len).collect();
-            // stable: equal keys keep index order
             order.sort_by_key(|&j| std::cmp::Reverse(gen::tie_bits_at(12, s * len + j)));
+            let mut reversed: Vec<u64> = (0..len).rev().collect();
+            reversed.sort_by_key(|&j| std::cmp::Reverse(gen::tie_bits_at(12, s * len + j)));
             let mut top_keys: Vec<u32> = order[..k as usize]
                 .iter()
                 .map(|&j| gen::tie_bits_at(12, s * len + j))
                 .collect();
             let mut top_at: Vec<u32> = order[..k as usize].iter().map(|&j| j as u32).collect();
+            let mut top_larger: Vec<u32> =
+                reversed[..k as usize].iter().map(|&j| j as u32).collect();
             top_keys.sort_unstable_by(|a, b| b.cmp(a));
             top_at.sort_unstable();
+            top_larger.sort_unstable();
             keys.extend(top_keys);
             indices.extend(top_at);
+            larger.extend(top_larger);
         }
+        let key_digest = Digest::of_words(&keys);
+        let mut with_larger = keys.clone();
+        with_larger.extend(larger);
         keys.extend(indices);
+        let others_ok = both.keys == key_digest
+            && both.larger == Digest::of_words(&with_larger)
+            && both.larger != both.smaller;
         let (len, k) = (131_072u64, 2048u64);
         let straddles = (0..64).all(|s| {
             let row: Vec<u32> = (0..len)
@@ -942,7 +975,7 @@ fn selftest() -> Result<ExitCode> {
         });
         check(
             "batched top-k, tie-heavy rows (index sets)",
-            r.digest == Digest::of_words(&keys) && straddles,
+            r.digest == Digest::of_words(&keys) && straddles && others_ok,
         );
     }
     // ragged rows: lengths in [k, len], a third of the way on average, every row length

@@ -832,35 +832,59 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
 /// broken toward the smaller index (common.cuh: `digest_ties`).
 fn ties_reference(seed: u64, segments: u64, len: u64, k: u64) -> Reference {
     Reference {
-        digest: ties_digests(seed, segments, len, k).0,
+        digest: ties_digests(seed, segments, len, k).smaller,
         out_len: segments * k,
     }
 }
 
-/// The tie-heavy rows' digests: keys then index sets (the reference), and the keys alone (each
-/// row's k keys sorted descending), which tells a selection that broke the ties otherwise from
-/// one that lost candidates.
-pub fn ties_digests(seed: u64, segments: u64, len: u64, k: u64) -> (Digest, Digest) {
+/// The tie-heavy rows' digests (each row's k keys sorted descending, rows in order, then for
+/// the index sets each row's indices sorted ascending).
+pub struct TieDigests {
+    /// Keys then index sets, ties at the k-th key to the smaller index: the reference.
+    pub smaller: Digest,
+    /// The same with ties to the larger index: the answer of a peer that asks for that.
+    pub larger: Digest,
+    /// The keys alone, which tells a selection that broke the ties otherwise from one that
+    /// lost candidates.
+    pub keys: Digest,
+}
+
+/// See [`TieDigests`].
+pub fn ties_digests(seed: u64, segments: u64, len: u64, k: u64) -> TieDigests {
     let rows = par_ranges(segments, |a, b| {
         let mut out = Vec::new();
         let mut row: Vec<(u32, u32)> = Vec::with_capacity(len as usize);
         for s in a..b {
             row.clear();
             row.extend((0..len).map(|j| (gen::tie_bits_at(seed, s * len + j), j as u32)));
-            row.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+            let mut sets = [Vec::new(), Vec::new()];
+            for (set, larger) in sets.iter_mut().zip([false, true]) {
+                row.sort_unstable_by(|x, y| {
+                    let by_index = if larger { y.1.cmp(&x.1) } else { x.1.cmp(&y.1) };
+                    y.0.cmp(&x.0).then(by_index)
+                });
+                let mut indices: Vec<u32> = row[..k as usize].iter().map(|p| p.1).collect();
+                indices.sort_unstable();
+                *set = indices;
+            }
             let mut keys: Vec<u32> = row[..k as usize].iter().map(|p| p.0).collect();
-            let mut indices: Vec<u32> = row[..k as usize].iter().map(|p| p.1).collect();
             keys.sort_unstable_by(|x, y| y.cmp(x));
-            indices.sort_unstable();
-            out.push((keys, indices));
+            out.push((keys, sets));
         }
         out
     });
-    let rows: Vec<(Vec<u32>, Vec<u32>)> = rows.into_iter().flatten().collect();
-    let mut words: Vec<u32> = rows.iter().flat_map(|r| r.0.iter().copied()).collect();
-    let keys = Digest::of_words(&words);
-    words.extend(rows.iter().flat_map(|r| r.1.iter().copied()));
-    (Digest::of_words(&words), keys)
+    let rows: Vec<(Vec<u32>, [Vec<u32>; 2])> = rows.into_iter().flatten().collect();
+    let keys: Vec<u32> = rows.iter().flat_map(|r| r.0.iter().copied()).collect();
+    let with_sets = |i: usize| {
+        let mut words = keys.clone();
+        words.extend(rows.iter().flat_map(|r| r.1[i].iter().copied()));
+        Digest::of_words(&words)
+    };
+    TieDigests {
+        smaller: with_sets(0),
+        larger: with_sets(1),
+        keys: Digest::of_words(&keys),
+    }
 }
 
 /// Token `token`'s logits (gen.cuh: `oxb_route_logit`) into `out` (ROUTE_EXPERTS values).

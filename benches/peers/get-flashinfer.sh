@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Packs what the FlashInfer peer (flashinfer_routing.cu, built by build-flashinfer.sh) needs,
-# since the GPU machine has no network and no FlashInfer: the source of FlashInfer's DeepSeek-V3
-# router and the headers it includes, from three wheels on PyPI. Run on a machine with network,
-# from anywhere in the repository:
+# Packs what the FlashInfer peers (flashinfer_routing.cu and flashinfer_topk.cu, built by
+# build-flashinfer.sh) need, since the GPU machine has no network and no FlashInfer: the source of
+# FlashInfer's DeepSeek-V3 router, its top-k headers and the headers they include, from three
+# wheels on PyPI. Run on a machine with network, from anywhere in the repository:
 #
 #   bash benches/peers/get-flashinfer.sh
 #
-# Leaves .flashinfer/flashinfer-routing.tar.gz (git-ignored, a few MB): what to carry to the GPU
-# machine, where run.sh unpacks it to /tmp. It holds
+# Leaves .flashinfer/flashinfer-routing.tar.gz (git-ignored, a few MB; the name predates the top-k
+# peer): what to carry to the GPU machine, where run.sh unpacks it to /tmp. It holds
 #   flashinfer/data/...   from flashinfer-python: the module's sources that the router needs
 #                         (jit/dsv3_optimizations.py, gen_dsv3_fused_routing_module:
 #                         fused_moe/noAuxTcKernels.cu and four nv_internal/cpp/common files; its
 #                         fifth, memoryUtils.cu, holds nothing the router calls and includes
-#                         cuRAND) and every file they include, found by following #include lines
+#                         cuRAND), the FlashInfer headers that the peers include themselves
+#                         (include/flashinfer/topk.cuh and math.cuh for flashinfer_topk.cu), and
+#                         every file they include, found by following #include lines
 #                         through the JIT's include path (all branches of an #if, so a few more
 #                         than one build reads); and the whole vendored CCCL 3.6 (cub, libcudacxx,
 #                         thrust headers), which the JIT puts ahead of the toolkit's: the
@@ -38,10 +40,10 @@ pip_get "flashinfer-python==$flashinfer"
 pip_get --platform manylinux_2_28_x86_64 --python-version 3.11 "apache-tvm-ffi==$tvm_ffi"
 pip_get --platform manylinux_2_27_x86_64 --python-version 3.11 "nvidia-cublas==$cublas"
 mkdir -p "$tmp/pack"
-python3 - "$tmp" "$tmp/pack" "$flashinfer" "$tvm_ffi" "$cublas" <<'PY'
+python3 - "$tmp" "$tmp/pack" "$flashinfer" "$tvm_ffi" "$cublas" "$root" <<'PY'
 import glob, os, re, sys, zipfile
 
-tmp, out, v_fi, v_tvm, v_cublas = sys.argv[1:6]
+tmp, out, v_fi, v_tvm, v_cublas, root = sys.argv[1:7]
 wheel = lambda pattern: zipfile.ZipFile(glob.glob(os.path.join(tmp, pattern))[0])
 fi, tvm, cub = wheel("flashinfer_python-*.whl"), wheel("apache_tvm_ffi-*.whl"), wheel("nvidia_cublas-*.whl")
 
@@ -77,7 +79,7 @@ include = re.compile(rb'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 
 def resolve(name, quoted, here):
-    for base in ([here] if quoted else []) + path:
+    for base in ([here] if quoted and here else []) + path:
         p = os.path.normpath(os.path.join(base, name))
         if p in files:
             return p
@@ -85,6 +87,13 @@ def resolve(name, quoted, here):
 
 
 need, todo = set(), list(sources) + [f for f in files if f.startswith(cccl)]
+# What the peers include from FlashInfer (their own quoted headers are the repository's).
+for peer in ("flashinfer_routing.cu", "flashinfer_topk.cu"):
+    with open(os.path.join(root, "benches/peers", peer), "rb") as src:
+        for quote, inc in include.findall(src.read()):
+            p = resolve(inc.decode(), quote == b'"', None)
+            if p:
+                todo.append(p)
 while todo:
     f = todo.pop()
     if f in need:
@@ -120,6 +129,8 @@ print("get-flashinfer.sh: %d files" % (len(need) + 1))
 PY
 grep -q 'template void invokeNoAuxTc' "$tmp/pack/flashinfer/data/csrc/fused_moe/noAuxTcKernels.cu" ||
   { echo "get-flashinfer.sh: noAuxTcKernels.cu has no invokeNoAuxTc instantiations" >&2; exit 1; }
+grep -q 'cudaError_t TopKDispatch' "$tmp/pack/flashinfer/data/include/flashinfer/topk.cuh" ||
+  { echo "get-flashinfer.sh: the pack has no topk.cuh with TopKDispatch" >&2; exit 1; }
 mkdir -p "$root/.flashinfer"
 tar -C "$tmp/pack" -czf "$root/.flashinfer/flashinfer-routing.tar.gz" .
 echo "FlashInfer $flashinfer routing pack: $root/.flashinfer/flashinfer-routing.tar.gz ($(du -h "$root/.flashinfer/flashinfer-routing.tar.gz" | cut -f1))"
