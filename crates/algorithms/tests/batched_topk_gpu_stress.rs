@@ -2,8 +2,8 @@
 //! drop candidates or lose the selected set (issue 28, "Exactness stress"), at the serving
 //! shapes: rows whose keys share their top 16 or 11 bits (every coarse histogram bin collides), a
 //! tie class of 10^5 equal keys straddling k (wider than any candidate buffer), all-equal rows,
-//! rows of 2^20 keys whose threshold bucket holds more than 4096 keys, NaN-heavy rows, and bf16
-//! rows (few distinct values). Each under the default contract (deterministic, ties to the smaller
+//! rows of 2^20 keys whose threshold bucket holds more than 4096 keys, NaN-heavy rows, bf16
+//! rows (few distinct values), and rows whose k-th key ties with about k others. Each under the default contract (deterministic, ties to the smaller
 //! index, stable sorted), ties to the larger index, and the opt-out (not guaranteed, unsorted).
 //! Each test skips without a GPU (fails with OXICUB_REQUIRE_GPU=1).
 
@@ -69,6 +69,27 @@ fn a_tie_class_of_100000_keys_straddles_k() {
         keys[(i * 1031 + 7) % len] = 0.75 + i as f32 * 1e-4;
     }
     check_rows(&cuda, &keys, 1, len, K);
+}
+
+#[test]
+fn the_kth_keys_tie_class_about_k_wide() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    // 64 values 1 + j / 2^23 (their top 26 bits shared): each row holds ~2048 copies of each,
+    // so the selection is the best value's copies and part of the next one's. The clustered
+    // stream kernel ranks these one-rank buckets by index through a bitmap (more than 64 items
+    // a bucket) and smaller ones by comparing indices.
+    let mut rng = SplitMix64::new(11);
+    let keys: Vec<f32> = (0..ROWS * ROW)
+        .map(|_| f32::from_bits(0x3F80_0000 | (rng.next_u64() >> 58) as u32))
+        .collect();
+    check_rows(&cuda, &keys, ROWS, ROW, K);
+    // 2 and 40 copies of each of the 64 values: buckets below and above the bitmap's cut-off.
+    for (len, k) in [(128usize, 16usize), (2560, 40)] {
+        let keys: Vec<f32> = (0..8 * len)
+            .map(|_| f32::from_bits(0x3F80_0000 | (rng.next_u64() >> 58) as u32))
+            .collect();
+        check_rows(&cuda, &keys, 8, len, k);
+    }
 }
 
 #[test]

@@ -123,6 +123,71 @@ __device__ __forceinline__ void bt_cluster_stream(const typename Key::Bits* segm
     }
 }
 
+// The index ranks of the large one-rank buckets (heavy ties: a span of ranks below BT_BUCKETS,
+// shift 0) up to the boundary one, for bt_bucket_write: for each slot of a bucket of more than
+// BT_INDEX_RANKED items, how many items of its bucket have a smaller index. Per such bucket (a
+// few: the copy holds at most `cap` items): a bitmap of its indices (a bit per key of the
+// segment), a block scan of the words' popcounts by thread groups, and each item's rank from
+// the prefix and the bits below it: linear in the bucket and the segment, where comparing every
+// pair costs the bucket's size squared (~2048^2 a bucket on rows whose k-th key ties with
+// ~2048 others). `bitmap` (ceil(size / 32) words) and `index_ranks` (a word a slot) lie in the
+// candidates' region, dead once this block's scatter is done; `list` in the scatter positions,
+// dead too. Every thread of the block calls it; it ends in a block barrier.
+template <u32 BLOCK_THREADS, class R, u32 WARPS>
+__device__ __forceinline__ void bt_cluster_index_ranks(const uint2* copy, const u32* starts,
+                                                       u32 boundary, u32 size,
+                                                       BtStreamState<R, WARPS>& s, u32* bitmap,
+                                                       u32* index_ranks, u32* list) {
+    const u32 tid = threadIdx.x;
+    const u32 words = (size + 31u) / 32u;
+    const u32 per_thread = (words + BLOCK_THREADS - 1u) / BLOCK_THREADS;
+    u32* group_below = list + BT_BUCKETS / 2u;  // a word per thread, after the list
+    if (tid == 0) {
+        list[0] = 0;
+    }
+    __syncthreads();
+    for (u32 b = 1u + tid; b <= boundary; b += BLOCK_THREADS) {
+        if (starts[b + 1u] - starts[b] > BT_INDEX_RANKED) {
+            list[1u + atomicAdd(&list[0], 1u)] = b;
+        }
+    }
+    __syncthreads();
+    const u32 large = list[0];  // < cap / BT_INDEX_RANKED: the list fits before group_below
+    for (u32 l = 0; l < large; ++l) {
+        const u32 b = list[1u + l];
+        const u32 first = starts[b];
+        const u32 last = starts[b + 1u];
+        for (u32 w = tid; w < words; w += BLOCK_THREADS) {
+            bitmap[w] = 0;
+        }
+        __syncthreads();
+        for (u32 j = first + tid; j < last; j += BLOCK_THREADS) {
+            const u32 index = copy[j].y;
+            atomicOr(&bitmap[index >> 5], 1u << (index & 31u));
+        }
+        __syncthreads();
+        u32 count = 0;
+        for (u32 i = 0; i < per_thread; ++i) {
+            const u32 w = tid * per_thread + i;
+            count += w < words ? __popc(bitmap[w]) : 0u;
+        }
+        u32 total = 0;
+        group_below[tid] = block_exclusive_sum<BLOCK_THREADS>(count, s.warp_totals, &total);
+        __syncthreads();
+        for (u32 j = first + tid; j < last; j += BLOCK_THREADS) {
+            const u32 index = copy[j].y;
+            const u32 w = index >> 5;
+            const u32 group = w / per_thread;
+            u32 below = group_below[group];
+            for (u32 v = group * per_thread; v < w; ++v) {
+                below += __popc(bitmap[v]);
+            }
+            index_ranks[j] = below + __popc(bitmap[w] & ((1u << (index & 31u)) - 1u));
+        }
+        __syncthreads();  // the next bucket clears the bitmap
+    }
+}
+
 template <class Key, u32 BLOCK_THREADS, int VALUE_BYTES, class R, u32 WARPS>
 __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
                                                   BtStreamState<R, WARPS>& s) {
@@ -327,9 +392,19 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
         const u32 j0 = rank_in_cluster * BLOCK_THREADS + tid;
         constexpr u32 STEP = BT_CLUSTER_BLOCKS * BLOCK_THREADS;
         if constexpr (sizeof(R) == 4) {
-            bt_bucket_write<Key, R, VALUE_BYTES>(
-                p, BtPairItems{reinterpret_cast<const uint2*>(copy_ranks)}, starts, boundary_start,
-                selected_end, written, begin, dir, out_base, bucket, j0, STEP);
+            const uint2* pairs = reinterpret_cast<const uint2*>(copy_ranks);
+            // Heavy ties: one-rank buckets ranked by index in linear time, where the bitmap of
+            // a segment's indices and a word a slot fit the candidates' region.
+            const u32* index_ranks = nullptr;
+            if (bucket.shift == 0u && (size + 31u) / 32u <= cap && selected_end <= cap) {
+                u32* region = reinterpret_cast<u32*>(cand_ranks);  // 2 cap words
+                bt_cluster_index_ranks<BLOCK_THREADS>(pairs, starts, s.boundary, size, s, region,
+                                                      region + cap, pos);
+                index_ranks = region + cap;
+            }
+            bt_bucket_write<Key, R, VALUE_BYTES>(p, BtPairItems{pairs}, starts, boundary_start,
+                                                 selected_end, written, begin, dir, out_base,
+                                                 bucket, j0, STEP, index_ranks);
         } else {
             bt_bucket_write<Key, R, VALUE_BYTES>(p, BtSharedItems<R>{copy_ranks, copy_indices},
                                                  starts, boundary_start, selected_end, written,

@@ -69,6 +69,10 @@ constexpr u32 BT_BUCKET_WORK = 64;
 // rows far below it (docs/design/batched_topk.md, "Stream tier: clustered launch").
 constexpr u32 BT_CLUSTER_BUCKET_WORK = 2048;
 constexpr u32 BT_CLUSTER_PURE_WORK = 4096;
+// One-rank buckets of more items than this are ranked by index in linear time in the clustered
+// kernel (bt_cluster_index_ranks: a bitmap of the bucket's indices and its prefix counts), not
+// by comparing every pair.
+constexpr u32 BT_INDEX_RANKED = 64;
 
 // A warp's batch in the filter: UNROLL 16-byte vectors per lane (at most 32 keys, one hit bit
 // each), loaded into registers and staged in shared memory (BATCH vectors per warp).

@@ -253,12 +253,16 @@ __device__ __forceinline__ void bt_bucket_starts(const u32 (&local)[PER], u32 wr
 // kept. In the boundary bucket, the group holding position k - 1 is the k-th rank's ties,
 // `keep` of which are kept (the first or the last by index, as the tie-break says); groups
 // before it are kept, groups after it dropped. So no item needs the k-th rank itself.
+//
+// `index_ranks`, when given, holds for each slot of a one-rank bucket of more than
+// BT_INDEX_RANKED items its item's `first_of_equal` (bt_cluster_index_ranks), so those items
+// count nothing.
 template <class Key, class R, int VALUE_BYTES, class Items, class Bucket>
 __device__ __forceinline__ void bt_bucket_write(const BatchedTopKParams& p, const Items& copy,
                                                 const u32* starts, u32 boundary_start,
                                                 u32 selected_end, u32 written, u64 begin, u32 dir,
                                                 u64 out_base, const Bucket& bucket, u32 j0,
-                                                u32 step) {
+                                                u32 step, const u32* index_ranks = nullptr) {
     const bool prefer_larger = (p.flags & BT_PREFER_LARGER) != 0;
     for (u32 j = j0; j < selected_end; j += step) {
         R r;
@@ -270,7 +274,10 @@ __device__ __forceinline__ void bt_bucket_write(const BatchedTopKParams& p, cons
         u32 above = 0;
         u32 equal = 0;
         u32 first_of_equal = 0;
-        if (bucket.pure(b)) {
+        if (bucket.pure(b) && index_ranks != nullptr && last - first > BT_INDEX_RANKED) {
+            equal = last - first;
+            first_of_equal = index_ranks[j];
+        } else if (bucket.pure(b)) {
             // One rank in the bucket (heavy ties): only the indices are compared.
             equal = last - first;
             for (u32 t = first; t < last; ++t) {
