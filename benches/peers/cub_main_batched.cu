@@ -40,7 +40,7 @@
 #if OXB_CM_PART == 0
 #define OXB_GEN_KERNELS
 #endif
-#include "common.cuh"
+#include "cub_device_topk.cuh"
 
 // Without it, nvcc 13.0 rejects every deterministic request: dispatch_batched_topk.cuh's
 // "tuned policy selector forced the baseline backend" static_assert sits in an `if constexpr`
@@ -410,30 +410,9 @@ bool run_batched(const PlanItem& it, cudaStream_t s) {
 // it), so one variant.
 bool run_topk(const PlanItem& it, cudaStream_t s) {
   if (it.kind != "topk") return false;
-  const long long n = it.p1, k = it.p2;
-  std::vector<DeviceBuffer<float>> in;
-  for (int r = 0; r < std::max(1, it.rotations); ++r) {
-    in.emplace_back((size_t)n);
-    gen_f32(in.back().get(), n, it.seed, s);
-  }
-  DeviceBuffer<float> out((size_t)k);
-  auto env = cuda::std::execution::env{
-      cuda::execution::require(cuda::execution::determinism::not_guaranteed,
-                               cuda::execution::output_ordering::unsorted),
-      cuda::stream_ref{s}};
-  size_t temp_bytes = 0;
-  CUDA_CHECK(cub::DeviceTopK::MaxKeys(nullptr, temp_bytes, in[0].get(), out.get(), n, k, env));
-  DeviceBuffer<unsigned char> temp(std::max<size_t>(temp_bytes, 1));
-  Timing t = time_runs(s, it, [&](int r) {
-    size_t bytes = temp_bytes;
-    CUDA_CHECK(cub::DeviceTopK::MaxKeys(temp.get(), bytes, in[r].get(), out.get(), n, k, env));
-  });
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  std::vector<float> keys = out.to_host();
-  canonical_topk(keys, 1, (size_t)k);
-  emit_result(it, "cub-main", t, digest_f32(keys),
-              "cub::DeviceTopK::MaxKeys (CCCL main), require(determinism::not_guaranteed, "
-              "output_ordering::unsorted): the only requirements main's DeviceTopK accepts");
+  time_cub_device_topk(it, s, "cub-main",
+                       "cub::DeviceTopK::MaxKeys (CCCL main), require(determinism::not_guaranteed, "
+                       "output_ordering::unsorted): the only requirements main's DeviceTopK accepts");
   for (const char* impl : {"cub-main gpu_to_gpu+smaller", "cub-main gpu_to_gpu+larger"})
     emit_status(it.name, impl, "unsupported",
                 "cub::DeviceTopK (CCCL main) static_asserts determinism::not_guaranteed and unsorted output");

@@ -1,17 +1,7 @@
-// Peer: cub::DeviceTopK (CCCL 3.5), one problem of n f32 keys, the k largest keys.
-//
-// CCCL 3.5 only implements the opted-out contract for DeviceTopK: it static_asserts that the
-// environment requires determinism::not_guaranteed and output_ordering::unsorted. So its keys come
-// back in no particular order: the canonical form (sorted descending on the host) is what is
-// compared. Temporary storage is sized and allocated once, outside the timed region, as a user
-// who calls it repeatedly would do.
-#include "common.cuh"
+// Peer: cub::DeviceTopK (CCCL 3.5), one problem of n f32 keys, the k largest keys
+// (cub_device_topk.cuh).
+#include "cub_device_topk.cuh"
 
-#include <cub/device/device_topk.cuh>
-
-#include <cuda/execution.determinism.h>
-#include <cuda/execution.output_ordering.h>
-#include <cuda/execution.require.h>
 #include <cuda/std/execution>
 #include <cuda/stream_ref>
 
@@ -22,34 +12,7 @@ namespace oxb {
 
 bool run_cub_topk(const PlanItem& it, cudaStream_t s) {
   if (it.kind != "topk") return false;
-  const long long n = it.p1, k = it.p2;
-
-  // The rotated inputs are identical copies (same seed): different addresses, same result.
-  std::vector<DeviceBuffer<float>> in;
-  for (int r = 0; r < std::max(1, it.rotations); ++r) {
-    in.emplace_back((size_t)n);
-    gen_f32(in.back().get(), n, it.seed, s);
-  }
-  DeviceBuffer<float> out((size_t)k);
-
-  auto env = cuda::std::execution::env{
-      cuda::execution::require(cuda::execution::determinism::not_guaranteed,
-                               cuda::execution::output_ordering::unsorted),
-      cuda::stream_ref{s}};
-
-  size_t temp_bytes = 0;
-  CUDA_CHECK(cub::DeviceTopK::MaxKeys(nullptr, temp_bytes, in[0].get(), out.get(), n, k, env));
-  DeviceBuffer<unsigned char> temp(std::max<size_t>(temp_bytes, 1));
-
-  Timing t = time_runs(s, it, [&](int r) {
-    size_t bytes = temp_bytes;
-    CUDA_CHECK(cub::DeviceTopK::MaxKeys(temp.get(), bytes, in[r].get(), out.get(), n, k, env));
-  });
-  CUDA_CHECK(cudaStreamSynchronize(s));
-
-  std::vector<float> keys = out.to_host();
-  canonical_topk(keys, 1, (size_t)k);
-  emit_result(it, "cub", t, digest_f32(keys), "cub::DeviceTopK::MaxKeys, unsorted, not deterministic");
+  time_cub_device_topk(it, s, "cub", "cub::DeviceTopK::MaxKeys, unsorted, not deterministic");
   return true;
 }
 
