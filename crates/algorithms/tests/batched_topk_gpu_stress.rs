@@ -93,6 +93,28 @@ fn the_kth_keys_tie_class_about_k_wide() {
 }
 
 #[test]
+fn keys_above_the_sampled_best_in_a_narrow_span() {
+    let Some(cuda) = gpu_or_skip() else { return };
+    // u16 rows of 65536 keys in [1000, 1063] (the sample's threshold and best within 64 ranks:
+    // the clustered kernel's buckets hold one rank each) and two outliers far above, which the
+    // sample most likely misses (it reads 1 key in 8): they land in the open bucket 0 and must
+    // come out first, the larger first, whatever their indices.
+    const LEN: usize = 65_536;
+    let mut rng = SplitMix64::new(13);
+    let mut keys: Vec<u16> = (0..8 * LEN)
+        .map(|_| 1000 + (rng.next_u64() >> 58) as u16)
+        .collect();
+    for row in 0..8 {
+        let (a, b) = (rng.next_u64() as usize % LEN, rng.next_u64() as usize % LEN);
+        keys[row * LEN + a.min(b)] = 50_000;
+        keys[row * LEN + a.max(b)] = 60_000 + row as u16;
+    }
+    for k in [1usize, 2, 5, 300] {
+        check_rows(&cuda, &keys, 8, LEN, k);
+    }
+}
+
+#[test]
 fn all_equal_rows() {
     let Some(cuda) = gpu_or_skip() else { return };
     check_rows(&cuda, &vec![0.5f32; ROWS * ROW], ROWS, ROW, K);

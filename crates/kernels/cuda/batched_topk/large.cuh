@@ -12,7 +12,7 @@ namespace oxicub {
 //   LARGE_HISTOGRAM  grid (segment, chunk): histogram of digit `shift` over the candidates.
 //   LARGE_PIVOT      one thread per segment: the pivot digit; narrows prefix/mask; early exit.
 //   LARGE_COUNT      grid (segment, chunk): boundary items of the chunk.
-//   LARGE_SCAN       one thread per segment: exclusive scan of the chunk counts.
+//   LARGE_SCAN       a block per segment: exclusive scan of the chunk counts.
 //   LARGE_COLLECT    grid (segment, chunk): items above the boundary (any order, by atomics)
 //                    and the boundary items the tie-break keeps (by their boundary rank, in
 //                    index order) into large_selected.

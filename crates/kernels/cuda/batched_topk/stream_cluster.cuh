@@ -152,7 +152,9 @@ __device__ __forceinline__ void bt_cluster_index_ranks(const uint2* copy, const 
         }
     }
     __syncthreads();
-    const u32 large = list[0];  // < cap / BT_INDEX_RANKED: the list fits before group_below
+    static_assert(BT_STREAM_CANDIDATES / (BT_INDEX_RANKED + 1u) + 1u <= BT_BUCKETS / 2u,
+                  "the list of large buckets ends before group_below");
+    const u32 large = list[0];  // at most cap / (BT_INDEX_RANKED + 1)
     for (u32 l = 0; l < large; ++l) {
         const u32 b = list[1u + l];
         const u32 first = starts[b];

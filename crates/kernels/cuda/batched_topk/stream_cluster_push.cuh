@@ -35,13 +35,18 @@ struct BtOpenBuckets {
         top = best > (R)~(R)0 - extra ? (R)~(R)0 : best + extra;
         shift = bt_bucket_shift(top - lo);
     }
+    // Bucket 0 is the open one: every rank at or above the top (and, at a shift above 0, the
+    // ranks just below it whose distance rounds to the last bucket).
     __device__ __forceinline__ u32 operator()(R r) const {
-        const R d = r >= top ? top - lo : r - lo;
-        const u32 q = (u32)(d >> shift);
+        if (r >= top) {
+            return 0u;
+        }
+        const u32 q = (u32)((r - lo) >> shift);
         return BT_BUCKETS - 1u - (q < BT_BUCKETS - 1u ? q : BT_BUCKETS - 1u);
     }
     // Whether bucket b holds a single rank (bt_bucket_write compares only indices there): at
-    // shift 0 every bucket but 0, which also takes the ranks above the top.
+    // shift 0 (top - lo < BT_BUCKETS) every bucket but the open bucket 0, since a rank below the
+    // top is at most BT_BUCKETS - 2 above lo.
     __device__ __forceinline__ bool pure(u32 b) const { return shift == 0u && b != 0u; }
 };
 

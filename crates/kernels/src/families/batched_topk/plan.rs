@@ -214,6 +214,8 @@ pub(crate) struct LaunchPlan {
     /// The multi-block tier's keys per chunk (one block's work item) and chunks per segment.
     pub(crate) chunk_items: u64,
     pub(crate) chunks: u64,
+    /// The largest segment the call may have.
+    pub(crate) largest: u64,
     /// Positions of the multi-block and stream lists (the multi-block tier's scratch).
     pub(crate) large_capacity: u64,
     /// Positions of the stream list.
@@ -403,6 +405,7 @@ pub(crate) fn plan(
         sort_span,
         chunk_items,
         chunks,
+        largest,
         large_capacity,
         stream_capacity,
         stream_slots,
@@ -416,6 +419,19 @@ pub(crate) fn plan(
 
 impl LaunchPlan {
     /// Segments with multi-block scratch.
+    /// The multi-block tier's chunk-count words for `segments` list positions: at least what
+    /// the launches index (`segments * chunks`), sized so that it never shrinks as the segment
+    /// count grows (a workspace measured for a call holds every call of fewer segments):
+    /// `segments` times the full chunks, or, when smaller chunks were cut (their grid stays
+    /// below twice LARGE_BLOCKS_TARGET), twice that target.
+    fn chunk_count_words(&self, segments: u64) -> u64 {
+        if segments == 0 {
+            return 0;
+        }
+        let full = segments.saturating_mul(self.largest.div_ceil(CHUNK_ITEMS).max(1));
+        full.max(2 * LARGE_BLOCKS_TARGET)
+    }
+
     fn large_segments(&self) -> u64 {
         if self.tiers.contains(BatchedTiers::LARGE) {
             self.large_capacity
@@ -456,7 +472,7 @@ impl LaunchPlan {
             bins,
             large_state: large_segments.saturating_mul(u64::from(BT_LARGE_WORDS)),
             large_histogram: large_segments.saturating_mul(u64::from(BT_BINS)),
-            large_chunks: large_segments.saturating_mul(self.chunks),
+            large_chunks: self.chunk_count_words(large_segments),
             large_selected: selected,
             large_ranks: if self.global_sort { selected } else { 0 },
             stream_ranks: stream_scratch(self.stream.rank_words),
