@@ -489,7 +489,7 @@ impl Workload {
             // keys read + k keys written (keys only: indices are not part of this workload)
             Kind::TopK { n, k } => 4 * n + 4 * k,
             // all keys read + k keys per row written; ragged rows: each row's keys and its
-            // length (4 bytes) read
+            // length (an i64, as oxicub takes it) read
             Kind::Batched {
                 segments,
                 len,

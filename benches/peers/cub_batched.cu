@@ -190,9 +190,9 @@ bool run_cub_batched_topk(const PlanItem& it, cudaStream_t s) {
   // ("batched_ramp") only at lengths the per-row path takes.
   if (it.kind == "batched_ramp" && len <= 16384) {
     emit_status(it.name, "cub", "unsupported", "ascending rows are benchmarked only above 16384 keys");
-  } else if (len == 64 && k == 6) {
+  } else if (it.kind == "batched" && len == 64 && k == 6) {
     batched<64, 6>(it, s);
-  } else if (len == 256 && k == 8) {
+  } else if (it.kind == "batched" && len == 256 && k == 8) {
     batched<256, 8>(it, s);
   } else if (len > 16384 && it.kind == "batched_bf16") {
     batched_by_rows<__nv_bfloat16>(it, s);

@@ -331,6 +331,11 @@ bool run_batched(const PlanItem& it, cudaStream_t s) {
     return [&, key_at, row_len, args](Req r, Run run, const char* backend) {
       Checked c = canonical(run, rows, k, key_at, row_len);
       const std::string note = backend_note(backend, r, args, c.bad_pairs);
+      if (c.bad_pairs != 0) {
+        // Keys that are not the keys at their indices: a wrong result whatever the keys' digest.
+        const std::string bad = "bad-pairs:" + std::to_string(c.bad_pairs);
+        c.keys = c.idx = c.keys_then_idx = bad;
+      }
       if (kind == "batched_ties") {
         // Digested with the index sets (bench-gpu's reference keeps the smaller indices of the
         // k-th key's ties); the keys alone as keys_digest.

@@ -22,6 +22,9 @@ cd "$root"
 nvcc="$cuda/bin/nvcc"
 out="$root/.peers"
 grep -qx '/.peers/' .git/info/exclude 2>/dev/null || echo '/.peers/' >> .git/info/exclude
+# Every program is rebuilt (or removed, when its sources are missing): .peers/SOURCE vouches for
+# all of them, and run.sh refuses them when the peer sources changed since.
+rm -rf "$out"
 mkdir -p "$out"
 log="$out/prebuild.log"
 : > "$log"
@@ -67,5 +70,5 @@ if [ -f .flashinfer/flashinfer-routing.tar.gz ]; then
 else
   echo "prebuild.sh: no FlashInfer pack (benches/peers/get-flashinfer.sh): flashinfer peers not built"
 fi
-git rev-parse HEAD > "$out/SOURCE"
+bash benches/peers/sources-hash.sh > "$out/SOURCE"
 echo "prebuild.sh: built ${built[*]:-nothing} in $((SECONDS - t0)) s into $out (log: $log)"

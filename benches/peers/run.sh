@@ -43,6 +43,11 @@ fi
 fi_pack="${FLASHINFER_PACK:-$root/.flashinfer/flashinfer-routing.tar.gz}"
 cm_pack="${CCCL_MAIN_PACK:-$root/.cccl-main/cccl-main-include.tar.gz}"
 prebuilt="${PEERS_PREBUILT:-$root/.peers}"
+# Prebuilt peers count only when built from these sources (prebuild.sh records their hash).
+if [ -d "$prebuilt" ] && [ "$(cat "$prebuilt/SOURCE" 2>/dev/null)" != "$(bash benches/peers/sources-hash.sh)" ]; then
+  echo "run.sh: $prebuilt was built from other peer sources (run benches/peers/prebuild.sh again): building here" >&2
+  prebuilt=/nonexistent
+fi
 python="${PYTHON:-python3}"
 build="${PEER_BUILD_DIR:-/tmp/oxicub-peers}"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"  # libnvrtc for bench-gpu
@@ -76,7 +81,7 @@ t0=$SECONDS
 # The FlashInfer and CUB-main peers build in the background while the CUB 3.5 peer builds.
 no_peer() { echo "sh $root/benches/peers/no-peer.sh $1 $2 '$3'"; }
 fi_pid=""
-fi_peers=(--peer "$(no_peer flashinfer route_ "no FlashInfer pack (.flashinfer/flashinfer-routing.tar.gz): run benches/peers/get-flashinfer.sh on a machine with network and carry it")")
+fi_peers=(--peer "$(no_peer flashinfer route_,batched,topk "no FlashInfer pack (.flashinfer/flashinfer-routing.tar.gz): run benches/peers/get-flashinfer.sh on a machine with network and carry it")")
 if [ -x "$prebuilt/flashinfer/flashinfer_routing" ] && [ -x "$prebuilt/flashinfer/flashinfer_topk" ]; then
   echo "== FlashInfer peers: prebuilt in $prebuilt/flashinfer ($(tr '\n' ' ' < "$prebuilt/flashinfer/VERSIONS" 2>/dev/null))"
   fi_peers=(--peer "$prebuilt/flashinfer/flashinfer_routing" --peer "$prebuilt/flashinfer/flashinfer_topk")
@@ -90,7 +95,7 @@ elif [ -f "$fi_pack" ]; then
   fi_pid=$!
 fi
 cm_pid=""
-cm_peer="$(no_peer cub-main batched "no CCCL main headers (.cccl-main/cccl-main-include.tar.gz): run benches/peers/get-cccl-main.sh on a machine with network and carry it")"
+cm_peer="$(no_peer cub-main batched,topk "no CCCL main headers (.cccl-main/cccl-main-include.tar.gz): run benches/peers/get-cccl-main.sh on a machine with network and carry it")"
 if [ -x "$prebuilt/cub_main_peers" ]; then
   echo "== CUB main peer: prebuilt in $prebuilt"
   cm_peer="$prebuilt/cub_main_peers"
@@ -104,7 +109,7 @@ elif [ -f "$cm_pack" ]; then
 fi
 
 if [ -x "$prebuilt/cub_peers" ]; then
-  echo "== CUB/thrust peer: prebuilt in $prebuilt (from $(cat "$prebuilt/SOURCE" 2>/dev/null || echo '?'))"
+  echo "== CUB/thrust peer: prebuilt in $prebuilt (sources $(cat "$prebuilt/SOURCE"))"
   cub_peer="$prebuilt/cub_peers"
 else
   echo "== building the CUB/thrust peer in $build"
@@ -134,7 +139,7 @@ if [ -n "$fi_pid" ]; then
   else
     echo "run.sh: the FlashInfer peers' build failed:"
     cat "$build/flashinfer.build.log"
-    fi_peers=(--peer "$(no_peer flashinfer route_ "the FlashInfer peers did not build (see the log)")")
+    fi_peers=(--peer "$(no_peer flashinfer route_,batched,topk "the FlashInfer peers did not build (see the log)")")
   fi
 fi
 if [ -n "$cm_pid" ]; then
@@ -144,7 +149,7 @@ if [ -n "$cm_pid" ]; then
   else
     echo "run.sh: the CUB main peer's build failed:"
     cat "$build/cub-main.build.log"
-    cm_peer="$(no_peer cub-main batched "the CUB main peer did not build (see the log)")"
+    cm_peer="$(no_peer cub-main batched,topk "the CUB main peer did not build (see the log)")"
   fi
 fi
 
