@@ -419,6 +419,52 @@ fn column_cell(mut cells: Vec<(String, Cell)>) -> Cell {
     }
 }
 
+/// How a peer line on a tie-heavy row is judged (line_cell): the reference times; the answer
+/// with ties to the larger index times only for a variant that asks for it; the k best keys
+/// with other tied indices is listed apart, not a failure; other keys are a mismatch.
+fn peer_check_selftest(check: &mut dyn FnMut(&str, bool)) {
+    let ties = workloads::ties_digests(12, 9, 4096, 64);
+    let line = |imp: &str, digest: &Digest, keys: &Digest| peers::PeerLine {
+        workload: "t".into(),
+        imp: imp.into(),
+        status: "ok".into(),
+        median_ms: Some(1.0),
+        min_ms: Some(1.0),
+        reps: Some(1),
+        digest: Some(digest.text()),
+        note: String::new(),
+        raw: serde_json::json!({ "keys_digest": keys.text() }),
+    };
+    let wrong = Digest::of_words(&[1, 2, 3]);
+    let judge = |l: peers::PeerLine| {
+        let (mut matched, mut mismatched, mut other) = (Vec::new(), Vec::new(), Vec::new());
+        let cell = line_cell(
+            &l,
+            &ties.smaller.text(),
+            Some(&ties),
+            &mut matched,
+            &mut mismatched,
+            &mut other,
+        );
+        let timed = matches!(cell.state, State::Timed { .. });
+        (timed, matched.len(), mismatched.len(), other.len())
+    };
+    check(
+        "peer check: the reference is timed",
+        judge(line("p", &ties.smaller, &ties.keys)) == (true, 1, 0, 0),
+    );
+    check(
+        "peer check: ties to the larger index time only where asked",
+        judge(line("p gpu_to_gpu+larger", &ties.larger, &ties.keys)) == (true, 1, 0, 0)
+            && judge(line("p", &ties.larger, &ties.keys)) == (false, 0, 0, 1),
+    );
+    check(
+        "peer check: other tied indices apart, lost candidates a mismatch",
+        judge(line("p", &wrong, &ties.keys)) == (false, 0, 0, 1)
+            && judge(line("p", &wrong, &wrong)) == (false, 0, 1, 0),
+    );
+}
+
 /// CPU references and oxicub per workload, then the peers, the checks and the outputs.
 #[allow(clippy::too_many_arguments)]
 fn finish(
@@ -1193,6 +1239,7 @@ fn selftest() -> Result<ExitCode> {
         }
     }
     route_selftest(&mut check, &mut cache)?;
+    peer_check_selftest(&mut check);
     // NVRTC compiles the shared generator (needs libnvrtc, not a GPU)
     if ::oxicub::kernels::nvrtc_available().is_ok() {
         match device::compile_generator((9, 0)) {
