@@ -552,15 +552,7 @@ fn finish(
     let mut rows = Vec::new();
     for (w, reference, rotations, oxicub, oxicub_opt_out) in prepared {
         let expected = reference.digest.text();
-        let ties = match w.kind {
-            Kind::Batched {
-                segments,
-                len,
-                k,
-                rows: Rows::Ties,
-            } => Some(workloads::ties_digests(w.seed, segments, len, k)),
-            _ => None,
-        };
+        let ties = reference.ties.as_ref();
         let mut matched = Vec::new();
         let mut mismatched = Vec::new();
         let mut other_ties = Vec::new();
@@ -589,7 +581,7 @@ fn finish(
                         let cell = line_cell(
                             l,
                             &expected,
-                            ties.as_ref(),
+                            ties,
                             &mut matched,
                             &mut mismatched,
                             &mut other_ties,

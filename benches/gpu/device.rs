@@ -192,7 +192,7 @@ impl Gpu {
         // SAFETY: the callers pass the generator with exactly these parameters (out, n, seed
         // and, where it takes one, the unsigned `extra`); it writes out[0..n), and `out` holds
         // n elements of its element type, or of a type of the same size that holds any bits
-        // (gen_i32: the u32 generator into an i32 buffer).
+        // (gen_i32 and gen_tie_f32: 4-byte words into an i32 or f32 buffer).
         unsafe { b.launch(cfg) }.ctx(format!("launching {name}"))?;
         Ok(out)
     }
@@ -212,9 +212,9 @@ impl Gpu {
         self.generate(&self.gen_bf16, "oxb_gen_bf16", n, seed, None)
     }
 
-    /// The bits of n tie-heavy f32 keys of stream `seed` (`oxb_tie_bits`), generated on the
-    /// device.
-    pub fn gen_tie_bits(&self, n: u64, seed: u64) -> Result<CudaSlice<u32>> {
+    /// n tie-heavy f32 keys of stream `seed` (`oxb_tie_bits`), generated on the device.
+    pub fn gen_tie_f32(&self, n: u64, seed: u64) -> Result<CudaSlice<f32>> {
+        // oxb_gen_tie_bits writes 4-byte words; an f32 buffer holds them bit for bit.
         self.generate(&self.gen_tie, "oxb_gen_tie_bits", n, seed, None)
     }
 

@@ -19,7 +19,7 @@ use crate::device::{Gpu, Timing};
 use crate::err::{Context, Result};
 use crate::gen::Digest;
 use crate::oxicub::{Measured, Runner};
-use crate::workloads::{ragged_lens, Kind, Rows, Workload};
+use crate::workloads::{keys_then_index_sets, ragged_lens, Kind, Rows, Workload};
 
 use oxicub::batched_topk::{self, Problem};
 use oxicub::radix::RadixKey;
@@ -155,8 +155,8 @@ fn batched<const LEN: i64, const K: i64, E: Environment>(
             ))
         }
         Rows::Ties => {
-            let bits = (0..rotations)
-                .map(|_| gpu.gen_tie_bits(segments * len, w.seed))
+            let inputs = (0..rotations)
+                .map(|_| gpu.gen_tie_f32(segments * len, w.seed))
                 .collect::<Result<Vec<_>>>()?;
             let mut out = cuda
                 .alloc_zeros::<f32>(out_len as usize)
@@ -164,27 +164,14 @@ fn batched<const LEN: i64, const K: i64, E: Environment>(
             let mut at = cuda
                 .alloc_zeros::<u32>(out_len as usize)
                 .ctx("allocating the indices")?;
-            let mut call = |r: usize| {
-                batched_topk::select_indices(
-                    &cuda,
-                    &fixed,
-                    as_f32(&bits[r]),
-                    out.as_view_mut(),
-                    at.as_view_mut(),
-                    env,
-                )
-                .ctx("oxicub::batched_topk::select_indices")
-            };
-            // Checked once outside the timed runs (reading the status waits for the stream).
-            call(0)?.check().ctx("batched_topk status")?;
-            let timing = gpu.time_runs(w.warmup, w.reps, rotations, |r| {
-                let _unchecked = call(r)?;
-                Ok(())
+            let timing = checked_then_timed(gpu, w, rotations, |r| {
+                let (out, at) = (out.as_view_mut(), at.as_view_mut());
+                batched_topk::select_indices(&cuda, &fixed, inputs[r].as_view(), out, at, env)
             })?;
-            let (keys, indices) = (gpu.to_host(&out)?, gpu.to_host(&at)?);
+            let keys = gpu.to_host(&out)?.into_iter().map(f32::to_bits).collect();
             Ok(Measured {
                 timing,
-                digest: ties_digest(&keys, &indices, k as usize),
+                digest: keys_then_index_sets(keys, gpu.to_host(&at)?, k),
                 note: format!(
                     "batched_topk::select_indices (u32), Static<{LEN}> segments, Static<{K}> k, \
                      {contract}; digested with the index sets"
@@ -220,30 +207,6 @@ fn batched<const LEN: i64, const K: i64, E: Environment>(
     }
 }
 
-/// f32 keys viewed from their generated bits.
-fn as_f32(bits: &CudaSlice<u32>) -> CudaView<'_, f32> {
-    // SAFETY: f32 has the size and alignment of u32 and every bit pattern is an f32 value.
-    match unsafe { bits.transmute::<f32>(bits.len()) } {
-        Some(view) => view,
-        None => unreachable!("f32 and u32 have the same size"),
-    }
-}
-
-/// The tie-heavy rows' digest (workloads.rs: `ties_reference`): each row's keys sorted
-/// descending, then each row's indices sorted ascending.
-fn ties_digest(keys: &[f32], indices: &[u32], k: usize) -> Digest {
-    let mut words: Vec<u32> = keys.iter().map(|x| x.to_bits()).collect();
-    for row in words.chunks_mut(k) {
-        row.sort_unstable_by(|a, b| b.cmp(a));
-    }
-    let mut at = indices.to_vec();
-    for row in at.chunks_mut(k) {
-        row.sort_unstable();
-    }
-    words.extend(at);
-    Digest::of_words(&words)
-}
-
 /// bf16 keys viewed from their generated bits.
 fn as_bf16(bits: &CudaSlice<u16>) -> CudaView<'_, bf16> {
     // SAFETY: bf16 has the size and alignment of u16 and every bit pattern is a bf16 value.
@@ -253,8 +216,27 @@ fn as_bf16(bits: &CudaSlice<u16>) -> CudaView<'_, bf16> {
     }
 }
 
-/// Runs `call(rotation, out)` once with its status checked, then times it over the input
-/// copies; returns the timing and the output's words.
+/// Runs `call(rotation)` once with its status checked, then times it over the input copies.
+fn checked_then_timed(
+    gpu: &Gpu,
+    w: &Workload,
+    rotations: usize,
+    mut call: impl FnMut(usize) -> std::result::Result<Outcome, oxicub::Error>,
+) -> Result<Timing> {
+    // Checked once outside the timed runs (reading the status waits for the stream).
+    call(0)
+        .ctx("oxicub::batched_topk")?
+        .check()
+        .ctx("batched_topk status")?;
+    gpu.time_runs(w.warmup, w.reps, rotations, |r| {
+        // The status is not read in the timed runs: a caller checks when it synchronises.
+        let _unchecked = call(r).ctx("oxicub::batched_topk")?;
+        Ok(())
+    })
+}
+
+/// Times `call(rotation, out)` (checked_then_timed) into one output of `out_len` keys;
+/// returns the timing and the output's words.
 fn timed<T: RadixKey>(
     gpu: &Gpu,
     cuda: &Cuda,
@@ -267,16 +249,7 @@ fn timed<T: RadixKey>(
     let mut out = cuda
         .alloc_keys::<T>(out_len as usize)
         .ctx("allocating the output")?;
-    // Checked once outside the timed runs (reading the status waits for the stream).
-    call(0, out.as_view_mut())
-        .ctx("oxicub::batched_topk::select_keys")?
-        .check()
-        .ctx("batched_topk status")?;
-    let timing = gpu.time_runs(w.warmup, w.reps, rotations, |r| {
-        // The status is not read in the timed runs: a caller checks when it synchronises.
-        let _unchecked = call(r, out.as_view_mut()).ctx("oxicub::batched_topk::select_keys")?;
-        Ok(())
-    })?;
+    let timing = checked_then_timed(gpu, w, rotations, |r| call(r, out.as_view_mut()))?;
     let keys = cuda.download_keys(&out).ctx("copying the result")?;
     Ok((timing, keys.into_iter().map(word).collect()))
 }

@@ -608,6 +608,8 @@ impl Workload {
 pub struct Reference {
     pub digest: Digest,
     pub out_len: u64,
+    /// The tie-heavy rows' other digests (`digest` is their `smaller`), for judging peers.
+    pub ties: Option<TieDigests>,
 }
 
 fn threads() -> usize {
@@ -739,6 +741,7 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
             Reference {
                 digest: Digest::of_words(&all),
                 out_len: k,
+                ties: None,
             }
         }
         Kind::Batched {
@@ -777,6 +780,7 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
             Reference {
                 digest: parts.into_iter().fold(Digest::default(), Digest::add),
                 out_len: segments * k,
+                ties: None,
             }
         }
         Kind::SegSort { segments, len } => {
@@ -800,6 +804,7 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
             Reference {
                 digest: Digest::of_words(&out),
                 out_len: out.len() as u64,
+                ties: None,
             }
         }
         Kind::BatchedSet {
@@ -822,6 +827,7 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
             Reference {
                 digest: parts.into_iter().fold(Digest::default(), Digest::add),
                 out_len: tokens * ROUTE_K,
+                ties: None,
             }
         }
     }
@@ -831,14 +837,17 @@ pub fn cpu_reference(w: &Workload, cache: &mut RefCache) -> Reference {
 /// then each row's selected indices sorted ascending (rows in order), ties at the k-th key
 /// broken toward the smaller index (common.cuh: `digest_ties`).
 fn ties_reference(seed: u64, segments: u64, len: u64, k: u64) -> Reference {
+    let ties = ties_digests(seed, segments, len, k);
     Reference {
-        digest: ties_digests(seed, segments, len, k).smaller,
+        digest: ties.smaller,
         out_len: segments * k,
+        ties: Some(ties),
     }
 }
 
 /// The tie-heavy rows' digests (each row's k keys sorted descending, rows in order, then for
 /// the index sets each row's indices sorted ascending).
+#[derive(Clone, Copy, Debug)]
 pub struct TieDigests {
     /// Keys then index sets, ties at the k-th key to the smaller index: the reference.
     pub smaller: Digest,
@@ -863,28 +872,36 @@ pub fn ties_digests(seed: u64, segments: u64, len: u64, k: u64) -> TieDigests {
                     let by_index = if larger { y.1.cmp(&x.1) } else { x.1.cmp(&y.1) };
                     y.0.cmp(&x.0).then(by_index)
                 });
-                let mut indices: Vec<u32> = row[..k as usize].iter().map(|p| p.1).collect();
-                indices.sort_unstable();
-                *set = indices;
+                *set = row[..k as usize].iter().map(|p| p.1).collect();
             }
-            let mut keys: Vec<u32> = row[..k as usize].iter().map(|p| p.0).collect();
-            keys.sort_unstable_by(|x, y| y.cmp(x));
+            // The row is sorted by key, descending: so are its first k keys.
+            let keys: Vec<u32> = row[..k as usize].iter().map(|p| p.0).collect();
             out.push((keys, sets));
         }
         out
     });
     let rows: Vec<(Vec<u32>, [Vec<u32>; 2])> = rows.into_iter().flatten().collect();
     let keys: Vec<u32> = rows.iter().flat_map(|r| r.0.iter().copied()).collect();
-    let with_sets = |i: usize| {
-        let mut words = keys.clone();
-        words.extend(rows.iter().flat_map(|r| r.1[i].iter().copied()));
-        Digest::of_words(&words)
-    };
+    let sets = |i: usize| rows.iter().flat_map(|r| r.1[i].iter().copied()).collect();
     TieDigests {
-        smaller: with_sets(0),
-        larger: with_sets(1),
+        smaller: keys_then_index_sets(keys.clone(), sets(0), k),
+        larger: keys_then_index_sets(keys.clone(), sets(1), k),
         keys: Digest::of_words(&keys),
     }
+}
+
+/// The digest of a tie-heavy result (common.cuh: `digest_ties`): each row's `k` keys sorted
+/// descending (their bits: the keys are non-negative), rows in order, then each row's `k`
+/// indices sorted ascending, rows in order.
+pub fn keys_then_index_sets(mut keys: Vec<u32>, mut indices: Vec<u32>, k: u64) -> Digest {
+    for row in keys.chunks_mut(k as usize) {
+        row.sort_unstable_by(|a, b| b.cmp(a));
+    }
+    for row in indices.chunks_mut(k as usize) {
+        row.sort_unstable();
+    }
+    keys.extend(indices);
+    Digest::of_words(&keys)
 }
 
 /// Token `token`'s logits (gen.cuh: `oxb_route_logit`) into `out` (ROUTE_EXPERTS values).
@@ -991,6 +1008,7 @@ fn batched_set_reference(op: SetOp, seed: u64, pairs: u64, max_exp: u32, mask: u
     Reference {
         digest: Digest::of_words(&keys).add(Digest::of_i64_at(out_len, &offsets)),
         out_len,
+        ties: None,
     }
 }
 
@@ -1012,6 +1030,7 @@ fn segsort_reference(seed: u64, off: &[u64]) -> Reference {
     Reference {
         digest: parts.into_iter().fold(Digest::default(), Digest::add),
         out_len: *off.last().unwrap_or(&0),
+        ties: None,
     }
 }
 
@@ -1052,6 +1071,7 @@ fn segsort_carry_reference(seed: u64, segments: u64, len: u64, carry: Carry) -> 
     Reference {
         digest: parts.into_iter().fold(Digest::default(), Digest::add),
         out_len: n,
+        ties: None,
     }
 }
 
@@ -1081,6 +1101,7 @@ fn locality_reference(seed: u64, n: u64, keys: LocalityKeys) -> Reference {
     Reference {
         digest: digests.into_iter().fold(Digest::default(), Digest::add),
         out_len: n,
+        ties: None,
     }
 }
 
