@@ -78,17 +78,17 @@ fn the_kth_keys_tie_class_about_k_wide() {
     // so the selection is the best value's copies and part of the next one's. The clustered
     // stream kernel ranks these one-rank buckets by index through a bitmap (more than 64 items
     // a bucket) and smaller ones by comparing indices.
-    let mut rng = SplitMix64::new(11);
-    let keys: Vec<f32> = (0..ROWS * ROW)
-        .map(|_| f32::from_bits(0x3F80_0000 | (rng.next_u64() >> 58) as u32))
-        .collect();
+    let keys = sharing_top_bits(ROWS * ROW, 26, 0x3F80_0000, 11);
     check_rows(&cuda, &keys, ROWS, ROW, K);
     // 2 and 40 copies of each of the 64 values: buckets below and above the bitmap's cut-off.
-    for (len, k) in [(128usize, 16usize), (2560, 40)] {
-        let keys: Vec<f32> = (0..8 * len)
-            .map(|_| f32::from_bits(0x3F80_0000 | (rng.next_u64() >> 58) as u32))
-            .collect();
-        check_rows(&cuda, &keys, 8, len, k);
+    for (len, k, seed) in [(128usize, 16usize, 12u64), (2560, 40, 13)] {
+        check_rows(
+            &cuda,
+            &sharing_top_bits(8 * len, 26, 0x3F80_0000, seed),
+            8,
+            len,
+            k,
+        );
     }
 }
 
