@@ -82,14 +82,18 @@ void batched(const PlanItem& it, cudaStream_t s) {
 }
 
 // Rows too long for DeviceBatchedTopK: one cub::DeviceTopK call per row (see the top of this
-// file). Keys f32 (uniform, ascending or ragged rows) or bf16 (__nv_bfloat16, generated as
-// their bits). Ragged rows ("batched_ragged"): row r takes its first L_r keys; CUB needs each
-// length on the host for its call, so the lengths are computed on the host (a serving engine
-// would have to copy them there first: that copy and its wait are not timed).
+// file). Keys f32 (uniform, ascending, ragged or tie-heavy rows) or bf16 (__nv_bfloat16,
+// generated as their bits). Ragged rows ("batched_ragged"): row r takes its first L_r keys; CUB
+// needs each length on the host for its call, so the lengths are computed on the host (a
+// serving engine would have to copy them there first: that copy and its wait are not timed).
+// Tie-heavy rows ("batched_ties"): MaxPairs, the values the indices within the row (a counting
+// iterator), digested with each row's index set: CCCL 3.5 offers only tie_break::unspecified,
+// so which of equal keys it keeps is not specified.
 template <class Key>
 void batched_by_rows(const PlanItem& it, cudaStream_t s) {
   const long long segments = it.p1, len = it.p2, k = it.p3;
   const long long n = segments * len;
+  const bool ties = it.kind == "batched_ties";
   std::vector<DeviceBuffer<Key>> in;
   for (int r = 0; r < std::max(1, it.rotations); ++r) {
     in.emplace_back((size_t)n);
@@ -97,31 +101,41 @@ void batched_by_rows(const PlanItem& it, cudaStream_t s) {
       gen_bf16_bits(reinterpret_cast<unsigned short*>(in.back().get()), n, it.seed, s);
     } else if (it.kind == "batched_ramp") {
       gen_ramp_f32(in.back().get(), n, it.seed, (unsigned)len, s);
+    } else if (ties) {
+      gen_tie_f32(in.back().get(), n, it.seed, s);
     } else {
       gen_f32(in.back().get(), n, it.seed, s);
     }
   }
   std::vector<long long> lens = it.kind == "batched_ragged" ? ragged_lens(it) : std::vector<long long>((size_t)segments, len);
   DeviceBuffer<Key> out((size_t)(segments * k));
+  DeviceBuffer<uint32_t> at(ties ? (size_t)(segments * k) : 1);
   auto env = cuda::std::execution::env{
       cuda::execution::require(cuda::execution::determinism::not_guaranteed,
                                cuda::execution::output_ordering::unsorted),
       cuda::stream_ref{s}};
-  // The temporary storage of the longest row serves every call.
+  auto index = cuda::counting_iterator<uint32_t>(0);
+  // One row's call; the temporary storage of the longest row serves every call.
+  auto row_topk = [&](void* temp, size_t& bytes, const Key* keys, long long row, long long size) {
+    if (ties) {
+      return cub::DeviceTopK::MaxPairs(temp, bytes, keys, out.get() + row * k, index, at.get() + row * k, size, k, env);
+    }
+    return cub::DeviceTopK::MaxKeys(temp, bytes, keys, out.get() + row * k, size, k, env);
+  };
   size_t temp_bytes = 0;
-  CUDA_CHECK(cub::DeviceTopK::MaxKeys(nullptr, temp_bytes, in[0].get(), out.get(), len, k, env));
+  CUDA_CHECK(row_topk(nullptr, temp_bytes, in[0].get(), 0, len));
   DeviceBuffer<unsigned char> temp(std::max<size_t>(temp_bytes, 1));
 
   Timing t = time_runs(s, it, [&](int r) {
     for (long long row = 0; row < segments; ++row) {
       size_t bytes = temp_bytes;
-      CUDA_CHECK(cub::DeviceTopK::MaxKeys(temp.get(), bytes, in[r].get() + row * len, out.get() + row * k,
-                                          lens[(size_t)row], k, env));
+      CUDA_CHECK(row_topk(temp.get(), bytes, in[r].get() + row * len, row, lens[(size_t)row]));
     }
   });
   CUDA_CHECK(cudaStreamSynchronize(s));
 
-  std::string note = "cub::DeviceTopK once per row: DeviceBatchedTopK (CCCL 3.5) takes segments of at most 16384 keys";
+  std::string note = ties ? "cub::DeviceTopK::MaxPairs once per row (indices as values), unsorted, tie_break unspecified"
+                          : "cub::DeviceTopK once per row: DeviceBatchedTopK (CCCL 3.5) takes segments of at most 16384 keys";
   if (it.kind == "batched_ragged") note += "; each row's length read on the host (copy not timed)";
   if constexpr (std::is_same_v<Key, __nv_bfloat16>) {
     std::vector<Key> keys = out.to_host();
@@ -134,6 +148,9 @@ void batched_by_rows(const PlanItem& it, cudaStream_t s) {
     for (long long row = 0; row < segments; ++row)
       std::sort(words.begin() + row * k, words.begin() + (row + 1) * k, std::greater<uint32_t>());
     emit_result(it, "cub", t, digest_words(words.data(), words.size()), note);
+  } else if (ties) {
+    auto [digest, keys_digest] = digest_ties(out.to_host(), at.to_host(), (size_t)segments, (size_t)k);
+    emit_result(it, "cub", t, digest, note, keys_digest);
   } else {
     std::vector<float> keys = out.to_host();
     canonical_topk(keys, (size_t)segments, (size_t)k);
@@ -141,49 +158,11 @@ void batched_by_rows(const PlanItem& it, cudaStream_t s) {
   }
 }
 
-// Tie-heavy rows ("batched_ties"): cub::DeviceTopK::MaxPairs once per row, the values the
-// indices within the row (a counting iterator), digested with each row's index set: CCCL 3.5
-// offers only tie_break::unspecified, so which of equal keys it keeps is not specified.
-void batched_ties_by_rows(const PlanItem& it, cudaStream_t s) {
-  const long long segments = it.p1, len = it.p2, k = it.p3;
-  const long long n = segments * len;
-  std::vector<DeviceBuffer<float>> in;
-  for (int r = 0; r < std::max(1, it.rotations); ++r) {
-    in.emplace_back((size_t)n);
-    gen_tie_f32(in.back().get(), n, it.seed, s);
-  }
-  DeviceBuffer<float> out((size_t)(segments * k));
-  DeviceBuffer<uint32_t> at((size_t)(segments * k));
-  auto env = cuda::std::execution::env{
-      cuda::execution::require(cuda::execution::determinism::not_guaranteed,
-                               cuda::execution::output_ordering::unsorted),
-      cuda::stream_ref{s}};
-  auto index = cuda::counting_iterator<uint32_t>(0);
-  size_t temp_bytes = 0;
-  CUDA_CHECK(cub::DeviceTopK::MaxPairs(nullptr, temp_bytes, in[0].get(), out.get(), index, at.get(), len, k, env));
-  DeviceBuffer<unsigned char> temp(std::max<size_t>(temp_bytes, 1));
-  Timing t = time_runs(s, it, [&](int r) {
-    for (long long row = 0; row < segments; ++row) {
-      size_t bytes = temp_bytes;
-      CUDA_CHECK(cub::DeviceTopK::MaxPairs(temp.get(), bytes, in[r].get() + row * len, out.get() + row * k, index,
-                                           at.get() + row * k, len, k, env));
-    }
-  });
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  auto [digest, keys_digest] = digest_ties(out.to_host(), at.to_host(), (size_t)segments, (size_t)k);
-  emit_result(it, "cub", t, digest,
-              "cub::DeviceTopK::MaxPairs once per row (indices as values), unsorted, tie_break unspecified",
-              keys_digest);
-}
-
 }  // namespace
 
 bool run_cub_batched_topk(const PlanItem& it, cudaStream_t s) {
-  if (it.kind == "batched_ties") {
-    batched_ties_by_rows(it, s);
-    return true;
-  }
-  if (it.kind != "batched" && it.kind != "batched_ramp" && it.kind != "batched_bf16" && it.kind != "batched_ragged")
+  if (it.kind != "batched" && it.kind != "batched_ramp" && it.kind != "batched_bf16" && it.kind != "batched_ragged" &&
+      it.kind != "batched_ties")
     return false;
   const long long len = it.p2, k = it.p3;
   // One instantiation per benchmarked shape (see the top of this file); ascending rows
