@@ -14,7 +14,7 @@
 #                             (.flashinfer/flashinfer-routing.tar.gz, from get-flashinfer.sh)
 # with nvcc 13.0 from NVIDIA's wheels (.ci/nvcc-wheel.sh), the GPU machine's toolkit version;
 # the CUDA runtime is linked statically, so the programs need only the driver there. The
-# sources' flags are the ones run.sh, build-cub-main.sh and build-flashinfer.sh use.
+# builds are the ones run.sh makes (build-cub.sh, build-cub-main.sh, build-flashinfer.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -32,16 +32,9 @@ t0=$SECONDS
 built=()
 
 if [ -f .cccl/include/cub/device/device_batched_topk.cuh ]; then
-  obj="$(mktemp -d)"
-  flags=(-O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I .cccl/include -Xcompiler -Wall)
-  objs=()
-  for src in cub_peers cub_topk cub_batched cub_segsort cub_radix thrust_setops cub_merge thrust_batched_setops; do
-    "$nvcc" "${flags[@]}" -c "benches/peers/$src.cu" -o "$obj/$src.o" >> "$log" 2>&1
-    objs+=("$obj/$src.o")
-  done
-  # The wheel keeps the static CUDA runtime in lib/, where nvcc.profile does not look.
-  "$nvcc" -gencode=arch=compute_90,code=sm_90 -L "$cuda/lib" -o "$out/cub_peers" "${objs[@]}" >> "$log" 2>&1
-  rm -rf "$obj"
+  NVCC="$nvcc" bash benches/peers/build-cub.sh "$out/cub-build" .cccl/include >> "$log" 2>&1
+  mv "$out/cub-build/cub_peers" "$out/cub_peers"
+  rm -rf "$out/cub-build"
   built+=(cub_peers)
 else
   echo "prebuild.sh: no .cccl/include (benches/peers/get-cccl.sh): cub_peers not built"

@@ -113,23 +113,7 @@ if [ -x "$prebuilt/cub_peers" ]; then
   cub_peer="$prebuilt/cub_peers"
 else
   echo "== building the CUB/thrust peer in $build"
-  flags=(-O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I "$cccl" -Xcompiler -Wall)
-  pids=()
-  for src in cub_peers cub_topk cub_batched cub_segsort cub_radix thrust_setops cub_merge thrust_batched_setops; do
-    "$nvcc" "${flags[@]}" -c "benches/peers/$src.cu" -o "$build/$src.o" > "$build/$src.build.log" 2>&1 &
-    pids+=($!)
-  done
-  ok=1
-  i=0
-  for src in cub_peers cub_topk cub_batched cub_segsort cub_radix thrust_setops cub_merge thrust_batched_setops; do
-    if ! wait "${pids[$i]}"; then ok=0; echo "run.sh: nvcc failed on $src.cu:"; cat "$build/$src.build.log"; fi
-    i=$((i + 1))
-  done
-  [ $ok = 1 ] || { echo "run.sh: peer build failed"; return 2; }
-  "$nvcc" -gencode=arch=compute_90,code=sm_90 -o "$build/cub_peers" \
-    "$build"/cub_peers.o "$build"/cub_topk.o "$build"/cub_batched.o "$build"/cub_segsort.o "$build"/cub_radix.o \
-    "$build"/thrust_setops.o "$build"/cub_merge.o "$build"/thrust_batched_setops.o
-  echo "built $build/cub_peers in $((SECONDS - t0)) s"
+  NVCC="$nvcc" bash benches/peers/build-cub.sh "$build" "$cccl" || { echo "run.sh: peer build failed"; return 2; }
   cub_peer="$build/cub_peers"
 fi
 if [ -n "$fi_pid" ]; then
