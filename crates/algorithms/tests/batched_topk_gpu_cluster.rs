@@ -396,3 +396,121 @@ fn stream_cluster_keys_and_pairs() {
         to_u32,
     );
 }
+
+/// Ragged rows whose lengths are on the device (decode: most rows shorter than the longest) in
+/// one strided call: not direct, so the control stages check and bin the rows, and the
+/// clustered launch takes the stream tier's list, a cluster per position, while the warp and
+/// block tiers take the short rows. Lengths at each tier's edges (0, 1, 32, 256, 2047, 2048,
+/// 2049, the stride) and between, against the host in every requirement combination; then a
+/// length above the stride, reported for its row while the other rows are written.
+#[test]
+fn stream_cluster_ragged_rows_with_lengths_on_the_device() {
+    use oxicub_test::batched_topk::{check_segments, Case};
+    use oxicub_test::cases::POISON_INDEX;
+    let Some(cuda) = gpu_or_skip() else { return };
+    const STRIDE: i64 = 32_768;
+    const K: i64 = 2048;
+    fn run<E: Environment>(cuda: &Cuda, keys: &[f32], lens: &[i64], env: &E) {
+        let r = env.resolved();
+        let n = lens.len();
+        let len = n * K as usize;
+        // The same problem over the lengths on the host or on the device.
+        macro_rules! problem {
+            ($lens:expr) => {
+                Problem::strided(
+                    STRIDE as usize,
+                    segment_size::PerSegment::<_, 0, STRIDE>::new($lens),
+                    k::Static::<K>::new(),
+                    direction::Max,
+                    num_segments::uniform(n as i64).expect("n"),
+                )
+            };
+        }
+        let (mut host_keys, mut host_indices) =
+            (vec![poison::<f32>(); len], vec![POISON_INDEX; len]);
+        let host = batched_topk::select_indices(
+            &Host::new(),
+            &problem!(lens),
+            keys,
+            &mut host_keys[..],
+            &mut host_indices[..],
+            env,
+        )
+        .expect("host call")
+        .check()
+        .map_err(|e| e.to_string());
+        let device_lens = cuda.upload(lens).expect("upload");
+        let device_keys = cuda.upload(keys).expect("upload");
+        let mut out_keys = cuda.upload(&vec![poison::<f32>(); len]).expect("upload");
+        let mut out_indices = cuda.upload(&vec![POISON_INDEX; len]).expect("upload");
+        let gpu = clustered("ragged rows", || {
+            batched_topk::select_indices(
+                cuda,
+                &problem!(device_lens.as_view()),
+                device_keys.as_view(),
+                out_keys.as_view_mut(),
+                out_indices.as_view_mut(),
+                env,
+            )
+            .expect("GPU call")
+            .check()
+            .map_err(|e| e.to_string())
+        });
+        assert_eq!(gpu, host, "{r:?}: the outcome");
+        let gpu_keys = cuda.download(&out_keys.as_view()).expect("download");
+        let gpu_indices = cuda.download(&out_indices.as_view()).expect("download");
+        // The rows as a case: an invalid length makes its row invalid (begin past its end).
+        let case = Case {
+            keys: keys.to_vec(),
+            begin: (0..n)
+                .map(|i| {
+                    if lens[i] > STRIDE {
+                        1
+                    } else {
+                        i as i64 * STRIDE
+                    }
+                })
+                .collect(),
+            end: (0..n)
+                .map(|i| {
+                    if lens[i] > STRIDE {
+                        0
+                    } else {
+                        i as i64 * STRIDE + lens[i]
+                    }
+                })
+                .collect(),
+            ks: vec![K; n],
+            dirs: vec![0; n],
+        };
+        assert_eq!(case.stride(), K as usize);
+        check_segments(&case, r, &gpu_keys, &gpu_indices);
+        if r.pins_output() {
+            assert_eq!(
+                gpu_indices, host_indices,
+                "{r:?}: indices differ from the host"
+            );
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(&gpu_keys) == bits(&host_keys),
+                "{r:?}: keys differ from the host"
+            );
+        }
+    }
+    let lens: Vec<i64> = vec![
+        32_768, 0, 1, 32, 256, 2047, 2048, 2049, 3000, 20_001, 32_767, 5, 16_384, 12_345, 2100,
+        24_576,
+    ];
+    let keys: Vec<f32> = sample_keys(lens.len() * STRIDE as usize, 98);
+    for_every_env!(run(&cuda, &keys, &lens));
+    // Ties across the rows' ends: keys in 64 values, so the k-th key's ties straddle k.
+    let ties: Vec<f32> = (0..lens.len() * STRIDE as usize)
+        .map(|i| ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as f32)
+        .collect();
+    run(&cuda, &ties, &lens, &Env::new());
+    run(&cuda, &ties, &lens, &require!(tie_break::PreferLargerIndex));
+    // Row 3's length is above the stride (and the bound): reported, the others written.
+    let mut bad = lens.clone();
+    bad[3] = STRIDE + 1;
+    run(&cuda, &keys, &bad, &Env::new());
+}

@@ -1,4 +1,4 @@
-// Family batched_topk, TIER 0: the control stages (INIT, RESOLVE, FINALIZE;
+// Family batched_topk, TIER 0: the control stages (INIT, RESOLVE, FINALIZE, or the three fused;
 // docs/design/batched_topk.md, "Control stages").
 namespace oxicub {
 
@@ -9,6 +9,55 @@ __device__ __forceinline__ void bt_store_bits(u64 base, u64 at, u32 bytes, u64 b
         case 2: reinterpret_cast<u16*>(base)[at] = (u16)bits; break;
         case 4: reinterpret_cast<u32*>(base)[at] = (u32)bits; break;
         default: reinterpret_cast<u64*>(base)[at] = bits; break;
+    }
+}
+
+// RESOLVE for segments first, first + stride, ...: describes, checks and bins each, and adds
+// the valid sizes to the total. Every thread of the block calls it (it has block barriers).
+__device__ __forceinline__ void bt_control_resolve(const BatchedTopKParams& p, u64* status,
+                                                   u64 first, u64 stride) {
+    const u64 count = status[SEGMENT_STATUS_COUNT];
+    __shared__ u64 block_total;
+    if (threadIdx.x == 0) {
+        block_total = 0;
+    }
+    __syncthreads();
+    u64* bins = reinterpret_cast<u64*>(p.bins);
+    for (u64 seg = first; seg < count; seg += stride) {
+        u64 begin = 0, size = 0, written = 0;
+        u32 dir = 0;
+        i64 value = 0;
+        const u32 code = bt_resolve(p, seg, &begin, &size, &written, &dir, &value);
+        segment_describe(p, seg, begin, size, written, (u64)dir, code == 0);
+        if (code != 0) {
+            atomicMin(&status[SEGMENT_STATUS_VIOLATION], (seg << 8) | (u64)code);
+        } else {
+            atomicAdd(&block_total, size);
+        }
+        // Append to the bin's list: one atomic per warp and bin (BT_LISTS = no bin).
+        const u32 mine = (code == 0 && written != 0) ? bt_bin_index(bt_bin(p, size, written))
+                                                     : BT_LISTS;
+        segment_list_append<BT_LISTS, BtLists>(p, status, bins, mine, __activemask(), seg);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && block_total != 0) {
+        atomicAdd(&status[BT_STATUS_TOTAL], block_total);
+    }
+}
+
+// FINALIZE, by one thread: the offending value of the reported segment; the total's check.
+__device__ __forceinline__ void bt_control_finalize(const BatchedTopKParams& p, u64* status) {
+    const u64 violation = status[SEGMENT_STATUS_VIOLATION];
+    if (violation != ~0ull) {
+        u64 begin = 0, size = 0, written = 0;
+        u32 dir = 0;
+        i64 value = 0;
+        bt_resolve(p, violation >> 8, &begin, &size, &written, &dir, &value);
+        status[SEGMENT_STATUS_VALUE] = (u64)value;
+    }
+    const u64 total = status[BT_STATUS_TOTAL];
+    if (total < p.total_min || total > p.total_max) {
+        status[BT_STATUS_TOTAL_BAD] = 1;
     }
 }
 
@@ -44,51 +93,28 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
         }
         return;
     }
-    const u64 count = status[SEGMENT_STATUS_COUNT];
     if (p.stage == BT_STAGE_RESOLVE) {
-        __shared__ u64 block_total;
-        if (threadIdx.x == 0) {
-            block_total = 0;
-        }
-        __syncthreads();
-        u64* bins = reinterpret_cast<u64*>(p.bins);
-        const u64 stride = grid_threads(block_threads);
-        for (u64 seg = global_thread_index(block_threads); seg < count; seg += stride) {
-            u64 begin = 0, size = 0, written = 0;
-            u32 dir = 0;
-            i64 value = 0;
-            const u32 code = bt_resolve(p, seg, &begin, &size, &written, &dir, &value);
-            segment_describe(p, seg, begin, size, written, (u64)dir, code == 0);
-            if (code != 0) {
-                atomicMin(&status[SEGMENT_STATUS_VIOLATION], (seg << 8) | (u64)code);
-            } else {
-                atomicAdd(&block_total, size);
-            }
-            // Append to the bin's list: one atomic per warp and bin (BT_LISTS = no bin).
-            const u32 mine = (code == 0 && written != 0) ? bt_bin_index(bt_bin(p, size, written))
-                                                         : BT_LISTS;
-            segment_list_append<BT_LISTS, BtLists>(p, status, bins, mine, __activemask(), seg);
-        }
-        __syncthreads();
-        if (threadIdx.x == 0 && block_total != 0) {
-            atomicAdd(&status[BT_STATUS_TOTAL], block_total);
-        }
+        bt_control_resolve(p, status, global_thread_index(block_threads),
+                           grid_threads(block_threads));
         return;
     }
     if (p.stage == BT_STAGE_FINALIZE) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
-            const u64 violation = status[SEGMENT_STATUS_VIOLATION];
-            if (violation != ~0ull) {
-                u64 begin = 0, size = 0, written = 0;
-                u32 dir = 0;
-                i64 value = 0;
-                bt_resolve(p, violation >> 8, &begin, &size, &written, &dir, &value);
-                status[SEGMENT_STATUS_VALUE] = (u64)value;
-            }
-            const u64 total = status[BT_STATUS_TOTAL];
-            if (total < p.total_min || total > p.total_max) {
-                status[BT_STATUS_TOTAL_BAD] = 1;
-            }
+            bt_control_finalize(p, status);
+        }
+        return;
+    }
+    if (p.stage == BT_STAGE_CONTROL) {
+        // The three stages in one block: __syncthreads orders the block's global writes and
+        // atomics for its own threads, so no launch boundary is needed between them.
+        if (threadIdx.x == 0) {
+            segment_status_init(p, status, BT_STATUS_WORDS);
+        }
+        __syncthreads();
+        bt_control_resolve(p, status, threadIdx.x, block_threads);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            bt_control_finalize(p, status);
         }
         return;
     }

@@ -218,23 +218,35 @@ __device__ __forceinline__ void bt_stream_cluster(const BatchedTopKParams& p,
     R* rank_buffer = reinterpret_cast<R*>(bt_dynamic + p.stream_rank_offset);
     u64* sort_region = reinterpret_cast<u64*>(bt_dynamic);
 
-    // The host launches this kernel for direct calls only, in clusters of BT_CLUSTER_BLOCKS
-    // (cluster_launch): a wrong launch traps instead of selecting from the wrong keys. The
-    // segment's values then come from the parameters alone, so the compiler keeps them in
-    // uniform registers: the descriptor path's per-thread copies, live across the streaming
-    // loop, pushed it past 64 registers.
-    if ((p.flags & SEGMENT_DIRECT) == 0 || bt_cluster_blocks() != BT_CLUSTER_BLOCKS) {
+    // The host launches this kernel in clusters of BT_CLUSTER_BLOCKS (cluster_launch), for a
+    // direct call or after the control stages (which bin the segments and write the status
+    // this path reads): a wrong launch traps instead of selecting from the wrong keys. A
+    // direct call's segment comes from the parameters alone, so the compiler keeps its
+    // values in uniform registers (per-thread copies live across the streaming loop pushed
+    // it past 64 registers); a listed one's are reloaded from shared memory after the loop.
+    const bool direct = (p.flags & SEGMENT_DIRECT) != 0;
+    if ((!direct && p.status == 0) || bt_cluster_blocks() != BT_CLUSTER_BLOCKS) {
         __trap();
     }
     // Both blocks of a cluster take the same segment, so every return below is cluster-uniform.
-    const u64 seg = blockIdx.x / BT_CLUSTER_BLOCKS;
-    if (seg >= p.num_segments) {
-        return;
-    }
-    u64 begin, size64, written64;
+    const u64 slot = blockIdx.x / BT_CLUSTER_BLOCKS;
+    u64 seg, begin, size64, written64;
     u32 dir;
-    if (!bt_direct_descriptor(p, seg, BT_TIER_STREAM, &begin, &size64, &written64, &dir)) {
-        return;
+    if (direct) {
+        seg = slot;
+        if (seg >= p.num_segments ||
+            !bt_direct_descriptor(p, seg, BT_TIER_STREAM, &begin, &size64, &written64, &dir)) {
+            return;
+        }
+    } else {
+        // Cluster i takes position i of the stream tier's list.
+        if (slot >= bt_bin_count(p, BT_TIER_STREAM)) {
+            return;
+        }
+        seg = bt_bin_segment(p, BT_TIER_STREAM, slot);
+        if (!bt_descriptor(p, seg, BT_TIER_STREAM, &begin, &size64, &written64, &dir)) {
+            return;
+        }
     }
     const u32 size = (u32)size64;  // <= stream_max_size < 2^32
     const u32 written = (u32)written64;

@@ -28,6 +28,10 @@ pub(crate) const LARGE_BLOCKS_TARGET: u64 = 512;
 pub const STREAM_MAX_BYTES: i64 = 1024 * 1024;
 /// Bytes of keys one block of the stream tier's filter reads (a chunk).
 pub(crate) const STREAM_CHUNK_BYTES: u64 = 128 * 1024;
+/// The most segments whose control stages run fused in one block (`BT_STAGE_CONTROL`): two
+/// per thread of the control kernel's 256. Above it the three launches spread RESOLVE over
+/// the device; below it they cost more than the block's loop (each launch ~2-4 us).
+pub(crate) const BT_FUSED_CONTROL_SEGMENTS: u64 = 512;
 /// Threads per block of the stream tier's final selection.
 pub(crate) const STREAM_FINAL_THREADS: u32 = 1024;
 /// The most blocks one stream-tier launch asks for (the kernels stride over the rest).
@@ -89,6 +93,9 @@ device_constants! {
     /// Control stage: each valid segment's slots past its results, up to `fill_end`, get the
     /// fill key (and value), a warp per segment.
     pub(crate) const BT_STAGE_FILL: u32 = 13;
+    /// Control stage: INIT, RESOLVE and FINALIZE in one launch of one block, for calls of at
+    /// most `BT_FUSED_CONTROL_SEGMENTS` segments.
+    pub(crate) const BT_STAGE_CONTROL: u32 = 14;
 
     /// Flag (`params.flags`, with the SEGMENT_* flags): `k` per segment, from `params.ks`.
     pub(crate) const BT_K_PER_SEGMENT: u32 = 4;

@@ -202,9 +202,10 @@ pub fn batched_topk<K: RadixKey, V>(
         return Ok(SegmentedStatus::new(runtime, status, TOTAL_WORDS));
     };
     let mut descriptors = buffer("descriptors", launch_plan.descriptor_words())?;
-    let cluster = launch_plan
-        .cluster
-        .and_then(|layout| cluster_launch::<K>(runtime, stream, value_bytes, layout, max_segments));
+    let cluster = launch_plan.cluster.and_then(|layout| {
+        let clusters = launch_plan.stream_slots;
+        cluster_launch::<K>(runtime, stream, value_bytes, layout, clusters)
+    });
     let sizes = launch_plan.scratch(cluster.is_some());
     let mut bins = buffer("bins", sizes.bins)?;
     let mut large_state = buffer("large_state", sizes.large_state)?;
@@ -554,15 +555,15 @@ struct ClusterLaunch {
 }
 
 /// The clustered launch the plan chose (where the device launches clusters and fits their
-/// blocks) with `layout`, when every segment's cluster is resident at once (more segments than
-/// that would run in waves, each a chain of barriers: the filter and final selection take them
-/// instead).
+/// blocks) with `layout`, when all of its `clusters` (one per segment or stream-list position)
+/// are resident at once (more would run in waves, each a chain of barriers: the filter and
+/// final selection take them instead).
 fn cluster_launch<K: RadixKey>(
     runtime: &KernelRuntime,
     stream: &Arc<CudaStream>,
     value_bytes: u8,
     layout: ClusterLayout,
-    segments: u64,
+    clusters: u64,
 ) -> Option<ClusterLaunch> {
     if !clusters_enabled() {
         return None;
@@ -590,8 +591,8 @@ fn cluster_launch<K: RadixKey>(
             return None;
         }
     };
-    let grid = segments.saturating_mul(u64::from(BT_CLUSTER_BLOCKS));
-    (segments <= u64::from(resident) && grid <= u64::from(u32::MAX)).then(|| ClusterLaunch {
+    let grid = clusters.saturating_mul(u64::from(BT_CLUSTER_BLOCKS));
+    (clusters <= u64::from(resident) && grid <= u64::from(u32::MAX)).then(|| ClusterLaunch {
         kernel,
         layout,
         grid: grid as u32,

@@ -224,9 +224,11 @@ pub(crate) struct LaunchPlan {
     pub(crate) stream_slots: u64,
     /// The stream tier's layout.
     pub(crate) stream: StreamLayout,
-    /// The clustered stream launch's layout, when the call may take it (a direct call whose
-    /// segments go to the stream tier, on a device that launches clusters and fits its
-    /// blocks); the launcher asks the device whether every segment's cluster is resident.
+    /// The clustered stream launch's layout, when the call may take it (a call with the
+    /// stream tier, on a device that launches clusters and fits its blocks: a cluster per
+    /// segment of a direct call whose segments go to that tier, else a cluster per position
+    /// of its list, `stream_slots`); the launcher asks the device whether every cluster is
+    /// resident.
     pub(crate) cluster: Option<ClusterLayout>,
     /// Distance between segments in the multi-block tier's selected indices.
     pub(crate) selected_stride: u64,
@@ -378,11 +380,16 @@ pub(crate) fn plan(
         stream_capacity
     };
     let stream = stream_shape(tiers, stream_slots);
-    // A direct call of the stream tier whose segments all fit on the device at once as
-    // clusters takes the one clustered launch, where the device launches clusters (sm_90) and
-    // its blocks' shared memory fits ("Stream tier: clustered launch"); it needs no scratch.
-    let stream_direct = stream_tier && direct && shape.per_segment_max > 0;
-    let cluster = (stream_direct && shape.direct_bin_is_stream(tiers, &stream))
+    // The stream tier's segments, when all of them fit on the device at once as clusters,
+    // take the one clustered launch, where the device launches clusters (sm_90) and its
+    // blocks' shared memory fits ("Stream tier: clustered launch"); it needs no scratch. A
+    // direct call's clusters take its segments (when they bin to the stream tier), another
+    // call's the positions of the stream tier's list that the control stages made.
+    let stream_clustered = stream_tier
+        && shape.per_segment_max > 0
+        && stream_slots > 0
+        && (!direct || shape.direct_bin_is_stream(tiers, &stream));
+    let cluster = stream_clustered
         .then(|| {
             let selected = shape.per_segment_max.min(STREAM_MAX_K as u64);
             cluster_layout(u64::from(shape.key_bytes()), selected)
@@ -497,9 +504,13 @@ impl LaunchPlan {
         let control = BatchedKernel::Control;
         let mut steps = Vec::new();
         if !self.direct {
-            steps.push(items(control, 1, BT_STAGE_INIT, 0, 0));
-            steps.push(items(control, self.max_segments, BT_STAGE_RESOLVE, 0, 0));
-            steps.push(items(control, 1, BT_STAGE_FINALIZE, 0, 0));
+            if self.max_segments <= BT_FUSED_CONTROL_SEGMENTS {
+                steps.push(items(control, threads, BT_STAGE_CONTROL, 0, 0));
+            } else {
+                steps.push(items(control, 1, BT_STAGE_INIT, 0, 0));
+                steps.push(items(control, self.max_segments, BT_STAGE_RESOLVE, 0, 0));
+                steps.push(items(control, 1, BT_STAGE_FINALIZE, 0, 0));
+            }
         }
         if self.per_segment_max == 0 {
             return steps;

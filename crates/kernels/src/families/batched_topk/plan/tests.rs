@@ -144,6 +144,56 @@ fn per_segment_k_runs_the_control_stages() {
     assert_eq!(scratch.large_state + scratch.stream_ranks, 0);
 }
 
+/// Ragged decode rows ([64 x 131072] f32, k = 2048, sizes per segment on the device): up to
+/// `BT_FUSED_CONTROL_SEGMENTS` segments, INIT, RESOLVE and FINALIZE are one launch of one
+/// block; from one more, three launches, RESOLVE over the segments.
+#[test]
+fn few_segments_fuse_the_control_stages() {
+    let ragged = |n: u64| CallShape {
+        layout: LayoutShape::Strided {
+            stride: 131_072,
+            size: None,
+        },
+        size_bounds: (0, 131_072),
+        tiers: BatchedTiers::for_bounds((0, 131_072), (2048, 2048)),
+        ..strided(n, 131_072, 2048)
+    };
+    let control = |items, stage| Step::Items {
+        kernel: BatchedKernel::Control,
+        items,
+        stage,
+        shift: 0,
+        half: 0,
+    };
+    let threads = u64::from(BLOCK_THREADS);
+    for n in [1, 64, BT_FUSED_CONTROL_SEGMENTS] {
+        let plan = launch(&ragged(n));
+        assert!(!plan.direct);
+        let steps = plan.steps(32, None::<()>);
+        assert_eq!(steps[0], control(threads, BT_STAGE_CONTROL), "{n} segments");
+        assert!(
+            steps[1..].iter().all(|step| !matches!(
+                step,
+                Step::Items {
+                    kernel: BatchedKernel::Control,
+                    ..
+                }
+            )),
+            "{n} segments: {steps:?}"
+        );
+    }
+    let n = BT_FUSED_CONTROL_SEGMENTS + 1;
+    let steps = launch(&ragged(n)).steps(32, None::<()>);
+    assert_eq!(
+        steps[..3],
+        [
+            control(1, BT_STAGE_INIT),
+            control(n, BT_STAGE_RESOLVE),
+            control(1, BT_STAGE_FINALIZE),
+        ]
+    );
+}
+
 /// Sparse attention ([64 x 131072] f32, k = 2048) is direct and takes the stream tier: the
 /// clustered launch when the device has it (no scratch at all), else the filter over
 /// 64 x 4 chunks and the final selection, a block per segment.
@@ -172,12 +222,30 @@ fn sparse_attention_takes_the_stream_tier() {
     let scratch = plan.scratch(false);
     assert_eq!(scratch.stream_ranks, plan.stream.rank_words);
     assert_eq!(scratch.stream_counts, plan.stream.count_words);
-    // Per-segment sizes keep the tier but not the clustered launch.
-    let listed = CallShape {
+    // Offsets keep the tier and the clustered launch, a cluster per position of the stream
+    // tier's list, after the control stages that make the list.
+    let offsets = CallShape {
         layout: LayoutShape::Offsets,
         ..strided(64, 131_072, 2048)
     };
-    assert_eq!(launch(&listed).cluster, None);
+    let plan = launch(&offsets);
+    assert!(!plan.direct);
+    assert_eq!(plan.cluster, Some(cluster_layout(4, 2048)));
+    assert_eq!(plan.stream_slots, 64);
+    assert_eq!(
+        plan.steps(32, Some(())),
+        [
+            Step::Items {
+                kernel: BatchedKernel::Control,
+                items: u64::from(BLOCK_THREADS),
+                stage: BT_STAGE_CONTROL,
+                shift: 0,
+                half: 0,
+            },
+            Step::Cluster(()),
+        ]
+    );
+    assert_eq!(plan.scratch(true).stream_ranks, 0);
 }
 
 /// Sorted sets larger than a block sorts are sorted in global memory: a bitonic network of
