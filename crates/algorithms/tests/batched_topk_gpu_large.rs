@@ -75,3 +75,212 @@ fn total_items_guarantee_sizes_the_scratch_and_is_checked() {
         gpu.outcome
     );
 }
+
+/// Long rows of a direct call, split into chunks for the stream tier and their candidates
+/// selected again (docs/design/batched_topk.md, "Long rows"), against the host in every
+/// requirement combination (bit for bit where the contract pins the output): [1 x 2^20] and
+/// [4 x 2^20] f32 rows, k = 2048, 512 and 64, both directions; rows of 64 values, so that the
+/// k-th key's ties fill whole chunks and the tie-break decides between chunks; all-equal rows;
+/// NaN, -0.0 and +0.0 among random keys; f64 rows and u8 rows (4 Mi keys: the 1-byte cap is
+/// 1 Mi). Each call makes the split's two clustered launches (the multi-block tier makes none).
+#[test]
+fn long_rows_split_into_chunks_for_the_stream_tier() {
+    use oxicub_algorithms::Cuda;
+    use oxicub_env::Environment;
+    use oxicub_kernels::families::batched_topk::clustered_launches;
+    use oxicub_params::SelectDirection::{Max, Min};
+    use oxicub_test::batched_topk::{check_strided, StridedShape};
+    use oxicub_test::cases::F32_SPECIALS;
+    use oxicub_test::oracle::RefKey;
+    let Some(cuda) = gpu_or_skip() else { return };
+    fn split<K: RefKey, E: Environment>(cuda: &Cuda, keys: &[K], shape: StridedShape, env: &E) {
+        let before = clustered_launches();
+        check_strided(cuda, keys, shape, env);
+        assert!(
+            clustered_launches() >= before + 2,
+            "{} {shape:?}: not split",
+            K::KEY_TYPE
+        );
+    }
+    const L: usize = 1 << 20;
+    let rows = |n: usize, k: usize, dir| StridedShape::rows(n, L, L, k, dir);
+    let random: Vec<f32> = sample_keys(4 * L, 120);
+    for dir in [Max, Min] {
+        for_every_env!(split(&cuda, &random, rows(1, 2048, dir)));
+    }
+    split(&cuda, &random, rows(4, 2048, Min), &Env::new());
+    split(&cuda, &random, rows(1, 512, Max), &Env::new());
+    split(&cuda, &random, rows(1, 64, Max), &Env::new());
+    let values: Vec<f32> = (0..4 * L as u64)
+        .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as f32)
+        .collect();
+    for_every_env!(split(&cuda, &values, rows(4, 2048, Max)));
+    split(&cuda, &values, rows(1, 700, Min), &Env::new());
+    let equal = vec![1.5f32; L];
+    split(&cuda, &equal, rows(1, 2048, Max), &Env::new());
+    split(
+        &cuda,
+        &equal,
+        rows(1, 2048, Max),
+        &require!(tie_break::PreferLargerIndex),
+    );
+    let mut specials = random.clone();
+    for (i, key) in specials.iter_mut().enumerate().step_by(97) {
+        *key = F32_SPECIALS[i % F32_SPECIALS.len()];
+    }
+    for dir in [Max, Min] {
+        split(&cuda, &specials, rows(2, 2048, dir), &Env::new());
+        split(
+            &cuda,
+            &specials,
+            rows(2, 2048, dir),
+            &require!(determinism::NotGuaranteed, output_ordering::Unsorted),
+        );
+    }
+    let wide: Vec<f64> = sample_keys(L, 121);
+    split(&cuda, &wide, rows(1, 2048, Max), &Env::new());
+    let bytes: Vec<u8> = sample_keys(4 * L, 122);
+    let shape = StridedShape::rows(1, 4 * L, 4 * L, 2048, Min);
+    split(&cuda, &bytes, shape, &Env::new());
+}
+
+/// The split with each output kind: keys only, `u32` indices, and copied `u32` and `u64`
+/// values (each the key's position, scrambled), against the host bit for bit.
+#[test]
+fn long_rows_split_with_keys_indices_and_values() {
+    use oxicub_algorithms::batched_topk::{self, Problem};
+    use oxicub_algorithms::Host;
+    use oxicub_kernels::families::batched_topk::clustered_launches;
+    use oxicub_params::{direction, k, num_segments, segment_size};
+    use oxicub_test::cases::poison;
+    let Some(cuda) = gpu_or_skip() else { return };
+    const L: usize = 1 << 20;
+    const K: usize = 2048;
+    let keys: Vec<f32> = (0..2 * L as u64)
+        .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as f32)
+        .collect();
+    let problem = Problem::strided(
+        L,
+        segment_size::Static::<{ L as i64 }>::new(),
+        k::Static::<{ K as i64 }>::new(),
+        direction::Max,
+        num_segments::uniform(2).expect("n"),
+    );
+    let env = Env::new();
+    let device_keys = cuda.upload(&keys).expect("upload");
+    let split = |f: &mut dyn FnMut()| {
+        let before = clustered_launches();
+        f();
+        assert!(clustered_launches() >= before + 2, "not split");
+    };
+    // Keys only.
+    let mut host = vec![poison::<f32>(); 2 * K];
+    batched_topk::select_keys(&Host::new(), &problem, &keys[..], &mut host[..], &env)
+        .and_then(|o| o.check())
+        .expect("host");
+    let mut out = cuda.upload(&vec![poison::<f32>(); 2 * K]).expect("upload");
+    split(&mut || {
+        batched_topk::select_keys(
+            &cuda,
+            &problem,
+            device_keys.as_view(),
+            out.as_view_mut(),
+            &env,
+        )
+        .and_then(|o| o.check())
+        .expect("GPU");
+    });
+    let got = cuda.download(&out.as_view()).expect("download");
+    assert!(
+        got.iter()
+            .zip(&host)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
+        "keys only"
+    );
+    // u32 indices.
+    let (mut host_keys, mut host_indices) = (vec![poison::<f32>(); 2 * K], vec![u32::MAX; 2 * K]);
+    batched_topk::select_indices(
+        &Host::new(),
+        &problem,
+        &keys[..],
+        &mut host_keys[..],
+        &mut host_indices[..],
+        &env,
+    )
+    .and_then(|o| o.check())
+    .expect("host");
+    let mut out_keys = cuda.upload(&vec![poison::<f32>(); 2 * K]).expect("upload");
+    let mut out_indices = cuda.upload(&vec![u32::MAX; 2 * K]).expect("upload");
+    split(&mut || {
+        batched_topk::select_indices(
+            &cuda,
+            &problem,
+            device_keys.as_view(),
+            out_keys.as_view_mut(),
+            out_indices.as_view_mut(),
+            &env,
+        )
+        .and_then(|o| o.check())
+        .expect("GPU");
+    });
+    assert_eq!(
+        cuda.download(&out_indices.as_view()).expect("download"),
+        host_indices
+    );
+    let got = cuda.download(&out_keys.as_view()).expect("download");
+    assert!(
+        got.iter()
+            .zip(&host_keys)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
+        "u32 indices"
+    );
+    // Copied values, 4 and 8 bytes.
+    macro_rules! pairs {
+        ($value:expr) => {{
+            let value = $value;
+            let values: Vec<_> = (0..keys.len() as u64).map(value).collect();
+            let poison_value = value(u64::MAX);
+            let (mut host_keys, mut host_values) =
+                (vec![poison::<f32>(); 2 * K], vec![poison_value; 2 * K]);
+            batched_topk::select_pairs(
+                &Host::new(),
+                &problem,
+                &keys[..],
+                &values[..],
+                &mut host_keys[..],
+                &mut host_values[..],
+                &env,
+            )
+            .and_then(|o| o.check())
+            .expect("host");
+            let device_values = cuda.upload(&values).expect("upload");
+            let mut out_keys = cuda.upload(&vec![poison::<f32>(); 2 * K]).expect("upload");
+            let mut out_values = cuda.upload(&vec![poison_value; 2 * K]).expect("upload");
+            split(&mut || {
+                batched_topk::select_pairs(
+                    &cuda,
+                    &problem,
+                    device_keys.as_view(),
+                    device_values.as_view(),
+                    out_keys.as_view_mut(),
+                    out_values.as_view_mut(),
+                    &env,
+                )
+                .and_then(|o| o.check())
+                .expect("GPU");
+            });
+            assert_eq!(
+                cuda.download(&out_values.as_view()).expect("download"),
+                host_values
+            );
+            let got = cuda.download(&out_keys.as_view()).expect("download");
+            let same = got
+                .iter()
+                .zip(&host_keys)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "pairs");
+        }};
+    }
+    pairs!(|i: u64| (i as u32) ^ 0x5A5A_5A5A);
+    pairs!(|i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+}

@@ -1,4 +1,5 @@
 // Family batched_topk, TIER 0: the control stages (INIT, RESOLVE, FINALIZE, or the three fused;
+// FILL; a long-row split's CHUNK_OFFSET;
 // docs/design/batched_topk.md, "Control stages").
 namespace oxicub {
 
@@ -89,6 +90,22 @@ __device__ __forceinline__ void bt_control(const BatchedTopKParams& p, u32 block
                 if (value_bytes != 0) {
                     bt_store_bits(p.out_values, at, value_bytes, p.fill_value);
                 }
+            }
+        }
+        return;
+    }
+    if (p.stage == BT_STAGE_CHUNK_OFFSET) {
+        // A long-row split's candidates, k_value per chunk: candidate q belongs to chunk
+        // q / k_value, the (q / k_value) % chunks_per_segment-th of its row, whose keys start
+        // that many chunk_items into the row (docs/design/batched_topk.md, "Long rows").
+        const u32 value_bytes = p.fill_widths >> 8;
+        const u64 stride = grid_threads(block_threads);
+        for (u64 q = global_thread_index(block_threads); q < p.num_keys; q += stride) {
+            const u64 offset = ((q / p.k_value) % p.chunks_per_segment) * p.chunk_items;
+            if (value_bytes == 4) {
+                reinterpret_cast<u32*>(p.out_values)[q] += (u32)offset;
+            } else {
+                reinterpret_cast<u64*>(p.out_values)[q] += offset;
             }
         }
         return;

@@ -32,6 +32,11 @@ pub(crate) const STREAM_CHUNK_BYTES: u64 = 128 * 1024;
 /// per thread of the control kernel's 256. Above it the three launches spread RESOLVE over
 /// the device; below it they cost more than the block's loop (each launch ~2-4 us).
 pub(crate) const BT_FUSED_CONTROL_SEGMENTS: u64 = 512;
+/// The most chunks a long-row split cuts a call's rows into, over every row: its first call is
+/// one clustered launch, a cluster per chunk (66 fit an H100 or H200 at once for f32 keys).
+pub(crate) const SPLIT_MAX_SEGMENTS: u64 = 64;
+/// The smallest chunk of a long-row split (above SORT_CAP, so chunks bin to the stream tier).
+pub(crate) const SPLIT_MIN_CHUNK: u64 = 4096;
 /// Threads per block of the stream tier's final selection.
 pub(crate) const STREAM_FINAL_THREADS: u32 = 1024;
 /// The most blocks one stream-tier launch asks for (the kernels stride over the rest).
@@ -96,6 +101,10 @@ device_constants! {
     /// Control stage: INIT, RESOLVE and FINALIZE in one launch of one block, for calls of at
     /// most `BT_FUSED_CONTROL_SEGMENTS` segments.
     pub(crate) const BT_STAGE_CONTROL: u32 = 14;
+    /// Control stage of a long-row split: each candidate's index (`out_values`, `fill_widths
+    /// >> 8` bytes, `num_keys` of them, `k_value` a chunk) raised by its chunk's offset in its
+    /// row (`chunks_per_segment` chunks of `chunk_items` keys).
+    pub(crate) const BT_STAGE_CHUNK_OFFSET: u32 = 15;
 
     /// Flag (`params.flags`, with the SEGMENT_* flags): `k` per segment, from `params.ks`.
     pub(crate) const BT_K_PER_SEGMENT: u32 = 4;

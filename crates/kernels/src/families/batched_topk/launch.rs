@@ -10,14 +10,17 @@ use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut}
 
 use super::call::{BatchedLayout, BatchedTopKPlan};
 use super::constants::{
-    BT_CLUSTER_BLOCKS, BT_STAGE_FILL, BT_STAGE_INIT, BT_STAGE_SELECT, BT_STATUS_WORDS,
-    BT_STREAM_FILTER_THREADS, SORT_CAP, STREAM_MAX_K, WARP_MAX_K,
+    BT_CLUSTER_BLOCKS, BT_STAGE_CHUNK_OFFSET, BT_STAGE_FILL, BT_STAGE_INIT, BT_STAGE_SELECT,
+    BT_STATUS_WORDS, BT_STREAM_FILTER_THREADS, SORT_CAP, STREAM_MAX_K, WARP_MAX_K,
 };
 use super::constants::{BT_K_I32, BT_STATUS_TOTAL, BT_STATUS_TOTAL_BAD};
 use super::kernels::{BatchedKernel, BatchedTopKParams};
 use super::layout::ClusterLayout;
 use super::listed::ListedTables;
-use super::plan::{plan as plan_call, stride_coprime, CallShape, LayoutShape, Step, ValuesShape};
+use super::plan::{
+    plan as plan_call, stride_coprime, CallShape, LaunchPlan, LayoutShape, Step, ValuesShape,
+};
+use super::split::{split_rows, RowSplit};
 use super::{DeviceInts, HostOrDevice};
 use crate::families::scratch::{Scratch, ScratchBuffer};
 use crate::families::{at_least, keep, SelectedValues};
@@ -201,6 +204,25 @@ pub fn batched_topk<K: RadixKey, V>(
         }
         return Ok(SegmentedStatus::new(runtime, status, TOTAL_WORDS));
     };
+    // Long rows of a direct call: two calls of the stream tier, when its clustered launch runs.
+    if let (Some(split), Some(keys)) = (split_rows(&shape), keys) {
+        let (plan, launch_plan) = (&plan, &launch_plan);
+        let values = &mut values;
+        if run_split(
+            runtime,
+            stream,
+            scratch,
+            &split,
+            plan,
+            &shape,
+            launch_plan,
+            keys,
+            out_keys,
+            values,
+        )? {
+            return Ok(SegmentedStatus::new(runtime, status, TOTAL_WORDS));
+        }
+    }
     let mut descriptors = buffer("descriptors", launch_plan.descriptor_words())?;
     let cluster = launch_plan.cluster.and_then(|layout| {
         let clusters = launch_plan.stream_slots;
@@ -245,41 +267,37 @@ pub fn batched_topk<K: RadixKey, V>(
     if let Some(addresses) = listed.as_ref().and_then(|t| t.value_addresses.as_ref()) {
         values_ptr = addresses.read_ptr(&mut guards, stream);
     }
-    let (stride, size_value, sizes_ptr, begin_ptr, end_ptr) = match (plan.layout, &listed) {
-        (BatchedLayout::Strided { stride, sizes }, _) => match sizes {
-            HostOrDevice::Host(size) => (stride, size, 0, 0, 0),
-            HostOrDevice::Device(sizes) => (stride, 0, sizes.ptr(&mut guards, stream), 0, 0),
+    // Host values come from the shape (launch_params); here only the addresses.
+    let (sizes_ptr, begin_ptr, end_ptr) = match (plan.layout, &listed) {
+        (BatchedLayout::Strided { sizes, .. }, _) => match sizes {
+            HostOrDevice::Host(_) => (0, 0, 0),
+            HostOrDevice::Device(sizes) => (sizes.ptr(&mut guards, stream), 0, 0),
         },
         (BatchedLayout::Offsets { begin, end }, _) => (
-            0,
-            0,
             0,
             keep(&mut guards, begin.device_ptr(stream)),
             keep(&mut guards, end.device_ptr(stream)),
         ),
         (BatchedLayout::Listed { .. }, Some(tables)) => (
             0,
-            0,
-            0,
             tables.begin.read_ptr(&mut guards, stream),
             tables.end.read_ptr(&mut guards, stream),
         ),
         (BatchedLayout::Listed { .. }, None) => unreachable!("a listed layout has its tables"),
     };
-    let (k_value, ks_ptr) = match plan.k {
-        HostOrDevice::Host(k) => (k, 0),
-        HostOrDevice::Device(ks) => (0, ks.ptr(&mut guards, stream)),
+    let ks_ptr = match plan.k {
+        HostOrDevice::Host(_) => 0,
+        HostOrDevice::Device(ks) => ks.ptr(&mut guards, stream),
     };
-    let (direction_value, directions_ptr) = match plan.direction {
-        HostOrDevice::Host(d) => (d, 0),
-        HostOrDevice::Device(view) => (0, keep(&mut guards, view.device_ptr(stream))),
+    let directions_ptr = match plan.direction {
+        HostOrDevice::Host(_) => 0,
+        HostOrDevice::Device(view) => keep(&mut guards, view.device_ptr(stream)),
     };
-    let (num_segments, num_segments_ptr) = match plan.num_segments {
-        HostOrDevice::Host(n) => (n, 0),
-        HostOrDevice::Device(view) => (0, keep(&mut guards, view.device_ptr(stream))),
+    let num_segments_ptr = match plan.num_segments {
+        HostOrDevice::Host(_) => 0,
+        HostOrDevice::Device(view) => keep(&mut guards, view.device_ptr(stream)),
     };
-    let stream_shape = &launch_plan.stream;
-    let params = BatchedTopKParams {
+    let at = Pointers {
         keys: keys_ptr,
         values: values_ptr,
         out_keys: out_keys_ptr,
@@ -289,7 +307,7 @@ pub fn batched_topk<K: RadixKey, V>(
         sizes: sizes_ptr,
         ks: ks_ptr,
         directions: directions_ptr,
-        num_segments_ptr,
+        num_segments: num_segments_ptr,
         descriptors: descriptors_ptr,
         status: status_ptr,
         large_state: large_state_ptr,
@@ -298,94 +316,201 @@ pub fn batched_topk<K: RadixKey, V>(
         large_selected: large_selected_ptr,
         large_ranks: large_ranks_ptr,
         bins: bins_ptr,
-        num_keys,
-        stride,
-        size_value,
-        size_min: plan.size_bounds.0,
-        size_max: plan.size_bounds.1,
-        k_value,
-        k_min: plan.k_bounds.0,
-        k_max: plan.k_bounds.1,
-        num_segments,
-        num_segments_min: plan.num_segments_bounds.0,
-        num_segments_max: plan.num_segments_bounds.1,
-        out_stride: plan.out_stride,
-        warp_max_size: u64::from(plan.warp_items) * 32,
-        warp_max_k: WARP_MAX_K as u64,
-        block_max_size: SORT_CAP as u64,
-        stream_max_size: stream_shape.max_size,
-        stream_max_k: STREAM_MAX_K as u64,
-        stream_capacity: launch_plan.stream_capacity,
-        stream_ctas: stream_shape.ctas,
-        stream_chunk: stream_shape.chunk,
-        stream_candidates: stream_shape.candidates,
-        stream_total: stream_shape.total,
         stream_ranks: stream_ranks_ptr,
         stream_indices: stream_indices_ptr,
         stream_counts: stream_counts_ptr,
-        stream_sorted_cap: stream_shape.sorted_cap,
-        stream_sorted_offset: stream_shape.sorted_offset,
-        stream_bins_offset: stream_shape.bins_offset,
-        stream_index_offset: stream_shape.index_offset,
-        stream_rank_offset: stream_shape.rank_offset,
-        chunks_per_segment: launch_plan.chunks,
-        chunk_items: launch_plan.chunk_items,
-        selected_stride: launch_plan.selected_stride,
-        sort_span: launch_plan.sort_span,
-        bin_capacity: max_segments,
-        large_capacity: launch_plan.large_capacity,
-        total_min: plan.total_bounds.0,
-        total_max: plan.total_bounds.1,
-        flags: launch_plan.flags | width_flags(&plan),
-        direction_value,
-        direction_mask: plan.direction_mask,
-        tiers: launch_plan.tiers.0,
-        stage: BT_STAGE_INIT,
-        shift: 0,
-        half: 0,
-        fill_key: 0,
-        fill_value: 0,
-        fill_end: plan.per_segment_max,
-        fill_widths: 0,
     };
-    // The fill's launch: loaded before any tier runs (a load that fails refuses the call
-    // before it writes anything), and only when a segment has slots (no segment writes
-    // anything when per_segment_max is 0, and a direct call may then count 2^63 of them).
-    let fill = match plan.fill {
-        Some(fill) if plan.per_segment_max > 0 => {
-            let key_bytes = std::mem::size_of::<K::Bits>() as u32;
-            let fill_value_bytes = match fill.value_bits {
-                Some(_) if writes_indices => u32::from(value_bytes),
-                _ => 0,
-            };
-            let control = runtime.kernel(&KernelSpec::batched_topk(
-                K::KEY_TYPE,
-                value_bytes,
-                BatchedKernel::Control,
-            ))?;
-            let fill_params = BatchedTopKParams {
-                stage: BT_STAGE_FILL,
-                fill_key: fill.key_bits,
-                fill_value: fill.value_bits.unwrap_or(0),
-                fill_widths: key_bytes | fill_value_bytes << 8,
-                ..params
-            };
-            Some((control, fill_params))
-        }
-        _ => None,
-    };
+    let params = launch_params(&shape, &launch_plan, &at, width_flags(&plan));
+    let fill = prepared_fill::<K>(runtime, &plan, value_bytes, writes_indices, &params)?;
     let key_bits = <K::Bits as RadixBits>::BITS;
     for step in launch_plan.steps(key_bits, cluster.as_ref()) {
         launch_step::<K>(runtime, stream, value_bytes, &params, step)?;
     }
-    if let Some((control, fill_params)) = fill {
-        // After every tier, in stream order: it writes only the slots past the results.
-        let grid = runtime.grid_blocks(&control, max_segments.saturating_mul(32), 1);
-        runtime.launch(stream, &control, grid, fill_params)?;
-    }
+    launch_fill(runtime, stream, fill, max_segments)?;
     drop(guards);
     drop(listed);
     Ok(SegmentedStatus::new(runtime, status, TOTAL_WORDS))
+}
+
+/// The fill's launch (`Problem::fill_past_k`), with `params` of the call: loaded before any
+/// tier runs (a load that fails refuses the call before it writes anything), and only when a
+/// segment has slots (no segment writes anything when per_segment_max is 0, and a direct call
+/// may then count 2^63 of them).
+fn prepared_fill<K: RadixKey>(
+    runtime: &KernelRuntime,
+    plan: &BatchedTopKPlan<'_, '_, K>,
+    value_bytes: u8,
+    writes_indices: bool,
+    params: &BatchedTopKParams,
+) -> Result<Option<(LoadedKernel, BatchedTopKParams)>, KernelError> {
+    let fill = match plan.fill {
+        Some(fill) if plan.per_segment_max > 0 => fill,
+        _ => return Ok(None),
+    };
+    let key_bytes = std::mem::size_of::<K::Bits>() as u32;
+    let fill_value_bytes = match fill.value_bits {
+        Some(_) if writes_indices => u32::from(value_bytes),
+        _ => 0,
+    };
+    let control = runtime.kernel(&KernelSpec::batched_topk(
+        K::KEY_TYPE,
+        value_bytes,
+        BatchedKernel::Control,
+    ))?;
+    let fill_params = BatchedTopKParams {
+        stage: BT_STAGE_FILL,
+        fill_key: fill.key_bits,
+        fill_value: fill.value_bits.unwrap_or(0),
+        fill_widths: key_bytes | fill_value_bytes << 8,
+        ..*params
+    };
+    Ok(Some((control, fill_params)))
+}
+
+/// Launches a prepared fill, a warp per segment: after every tier, in stream order (it writes
+/// only the slots past the results).
+fn launch_fill(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    fill: Option<(LoadedKernel, BatchedTopKParams)>,
+    max_segments: u64,
+) -> Result<(), KernelError> {
+    if let Some((control, fill_params)) = fill {
+        let grid = runtime.grid_blocks(&control, max_segments.saturating_mul(32), 1);
+        runtime.launch(stream, &control, grid, fill_params)?;
+    }
+    Ok(())
+}
+
+/// Runs a long-row split ([`split_rows`], docs/design/batched_topk.md, "Long rows") of a
+/// checked direct call: `Ok(false)`, with nothing allocated or launched, when its first call
+/// cannot take the clustered launch (the call then runs as planned).
+#[allow(clippy::too_many_arguments)]
+fn run_split<K: RadixKey, V>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    scratch: &Scratch<'_>,
+    split: &RowSplit,
+    plan: &BatchedTopKPlan<'_, '_, K>,
+    shape: &CallShape,
+    launch_plan: &LaunchPlan,
+    keys: &CudaView<'_, K>,
+    out_keys: &mut CudaViewMut<'_, K>,
+    values: &mut SelectedValues<'_, '_, V>,
+) -> Result<bool, KernelError> {
+    let limits = runtime.limits();
+    let (Some(first), Some(second)) = (
+        plan_call(&split.first, &limits)?,
+        plan_call(&split.second, &limits)?,
+    ) else {
+        return Ok(false);
+    };
+    let clustered = |stage: &LaunchPlan, stage_shape: &CallShape| {
+        let layout = stage.cluster?;
+        let value_bytes = stage_shape.value_bytes;
+        cluster_launch::<K>(runtime, stream, value_bytes, layout, stage.stream_slots)
+    };
+    let Some(first_cluster) = clustered(&first, &split.first) else {
+        return Ok(false);
+    };
+    let second_cluster = clustered(&second, &split.second);
+    let value_bytes = shape.value_bytes;
+    let writes_indices = matches!(values, SelectedValues::Index { .. });
+    // The candidates: every chunk's `written` keys and values (indices within the chunk, then
+    // within the row, or the caller's values).
+    let candidates = split.candidates();
+    let words = |bytes: u64| candidates.saturating_mul(bytes).div_ceil(8);
+    let key_bytes = std::mem::size_of::<K::Bits>() as u64;
+    // SAFETY: the first call writes every candidate slot (each chunk writes `written` items:
+    // its size is above `written`), and the chunk offsets and the second call read them after.
+    let mut candidate_keys =
+        unsafe { scratch.uninit::<u64>(runtime, stream, "split_keys", words(key_bytes)) }?;
+    let mut candidate_values = if value_bytes == 0 {
+        ScratchBuffer::Absent
+    } else {
+        let bytes = u64::from(value_bytes);
+        // SAFETY: as the keys: written by the first call before anything reads them.
+        unsafe { scratch.uninit::<u64>(runtime, stream, "split_values", words(bytes)) }?
+    };
+    // The second call's stream scratch, when it runs as the filter and final selection.
+    let sizes = second.scratch(second_cluster.is_some());
+    let buffer = |buffer: &'static str, count: u64| -> Result<ScratchBuffer<u64>, KernelError> {
+        if count == 0 {
+            return Ok(ScratchBuffer::Absent);
+        }
+        // SAFETY: the filter writes its records and candidates before the final reads them.
+        unsafe { scratch.uninit::<u64>(runtime, stream, buffer, count) }
+    };
+    let mut stream_ranks = buffer("stream_ranks", sizes.stream_ranks)?;
+    let mut stream_indices = buffer("stream_indices", sizes.stream_indices)?;
+    let mut stream_counts = buffer("stream_counts", sizes.stream_counts)?;
+    if scratch.is_measuring() {
+        return Ok(true);
+    }
+    let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
+    let keys_ptr = keep(&mut guards, keys.device_ptr(stream));
+    let out_keys_ptr = keep(&mut guards, out_keys.device_ptr_mut(stream));
+    let (values_ptr, out_values_ptr) = values.device_ptrs(stream, &mut guards);
+    let candidate_keys_ptr = candidate_keys.ptr(&mut guards, stream);
+    let candidate_values_ptr = candidate_values.ptr(&mut guards, stream);
+    let key_bits = <K::Bits as RadixBits>::BITS;
+    // 1. Each chunk's best into the candidates.
+    let at = Pointers {
+        keys: keys_ptr,
+        values: values_ptr,
+        out_keys: candidate_keys_ptr,
+        out_values: candidate_values_ptr,
+        ..Pointers::default()
+    };
+    let params = launch_params(&split.first, &first, &at, 0);
+    for step in first.steps(key_bits, Some(&first_cluster)) {
+        launch_step::<K>(runtime, stream, value_bytes, &params, step)?;
+    }
+    // 2. Indices within the chunk to indices within the row.
+    if writes_indices {
+        let control = runtime.kernel(&KernelSpec::batched_topk(
+            K::KEY_TYPE,
+            value_bytes,
+            BatchedKernel::Control,
+        ))?;
+        let offsets = BatchedTopKParams {
+            stage: BT_STAGE_CHUNK_OFFSET,
+            num_keys: candidates,
+            k_value: split.written,
+            chunks_per_segment: split.chunks,
+            chunk_items: split.chunk,
+            fill_widths: u32::from(value_bytes) << 8,
+            ..params
+        };
+        let grid = runtime.grid_blocks(&control, candidates, 1);
+        runtime.launch(stream, &control, grid, offsets)?;
+    }
+    // 3. Each row's best among its candidates, under the caller's contract.
+    let at = Pointers {
+        keys: candidate_keys_ptr,
+        values: candidate_values_ptr,
+        out_keys: out_keys_ptr,
+        out_values: out_values_ptr,
+        stream_ranks: stream_ranks.ptr(&mut guards, stream),
+        stream_indices: stream_indices.ptr(&mut guards, stream),
+        stream_counts: stream_counts.ptr(&mut guards, stream),
+        ..Pointers::default()
+    };
+    let params = launch_params(&split.second, &second, &at, 0);
+    for step in second.steps(key_bits, second_cluster.as_ref()) {
+        launch_step::<K>(runtime, stream, value_bytes, &params, step)?;
+    }
+    // The caller's fill, with the caller's parameters.
+    let at = Pointers {
+        out_keys: out_keys_ptr,
+        out_values: out_values_ptr,
+        ..Pointers::default()
+    };
+    let params = launch_params(shape, launch_plan, &at, width_flags(plan));
+    let fill = prepared_fill::<K>(runtime, plan, value_bytes, writes_indices, &params)?;
+    launch_fill(runtime, stream, fill, shape.max_segments())?;
+    drop(guards);
+    Ok(true)
 }
 
 /// Makes one launch of the plan.
@@ -496,6 +621,116 @@ fn width_flags<K>(plan: &BatchedTopKPlan<'_, '_, K>) -> u32 {
         }
     }
     flags
+}
+
+/// Every device address a call's launches read or write (0: not used).
+#[derive(Clone, Copy, Debug, Default)]
+struct Pointers {
+    keys: u64,
+    values: u64,
+    out_keys: u64,
+    out_values: u64,
+    begin_offsets: u64,
+    end_offsets: u64,
+    sizes: u64,
+    ks: u64,
+    directions: u64,
+    num_segments: u64,
+    descriptors: u64,
+    status: u64,
+    large_state: u64,
+    large_histogram: u64,
+    large_chunks: u64,
+    large_selected: u64,
+    large_ranks: u64,
+    bins: u64,
+    stream_ranks: u64,
+    stream_indices: u64,
+    stream_counts: u64,
+}
+
+/// The parameters of a call's launches (each launch sets its stage): the shape's host values
+/// and bounds, the plan's sizes and flags (with `extra_flags`), and the addresses `at`.
+fn launch_params(
+    shape: &CallShape,
+    plan: &LaunchPlan,
+    at: &Pointers,
+    extra_flags: u32,
+) -> BatchedTopKParams {
+    let (stride, size_value) = match shape.layout {
+        LayoutShape::Strided { stride, size } => (stride, size.unwrap_or(0)),
+        LayoutShape::Offsets | LayoutShape::Listed { .. } => (0, 0),
+    };
+    let stream_shape = &plan.stream;
+    BatchedTopKParams {
+        keys: at.keys,
+        values: at.values,
+        out_keys: at.out_keys,
+        out_values: at.out_values,
+        begin_offsets: at.begin_offsets,
+        end_offsets: at.end_offsets,
+        sizes: at.sizes,
+        ks: at.ks,
+        directions: at.directions,
+        num_segments_ptr: at.num_segments,
+        descriptors: at.descriptors,
+        status: at.status,
+        large_state: at.large_state,
+        large_histogram: at.large_histogram,
+        large_chunks: at.large_chunks,
+        large_selected: at.large_selected,
+        large_ranks: at.large_ranks,
+        bins: at.bins,
+        num_keys: shape.num_keys,
+        stride,
+        size_value,
+        size_min: shape.size_bounds.0,
+        size_max: shape.size_bounds.1,
+        k_value: shape.k.unwrap_or(0),
+        k_min: shape.k_bounds.0,
+        k_max: shape.k_bounds.1,
+        num_segments: shape.num_segments.unwrap_or(0),
+        num_segments_min: shape.num_segments_bounds.0,
+        num_segments_max: shape.num_segments_bounds.1,
+        out_stride: shape.out_stride,
+        warp_max_size: u64::from(plan.warp_items) * 32,
+        warp_max_k: WARP_MAX_K as u64,
+        block_max_size: SORT_CAP as u64,
+        stream_max_size: stream_shape.max_size,
+        stream_max_k: STREAM_MAX_K as u64,
+        stream_capacity: plan.stream_capacity,
+        stream_ctas: stream_shape.ctas,
+        stream_chunk: stream_shape.chunk,
+        stream_candidates: stream_shape.candidates,
+        stream_total: stream_shape.total,
+        stream_ranks: at.stream_ranks,
+        stream_indices: at.stream_indices,
+        stream_counts: at.stream_counts,
+        stream_sorted_cap: stream_shape.sorted_cap,
+        stream_sorted_offset: stream_shape.sorted_offset,
+        stream_bins_offset: stream_shape.bins_offset,
+        stream_index_offset: stream_shape.index_offset,
+        stream_rank_offset: stream_shape.rank_offset,
+        chunks_per_segment: plan.chunks,
+        chunk_items: plan.chunk_items,
+        selected_stride: plan.selected_stride,
+        sort_span: plan.sort_span,
+        bin_capacity: shape.max_segments(),
+        large_capacity: plan.large_capacity,
+        total_min: shape.total_bounds.0,
+        total_max: shape.total_bounds.1,
+        flags: plan.flags | extra_flags,
+        direction_value: shape.direction.unwrap_or(0),
+        direction_mask: shape.direction_mask,
+        tiers: plan.tiers.0,
+        stage: BT_STAGE_INIT,
+        shift: 0,
+        half: 0,
+        fill_key: 0,
+        fill_value: 0,
+        fill_end: shape.per_segment_max,
+        fill_widths: 0,
+    }
 }
 
 /// The call's shape for the plan: its host values and bounds, without its buffers.

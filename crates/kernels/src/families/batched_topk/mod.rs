@@ -8,7 +8,8 @@
 //! * `kernels`: the family's table, parameter struct and specs ([`BatchedKernel`], [`specs`]);
 //! * `call`: what a call gives the launcher ([`BatchedTopKPlan`]) and the status it leaves;
 //! * `layout` and `plan`: the stream tier's layouts and the launch plan, pure functions of the
-//!   call's shape and the device's limits (unit-tested without a GPU);
+//!   call's shape and the device's limits (unit-tested without a GPU); `split`: long rows run
+//!   as two calls of the stream tier;
 //! * `listed`: the listed layout's tables, made from the segments' views;
 //! * `launch`: [`batched_topk`], which checks, allocates, binds and launches.
 
@@ -19,6 +20,7 @@ mod launch;
 mod layout;
 mod listed;
 mod plan;
+mod split;
 mod tiers;
 
 pub use super::{DeviceInts, HostOrDevice};

@@ -151,7 +151,7 @@ impl CallShape {
     }
 
     /// The flags of every launch.
-    fn flags(&self, direct: bool, global_sort: bool) -> u32 {
+    pub(crate) fn flags(&self, direct: bool, global_sort: bool) -> u32 {
         let mut flags = match self.values {
             ValuesShape::Index => BT_VALUES_ARE_INDEX,
             ValuesShape::Listed => SEGMENT_VALUE_POINTERS,
@@ -310,6 +310,17 @@ pub(crate) fn plan(
     // The stream tier where its kernels fit the device, else the multi-block tier takes its
     // segments (docs/design/batched_topk.md, "Stream tier").
     let mut tiers = shape.effective_tiers();
+    // The stream tier's kernels also exist for long rows a direct call splits (the launcher's
+    // `split_rows`, before this plan); a call none of whose segments the tier takes skips it.
+    let smallest = match shape.layout {
+        LayoutShape::Strided {
+            size: Some(size), ..
+        } => size,
+        _ => shape.size_bounds.0,
+    };
+    if smallest > BatchedTiers::stream_max_size(shape.key_bytes()) as u64 {
+        tiers = tiers.without(BatchedTiers::STREAM);
+    }
     if tiers.contains(BatchedTiers::STREAM) {
         let final_shared = stream_shape(tiers, 0).shared_bytes;
         let fits = device.fits(&shape.spec(BatchedKernel::StreamFilter), 0)

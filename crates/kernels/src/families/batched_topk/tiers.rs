@@ -72,6 +72,10 @@ impl BatchedTiers {
     /// // k above the stream tier's sort: the multi-block tier.
     /// let tiers = BatchedTiers::for_key_bounds(4, (131_072, 131_072), (4096, 4096));
     /// assert_eq!(tiers, BatchedTiers::LARGE);
+    /// // Rows above the stream tier's cap: the multi-block tier, and the stream tier's
+    /// // kernels for a direct call that splits its rows into chunks the tier takes.
+    /// let tiers = BatchedTiers::for_key_bounds(4, (1 << 20, 1 << 20), (2048, 2048));
+    /// assert_eq!(tiers, BatchedTiers::STREAM.or(BatchedTiers::LARGE));
     /// ```
     pub const fn for_key_bounds(key_bytes: u32, sizes: (i64, i64), k: (i64, i64)) -> BatchedTiers {
         let (size_min, size_max) = sizes;
@@ -87,18 +91,13 @@ impl BatchedTiers {
         if size_min <= SORT_CAP && outside_warp {
             bits |= BT_TIER_BLOCK;
         }
-        // Stream: some size in (SORT_CAP, cap] with min(k, size) <= STREAM_MAX_K (no size
-        // in that range is at most STREAM_MAX_K, so k itself must be).
+        // Stream: some size above SORT_CAP with min(k, size) <= STREAM_MAX_K (no such size
+        // is at most STREAM_MAX_K, so k itself must be). Sizes up to the cap bin there; a
+        // direct call's longer rows may be split into chunks that do (the plan's `RowSplit`),
+        // so the tier's kernels exist for them too, and the plan drops the tier from a call
+        // none of whose segments can use it.
         let cap = BatchedTiers::stream_max_size(key_bytes);
-        let stream_min = if size_min > SORT_CAP {
-            size_min
-        } else {
-            SORT_CAP + 1
-        };
-        let stream = STREAM_TIER_ENABLED
-            && stream_min <= size_max
-            && stream_min <= cap
-            && k_min <= STREAM_MAX_K;
+        let stream = STREAM_TIER_ENABLED && size_max > SORT_CAP && k_min <= STREAM_MAX_K;
         if stream {
             bits |= BT_TIER_STREAM;
         }
