@@ -35,6 +35,10 @@ pub(crate) const BT_FUSED_CONTROL_SEGMENTS: u64 = 512;
 /// The most chunks a long-row split cuts a call's rows into, over every row: its first call is
 /// one clustered launch, a cluster per chunk (66 fit an H100 or H200 at once for f32 keys).
 pub(crate) const SPLIT_MAX_SEGMENTS: u64 = 64;
+/// The most chunks of one row in a long-row split: the second call's row is that many sorted
+/// runs of candidates, measured fast at 16 ([1x2^20] k=2048) and slow at 64 ([1x2^24]
+/// k=1024: its one cluster took 196 us; docs/design/batched_topk.md, "Tried and dropped").
+pub(crate) const SPLIT_MAX_CHUNKS: u64 = 16;
 /// The smallest chunk of a long-row split (above SORT_CAP, so chunks bin to the stream tier).
 pub(crate) const SPLIT_MIN_CHUNK: u64 = 4096;
 /// Threads per block of the stream tier's final selection.

@@ -14,7 +14,9 @@
 //! order, equal keys of a chunk in index order (stable sorted), so among equal keys position
 //! order is index order, and the second call's tie-break by position is the row's by index.
 
-use super::constants::{SORT_CAP, SPLIT_MAX_SEGMENTS, SPLIT_MIN_CHUNK, STREAM_MAX_K};
+use super::constants::{
+    SORT_CAP, SPLIT_MAX_CHUNKS, SPLIT_MAX_SEGMENTS, SPLIT_MIN_CHUNK, STREAM_MAX_K,
+};
 use super::plan::{CallShape, LayoutShape, ValuesShape};
 use super::tiers::BatchedTiers;
 
@@ -44,7 +46,8 @@ impl RowSplit {
 /// size) and longer than the stream tier takes, when its tier's kernels exist for the call
 /// and some chunk fits: a power of two from `SPLIT_MIN_CHUNK` to the tier's cap that divides
 /// the rows, at least 4 `written` (so that a chunk's sample cuts), with at most
-/// `SPLIT_MAX_SEGMENTS` chunks over every row (one clustered launch) and each row's candidates
+/// `SPLIT_MAX_CHUNKS` chunks a row (the second call's sorted runs) and `SPLIT_MAX_SEGMENTS`
+/// over every row (one clustered launch), and each row's candidates
 /// more than the block tier takes and at most the cap (so both calls bin to the stream tier).
 /// Among those, the chunk closest to `sqrt(size * written)`, which balances the first call's
 /// chunks against the second's candidates (the larger chunk on a tie). `None` otherwise: the
@@ -93,6 +96,7 @@ pub(crate) fn split_rows(shape: &CallShape) -> Option<RowSplit> {
         let candidates = chunks * written;
         let fits = size % chunk == 0
             && chunk >= 4 * written
+            && chunks <= SPLIT_MAX_CHUNKS
             && rows
                 .checked_mul(chunks)
                 .is_some_and(|n| n <= SPLIT_MAX_SEGMENTS)

@@ -91,8 +91,8 @@ fn a_long_row_splits_into_sixteen_chunks() {
     assert_eq!(whole.tiers, BatchedTiers::LARGE);
 }
 
-/// The chunk for other shapes: more rows take larger chunks (at most 64 over every row);
-/// a smaller k, smaller chunks (its candidates must still be more than the block tier takes);
+/// The chunk for other shapes: more rows take larger chunks (at most 64 over every row, 16 a
+/// row); a smaller k keeps 16 chunks (its candidates must be more than the block tier takes);
 /// 8-byte keys, within their cap of 131072; keys only and copied values keep their kind in
 /// the first call, and the second copies the candidates' values (none for keys only).
 #[test]
@@ -102,10 +102,10 @@ fn the_chunk_follows_rows_k_and_key_width() {
     };
     assert_eq!(chunk(4, 1 << 20, 2048, KeyType::F32), Some((65_536, 16)));
     assert_eq!(chunk(8, 1 << 20, 2048, KeyType::F32), Some((131_072, 8)));
-    assert_eq!(chunk(1, 1 << 20, 512, KeyType::F32), Some((32_768, 32)));
-    assert_eq!(chunk(1, 1 << 20, 64, KeyType::F32), Some((16_384, 64)));
+    assert_eq!(chunk(1, 1 << 20, 512, KeyType::F32), Some((65_536, 16)));
+    assert_eq!(chunk(1, 1 << 20, 256, KeyType::F32), Some((65_536, 16)));
     assert_eq!(chunk(1, 1 << 20, 2048, KeyType::F64), Some((65_536, 16)));
-    assert_eq!(chunk(1, 1 << 22, 2048, KeyType::U8), Some((131_072, 32)));
+    assert_eq!(chunk(1, 1 << 22, 2048, KeyType::U8), Some((262_144, 16)));
     let keys_only = CallShape {
         values: ValuesShape::None,
         value_bytes: 0,
@@ -129,7 +129,8 @@ fn the_chunk_follows_rows_k_and_key_width() {
 }
 
 /// What does not split: rows the stream tier takes whole, k above its sort, too few candidates
-/// for the stream tier (k = 8), too many chunks (64 rows), sizes no power-of-two chunk divides,
+/// for the stream tier (k = 8 and 64), too many chunks (64 rows; 2^24 keys, more than 16
+/// chunks of the cap), sizes no power-of-two chunk divides,
 /// rows apart (a stride above the size), per-segment sizes (not direct), offsets, listed
 /// values, and a call whose types compiled no stream tier.
 #[test]
@@ -139,6 +140,8 @@ fn what_does_not_split() {
         ("rows the tier takes", rows(1, 1 << 18, 2048, KeyType::F32)),
         ("k = 4096", rows(1, 1 << 20, 4096, KeyType::F32)),
         ("k = 8", rows(1, 1 << 20, 8, KeyType::F32)),
+        ("k = 64", rows(1, 1 << 20, 64, KeyType::F32)),
+        ("2^24 keys", rows(1, 1 << 24, 1024, KeyType::F32)),
         ("64 rows", rows(64, 1 << 20, 2048, KeyType::F32)),
         ("10^6 keys", rows(1, 1_000_000, 2048, KeyType::F32)),
         (
