@@ -15,7 +15,6 @@ use half::{bf16, f16};
 use oxicub_params::{SelectDirection, SortOrder};
 
 use super::Cuda;
-use crate::error::driver_error;
 use crate::radix::RadixKey;
 use crate::Error;
 
@@ -301,7 +300,7 @@ impl<V: DeviceValue> DeviceValues<V> {
         let bytes = self.bytes.slice(..std::mem::size_of_val(out));
         cuda.stream()
             .memcpy_dtoh(&bytes, as_bytes_mut(out))
-            .map_err(driver_error("cuMemcpyDtoHAsync"))?;
+            .map_err(cuda.driver_error("cuMemcpyDtoHAsync"))?;
         // Into page-locked memory the copy is still running when the call returns: `out` is
         // the caller's again only once the stream has finished it.
         super::Backend::synchronize(cuda)

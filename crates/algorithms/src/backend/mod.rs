@@ -341,6 +341,16 @@ impl Cuda {
         self.deferred.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The error of this backend's driver call `call` that failed with `source`, through its
+    /// context's health: a kernel fault (a sticky error, whoever's kernel it was) reports the
+    /// context unusable, naming the kernel oxicub launched last, here and in every later call.
+    pub(crate) fn driver_error(
+        &self,
+        call: &'static str,
+    ) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
+        move |source| Error::Kernel(self.runtime.driver_error(call, source))
+    }
+
     /// The device's facts (SM count, shared memory, L2, architecture, name).
     pub fn facts(&self) -> &DeviceFacts {
         self.runtime.facts()
@@ -350,7 +360,7 @@ impl Cuda {
     pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>, Error> {
         self.stream
             .clone_htod(data)
-            .map_err(driver_error("cuMemcpyHtoDAsync"))
+            .map_err(self.driver_error("cuMemcpyHtoDAsync"))
     }
 
     /// A new zeroed device buffer of `len` elements.
@@ -360,7 +370,7 @@ impl Cuda {
     ) -> Result<CudaSlice<T>, Error> {
         self.stream
             .alloc_zeros(len)
-            .map_err(driver_error("cuMemAllocAsync"))
+            .map_err(self.driver_error("cuMemAllocAsync"))
     }
 
     /// Copies a device buffer to the host. Waits for the stream: an explicit, visible sync.
@@ -370,7 +380,7 @@ impl Cuda {
     ) -> Result<Vec<T>, Error> {
         self.stream
             .clone_dtoh(data)
-            .map_err(driver_error("cuMemcpyDtoHAsync"))
+            .map_err(self.driver_error("cuMemcpyDtoHAsync"))
     }
 
     /// Copies keys of any [`RadixKey`] type to the device. Unlike [`Cuda::upload`] this needs
@@ -436,7 +446,7 @@ impl Backend for Cuda {
     fn synchronize(&self) -> Result<(), Error> {
         self.stream
             .synchronize()
-            .map_err(driver_error("cuStreamSynchronize"))
+            .map_err(self.driver_error("cuStreamSynchronize"))
     }
 }
 

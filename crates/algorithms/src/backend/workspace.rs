@@ -189,7 +189,7 @@ impl Cuda {
         }
         let status = stream
             .capture_status()
-            .map_err(crate::error::driver_error("cuStreamIsCapturing"))?;
+            .map_err(self.driver_error("cuStreamIsCapturing"))?;
         if status == cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE {
             return Err(Error::InvalidArgument {
                 arg: "stream",

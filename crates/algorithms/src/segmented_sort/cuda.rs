@@ -15,7 +15,6 @@ use super::host::{host_slice_forms, order_not_compiled};
 use super::{MergePass, MergeStatistics, SegmentedSortBackend};
 use crate::backend::{AnyBackend, ChoiceValues, Cuda, DeviceKeys, DeviceValue, DeviceValues};
 use crate::contract::segmented_sort::{SortArgs, SortArgsOn, SortRequest};
-use crate::error::driver_error;
 use crate::radix::RadixKey;
 use crate::sealed::Token;
 use crate::segments::cuda::{
@@ -87,7 +86,7 @@ impl<K: RadixKey, V: DeviceValue> JoinedOnDevice<K, V> {
         };
         let offsets = stream
             .clone_htod(&offsets)
-            .map_err(driver_error("cuMemcpyHtoDAsync"))?;
+            .map_err(cuda.driver_error("cuMemcpyHtoDAsync"))?;
         Ok(JoinedOnDevice {
             keys,
             values,
@@ -112,7 +111,7 @@ fn keys_copy<K: RadixKey>(cuda: &Cuda, keys: &CudaView<'_, K>) -> Result<DeviceK
     let mut view = all.slice_mut(..keys.len());
     cuda.stream()
         .memcpy_dtod(keys, &mut view)
-        .map_err(driver_error("cuMemcpyDtoDAsync"))?;
+        .map_err(cuda.driver_error("cuMemcpyDtoDAsync"))?;
     Ok(copy)
 }
 
@@ -126,7 +125,7 @@ fn values_copy<V: DeviceValue>(
     let mut view = all.slice_mut(..values.len());
     cuda.stream()
         .memcpy_dtod(values, &mut view)
-        .map_err(driver_error("cuMemcpyDtoDAsync"))?;
+        .map_err(cuda.driver_error("cuMemcpyDtoDAsync"))?;
     Ok(copy)
 }
 
