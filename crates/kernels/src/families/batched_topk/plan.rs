@@ -618,4 +618,4 @@ pub(crate) fn stride_coprime(wave: u32, items: u64, ctas: u64) -> u32 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

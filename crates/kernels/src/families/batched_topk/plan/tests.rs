@@ -4,7 +4,7 @@ use super::*;
 
 /// A call of `n` segments of `size` f32 keys in a row, `k` and the direction (max) on the
 /// host, keys only, the tiers its static bounds allow.
-fn strided(n: u64, size: u64, k: u64) -> CallShape {
+pub(crate) fn strided(n: u64, size: u64, k: u64) -> CallShape {
     CallShape {
         layout: LayoutShape::Strided {
             stride: size,
@@ -78,6 +78,17 @@ fn launch_on(shape: &CallShape, device: &DeviceLimits) -> LaunchPlan {
     }
 }
 
+/// A launch of the control kernel at `stage` over `items` threads.
+fn control(items: u64, stage: u32) -> Step<()> {
+    Step::Items {
+        kernel: BatchedKernel::Control,
+        items,
+        stage,
+        shift: 0,
+        half: 0,
+    }
+}
+
 fn select(kernel: BatchedKernel, items: u64) -> Step<()> {
     Step::Items {
         kernel,
@@ -116,13 +127,6 @@ fn per_segment_k_runs_the_control_stages() {
     assert!(!plan.direct);
     assert_eq!(plan.flags & BT_K_PER_SEGMENT, BT_K_PER_SEGMENT);
     assert_eq!(plan.flags & SEGMENT_DIRECT, 0);
-    let control = |items, stage| Step::Items {
-        kernel: BatchedKernel::Control,
-        items,
-        stage,
-        shift: 0,
-        half: 0,
-    };
     assert_eq!(
         plan.steps(32, None::<()>),
         [
@@ -157,13 +161,6 @@ fn few_segments_fuse_the_control_stages() {
         size_bounds: (0, 131_072),
         tiers: BatchedTiers::for_bounds((0, 131_072), (2048, 2048)),
         ..strided(n, 131_072, 2048)
-    };
-    let control = |items, stage| Step::Items {
-        kernel: BatchedKernel::Control,
-        items,
-        stage,
-        shift: 0,
-        half: 0,
     };
     let threads = u64::from(BLOCK_THREADS);
     for n in [1, 64, BT_FUSED_CONTROL_SEGMENTS] {

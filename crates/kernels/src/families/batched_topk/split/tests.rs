@@ -3,37 +3,17 @@
 use super::*;
 use crate::device::DeviceLimits;
 use crate::families::batched_topk::plan::plan;
+use crate::families::batched_topk::plan::tests::strided;
 use crate::radix::KeyType;
 
 /// `rows` rows of `size` keys of `key` one after another, `k` and the direction (max) on the
-/// host, indices out, the tiers the static bounds allow.
+/// host, `u32` indices out, the tiers the static bounds allow.
 fn rows(rows: u64, size: u64, k: u64, key: KeyType) -> CallShape {
-    let written = k.min(size);
     CallShape {
-        layout: LayoutShape::Strided {
-            stride: size,
-            size: Some(size),
-        },
-        k: Some(k),
-        direction: Some(0),
-        num_segments: Some(rows),
-        num_segments_bounds: (rows, rows),
-        size_bounds: (size, size),
-        k_bounds: (k, k),
-        total_bounds: (0, u64::MAX),
-        direction_mask: 1,
-        out_stride: written,
-        per_segment_max: written,
-        tiers: BatchedTiers::for_bounds((size as i64, size as i64), (k as i64, k as i64)),
-        warp_items: 8,
-        prefer_larger: false,
-        sorted: true,
-        stable: true,
-        reject_k_above_size: false,
-        num_keys: rows * size,
         key,
         values: ValuesShape::Index,
         value_bytes: 4,
+        ..strided(rows, size, k)
     }
 }
 
