@@ -79,7 +79,7 @@ fn total_items_guarantee_sizes_the_scratch_and_is_checked() {
 /// Long rows of a direct call, split into chunks for the stream tier and their candidates
 /// selected again (docs/design/batched_topk.md, "Long rows"), against the host in every
 /// requirement combination (bit for bit where the contract pins the output): [1 x 2^20] and
-/// [4 x 2^20] f32 rows, k = 2048, 512 and 256, both directions; rows of 64 values, so that the
+/// [4 x 2^20] f32 rows, k = 2048, 1024 and 512, both directions; rows of 64 values, so that the
 /// k-th key's ties fill whole chunks and the tie-break decides between chunks; all-equal rows;
 /// NaN, -0.0 and +0.0 among random keys; f64 rows and u8 rows (4 Mi keys: the 1-byte cap is
 /// 1 Mi). Each call makes the split's two clustered launches (the multi-block tier makes none).
@@ -109,8 +109,8 @@ fn long_rows_split_into_chunks_for_the_stream_tier() {
         for_every_env!(split(&cuda, &random, rows(1, 2048, dir)));
     }
     split(&cuda, &random, rows(4, 2048, Min), &Env::new());
+    split(&cuda, &random, rows(1, 1024, Max), &Env::new());
     split(&cuda, &random, rows(1, 512, Max), &Env::new());
-    split(&cuda, &random, rows(1, 256, Max), &Env::new());
     let values: Vec<f32> = (0..4 * L as u64)
         .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as f32)
         .collect();

@@ -35,10 +35,15 @@ pub(crate) const BT_FUSED_CONTROL_SEGMENTS: u64 = 512;
 /// The most chunks a long-row split cuts a call's rows into, over every row: its first call is
 /// one clustered launch, a cluster per chunk (66 fit an H100 or H200 at once for f32 keys).
 pub(crate) const SPLIT_MAX_SEGMENTS: u64 = 64;
-/// The most chunks of one row in a long-row split: the second call's row is that many sorted
-/// runs of candidates, measured fast at 16 ([1x2^20] k=2048) and slow at 64 ([1x2^24]
-/// k=1024: its one cluster took 196 us; docs/design/batched_topk.md, "Tried and dropped").
-pub(crate) const SPLIT_MAX_CHUNKS: u64 = 16;
+/// The most chunks of one row in a long-row split. The second call's row is that many sorted
+/// runs, and the stream tier's sample (8 keys every size / 512) then takes each run's best
+/// group first: its m-th best sample lands higher than in a row of random order, by up to one
+/// sampling period a run. With `c` runs the sample's margin, `(6 sqrt(e) + 4) / e` for
+/// `e = 4096 / c`, must exceed that loss, `c^2 / 512`: it does up to 8 runs (0.27 against
+/// 0.125), not at 16 (0.39 against 0.5). Beyond, fewer than `written` keys may reach the
+/// threshold and the cluster takes its exact path (64 runs of 1024: 196 us, ncu, H100;
+/// docs/design/batched_topk.md, "Long rows").
+pub(crate) const SPLIT_MAX_CHUNKS: u64 = 8;
 /// The smallest chunk of a long-row split (above SORT_CAP, so chunks bin to the stream tier).
 pub(crate) const SPLIT_MIN_CHUNK: u64 = 4096;
 /// Threads per block of the stream tier's final selection.

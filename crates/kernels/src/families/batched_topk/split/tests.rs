@@ -23,36 +23,36 @@ const SM_90: DeviceLimits = DeviceLimits {
     clusters: true,
 };
 
-/// One row of 2^20 f32 keys, k = 2048 (a long sparse-attention row): 16 chunks of 65536 (the
-/// chunk nearest sqrt(2^20 * 2048) = 2^15.5, the larger of the two), then one row of 32768
-/// candidates with the indices as values; both calls direct and clustered, while the call
-/// itself, planned whole, runs the multi-block tier only.
+/// One row of 2^20 f32 keys, k = 2048 (a long sparse-attention row): 8 chunks of 131072 (the
+/// chunk nearest sqrt(2^20 * 2048) = 2^15.5 among those of at most 8 a row), then one row of
+/// 16384 candidates with the indices as values; both calls direct and clustered, while the
+/// call itself, planned whole, runs the multi-block tier only.
 #[test]
-fn a_long_row_splits_into_sixteen_chunks() {
+fn a_long_row_splits_into_eight_chunks() {
     let shape = rows(1, 1 << 20, 2048, KeyType::F32);
     let split = split_rows(&shape).expect("a split");
     assert_eq!(
         (split.chunk, split.chunks, split.written),
-        (65_536, 16, 2048)
+        (131_072, 8, 2048)
     );
-    assert_eq!(split.candidates(), 32_768);
+    assert_eq!(split.candidates(), 16_384);
     let first = &split.first;
     assert_eq!(
         first.layout,
         LayoutShape::Strided {
-            stride: 65_536,
-            size: Some(65_536)
+            stride: 131_072,
+            size: Some(131_072)
         }
     );
-    assert_eq!((first.num_segments, first.out_stride), (Some(16), 2048));
+    assert_eq!((first.num_segments, first.out_stride), (Some(8), 2048));
     assert!(first.sorted && first.stable && first.is_direct());
     assert_eq!(first.values, ValuesShape::Index);
     let second = &split.second;
     assert_eq!(
         second.layout,
         LayoutShape::Strided {
-            stride: 32_768,
-            size: Some(32_768)
+            stride: 16_384,
+            size: Some(16_384)
         }
     );
     assert_eq!(
@@ -71,8 +71,8 @@ fn a_long_row_splits_into_sixteen_chunks() {
     assert_eq!(whole.tiers, BatchedTiers::LARGE);
 }
 
-/// The chunk for other shapes: more rows take larger chunks (at most 64 over every row, 16 a
-/// row); a smaller k keeps 16 chunks (its candidates must be more than the block tier takes);
+/// The chunk for other shapes: more rows take larger chunks (at most 64 over every row, 8 a
+/// row); a smaller k keeps 8 chunks (its candidates must be more than the block tier takes);
 /// 8-byte keys, within their cap of 131072; keys only and copied values keep their kind in
 /// the first call, and the second copies the candidates' values (none for keys only).
 #[test]
@@ -80,12 +80,12 @@ fn the_chunk_follows_rows_k_and_key_width() {
     let chunk = |rows_: u64, size: u64, k: u64, key: KeyType| {
         split_rows(&rows(rows_, size, k, key)).map(|s| (s.chunk, s.chunks))
     };
-    assert_eq!(chunk(4, 1 << 20, 2048, KeyType::F32), Some((65_536, 16)));
+    assert_eq!(chunk(4, 1 << 20, 2048, KeyType::F32), Some((131_072, 8)));
     assert_eq!(chunk(8, 1 << 20, 2048, KeyType::F32), Some((131_072, 8)));
-    assert_eq!(chunk(1, 1 << 20, 512, KeyType::F32), Some((65_536, 16)));
-    assert_eq!(chunk(1, 1 << 20, 256, KeyType::F32), Some((65_536, 16)));
-    assert_eq!(chunk(1, 1 << 20, 2048, KeyType::F64), Some((65_536, 16)));
-    assert_eq!(chunk(1, 1 << 22, 2048, KeyType::U8), Some((262_144, 16)));
+    assert_eq!(chunk(16, 1 << 20, 2048, KeyType::F32), Some((262_144, 4)));
+    assert_eq!(chunk(1, 1 << 20, 512, KeyType::F32), Some((131_072, 8)));
+    assert_eq!(chunk(1, 1 << 20, 2048, KeyType::F64), Some((131_072, 8)));
+    assert_eq!(chunk(1, 1 << 22, 2048, KeyType::U8), Some((524_288, 8)));
     let keys_only = CallShape {
         values: ValuesShape::None,
         value_bytes: 0,
@@ -109,7 +109,7 @@ fn the_chunk_follows_rows_k_and_key_width() {
 }
 
 /// What does not split: rows the stream tier takes whole, k above its sort, too few candidates
-/// for the stream tier (k = 8 and 64), too many chunks (64 rows; 2^24 keys, more than 16
+/// for the stream tier (k = 8, 64 and 256), too many chunks (64 rows; 2^24 keys, more than 8
 /// chunks of the cap), sizes no power-of-two chunk divides,
 /// rows apart (a stride above the size), per-segment sizes (not direct), offsets, listed
 /// values, and a call whose types compiled no stream tier.
@@ -121,6 +121,7 @@ fn what_does_not_split() {
         ("k = 4096", rows(1, 1 << 20, 4096, KeyType::F32)),
         ("k = 8", rows(1, 1 << 20, 8, KeyType::F32)),
         ("k = 64", rows(1, 1 << 20, 64, KeyType::F32)),
+        ("k = 256", rows(1, 1 << 20, 256, KeyType::F32)),
         ("2^24 keys", rows(1, 1 << 24, 1024, KeyType::F32)),
         ("64 rows", rows(64, 1 << 20, 2048, KeyType::F32)),
         ("10^6 keys", rows(1, 1_000_000, 2048, KeyType::F32)),
