@@ -168,6 +168,12 @@ fn long_rows_split_with_keys_indices_and_values() {
     );
     let env = Env::new();
     let device_keys = cuda.upload(&keys).expect("upload");
+    // The GPU's keys equal the host's bit for bit.
+    let keys_match = |out: &cudarc::driver::CudaSlice<f32>, host: &[f32], what: &str| {
+        let bits = |keys: &[f32]| keys.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let got = cuda.download(&out.as_view()).expect("download");
+        assert_eq!(bits(&got), bits(host), "{what}: keys differ from the host");
+    };
     let split = |f: &mut dyn FnMut()| {
         let before = clustered_launches();
         f();
@@ -190,13 +196,7 @@ fn long_rows_split_with_keys_indices_and_values() {
         .and_then(|o| o.check())
         .expect("GPU");
     });
-    let got = cuda.download(&out.as_view()).expect("download");
-    assert!(
-        got.iter()
-            .zip(&host)
-            .all(|(a, b)| a.to_bits() == b.to_bits()),
-        "keys only"
-    );
+    keys_match(&out, &host, "keys only");
     // u32 indices.
     let (mut host_keys, mut host_indices) = (vec![poison::<f32>(); 2 * K], vec![u32::MAX; 2 * K]);
     batched_topk::select_indices(
@@ -227,13 +227,7 @@ fn long_rows_split_with_keys_indices_and_values() {
         cuda.download(&out_indices.as_view()).expect("download"),
         host_indices
     );
-    let got = cuda.download(&out_keys.as_view()).expect("download");
-    assert!(
-        got.iter()
-            .zip(&host_keys)
-            .all(|(a, b)| a.to_bits() == b.to_bits()),
-        "u32 indices"
-    );
+    keys_match(&out_keys, &host_keys, "u32 indices");
     // Copied values, 4 and 8 bytes.
     macro_rules! pairs {
         ($value:expr) => {{
@@ -273,12 +267,7 @@ fn long_rows_split_with_keys_indices_and_values() {
                 cuda.download(&out_values.as_view()).expect("download"),
                 host_values
             );
-            let got = cuda.download(&out_keys.as_view()).expect("download");
-            let same = got
-                .iter()
-                .zip(&host_keys)
-                .all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "pairs");
+            keys_match(&out_keys, &host_keys, "pairs");
         }};
     }
     pairs!(|i: u64| (i as u32) ^ 0x5A5A_5A5A);

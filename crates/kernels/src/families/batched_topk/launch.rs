@@ -175,17 +175,13 @@ pub fn batched_topk<K: RadixKey, V>(
         _ => None,
     };
 
-    // Scratch every stage writes before it reads: no clearing.
-    // Absent (pointer 0) when no stage uses it: a direct call of the warp or block tier
-    // allocates nothing (an allocation and a free cost host time on every call).
-    let buffer = |buffer: &'static str, count: u64| -> Result<ScratchBuffer<u64>, KernelError> {
-        if count == 0 {
-            return Ok(ScratchBuffer::Absent);
-        }
+    // Scratch every stage writes before it reads: no clearing; none where no stage uses it (a
+    // direct call of the warp or block tier allocates nothing).
+    let buffer = |buffer: &'static str, count: u64| {
         // SAFETY: the kernels write every word of these buffers (state and histogram in
         // LARGE_INIT, chunk counts in LARGE_COUNT, selected indices in LARGE_COLLECT /
         // LARGE_SORT_INIT, descriptors in RESOLVE) before reading it.
-        unsafe { scratch.uninit::<u64>(runtime, stream, buffer, count) }
+        unsafe { scratch_words(runtime, stream, scratch, buffer, count) }
     };
     let planned = plan_call(&shape, &runtime.limits())?;
     // A direct call has nothing to report (no allocation, no clearing).
@@ -422,24 +418,20 @@ fn run_split<K: RadixKey, V>(
     let words = |bytes: u64| candidates.saturating_mul(bytes).div_ceil(8);
     let key_bytes = std::mem::size_of::<K::Bits>() as u64;
     // SAFETY: the first call writes every candidate slot (each chunk writes `written` items:
-    // its size is above `written`), and the chunk offsets and the second call read them after.
-    let mut candidate_keys =
-        unsafe { scratch.uninit::<u64>(runtime, stream, "split_keys", words(key_bytes)) }?;
-    let mut candidate_values = if value_bytes == 0 {
-        ScratchBuffer::Absent
-    } else {
-        let bytes = u64::from(value_bytes);
-        // SAFETY: as the keys: written by the first call before anything reads them.
-        unsafe { scratch.uninit::<u64>(runtime, stream, "split_values", words(bytes)) }?
+    // its size is above `written`), and the chunk offsets and the second call read them after;
+    // keys only, the values are absent (0 words).
+    let (mut candidate_keys, mut candidate_values) = unsafe {
+        let values = words(u64::from(value_bytes));
+        (
+            scratch_words(runtime, stream, scratch, "split_keys", words(key_bytes))?,
+            scratch_words(runtime, stream, scratch, "split_values", values)?,
+        )
     };
     // The second call's stream scratch, when it runs as the filter and final selection.
     let sizes = second.scratch(second_cluster.is_some());
-    let buffer = |buffer: &'static str, count: u64| -> Result<ScratchBuffer<u64>, KernelError> {
-        if count == 0 {
-            return Ok(ScratchBuffer::Absent);
-        }
+    let buffer = |buffer: &'static str, count: u64| {
         // SAFETY: the filter writes its records and candidates before the final reads them.
-        unsafe { scratch.uninit::<u64>(runtime, stream, buffer, count) }
+        unsafe { scratch_words(runtime, stream, scratch, buffer, count) }
     };
     let mut stream_ranks = buffer("stream_ranks", sizes.stream_ranks)?;
     let mut stream_indices = buffer("stream_indices", sizes.stream_indices)?;
@@ -511,6 +503,27 @@ fn run_split<K: RadixKey, V>(
     launch_fill(runtime, stream, fill, shape.max_segments())?;
     drop(guards);
     Ok(true)
+}
+
+/// `count` words of scratch named `buffer`, uninitialised; absent (pointer 0) when `count` is 0,
+/// so that a call whose stages need none allocates nothing (an allocation and a free cost host
+/// time on every call).
+///
+/// # Safety
+///
+/// As [`Scratch::uninit`]: the launches write every word before any reads it.
+unsafe fn scratch_words(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    scratch: &Scratch<'_>,
+    buffer: &'static str,
+    count: u64,
+) -> Result<ScratchBuffer<u64>, KernelError> {
+    if count == 0 {
+        return Ok(ScratchBuffer::Absent);
+    }
+    // SAFETY: the caller's launches initialise the words (this function's contract).
+    unsafe { scratch.uninit::<u64>(runtime, stream, buffer, count) }
 }
 
 /// Makes one launch of the plan.

@@ -123,7 +123,6 @@ pub(crate) fn split_rows(shape: &CallShape) -> Option<RowSplit> {
         out_stride: written,
         per_segment_max: written,
         tiers: BatchedTiers::STREAM,
-        prefer_larger: shape.prefer_larger,
         sorted: true,
         stable: true,
         reject_k_above_size: false,
