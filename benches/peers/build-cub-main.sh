@@ -22,29 +22,11 @@ mkdir -p "$build"
 flags=(-O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I "$cccl" -Xcompiler -Wall)
 src="$root/benches/peers/cub_main_batched.cu"
 parts=(1 2 3 4 0)   # the heaviest first
+. "$root/benches/peers/nvcc-build.sh"
+compile_one() {
+  "$nvcc" "${flags[@]}" -DOXB_CM_PART="${1#part}" -c "$src" -o "$build/$1.o"
+}
 t0=$SECONDS
-pids=()
-fail=0
-for p in "${parts[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 2; done
-  ( ts=$SECONDS
-    "$nvcc" "${flags[@]}" -DOXB_CM_PART=$p -c "$src" -o "$build/part$p.o" > "$build/part$p.build.log" 2>&1
-    echo "part $p: $((SECONDS - ts)) s" ) &
-  pids+=($!)
-done
-i=0
-for pid in "${pids[@]}"; do
-  if ! wait "$pid"; then
-    fail=1
-    echo "build-cub-main.sh: nvcc failed on part ${parts[$i]}:" >&2
-    cat "$build/part${parts[$i]}.build.log" >&2
-  fi
-  i=$((i + 1))
-done
-[ $fail = 0 ] || exit 1
-# The pip wheels of nvcc keep the CUDA runtime in lib/, where nvcc.profile does not look (lib64).
-ldflags=()
-nvcc_lib="$(dirname "$(command -v "$nvcc")")/../lib"
-[ -f "$nvcc_lib/libcudart_static.a" ] && ldflags=(-L "$nvcc_lib")
-"$nvcc" -gencode=arch=compute_90,code=sm_90 "${ldflags[@]}" -o "$build/cub_main_peers" "$build"/part{0,1,2,3,4}.o
+nvcc_compile_all build-cub-main.sh "${parts[@]/#/part}"
+nvcc_link "$build/cub_main_peers" "$build"/part{0,1,2,3,4}.o
 echo "built $build/cub_main_peers in $((SECONDS - t0)) s ($(head -n 1 "$cccl/VERSION" 2>/dev/null || echo 'CCCL main'))"

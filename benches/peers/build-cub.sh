@@ -19,29 +19,13 @@ jobs="${JOBS:-$(nproc)}"
 mkdir -p "$build"
 flags=(-O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I "$cccl" -Xcompiler -Wall)
 units=(cub_peers cub_topk cub_batched cub_segsort cub_radix thrust_setops cub_merge thrust_batched_setops)
+. "$root/benches/peers/nvcc-build.sh"
+compile_one() {
+  "$nvcc" "${flags[@]}" -c "$root/benches/peers/$1.cu" -o "$build/$1.o"
+}
 t0=$SECONDS
-pids=()
-for unit in "${units[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 1; done
-  "$nvcc" "${flags[@]}" -c "$root/benches/peers/$unit.cu" -o "$build/$unit.o" > "$build/$unit.build.log" 2>&1 &
-  pids+=($!)
-done
-fail=0
-i=0
-for pid in "${pids[@]}"; do
-  if ! wait "$pid"; then
-    fail=1
-    echo "build-cub.sh: nvcc failed on ${units[$i]}.cu:" >&2
-    cat "$build/${units[$i]}.build.log" >&2
-  fi
-  i=$((i + 1))
-done
-[ $fail = 0 ] || exit 1
-# The pip wheels of nvcc keep the CUDA runtime in lib/, where nvcc.profile does not look (lib64).
-ldflags=()
-nvcc_lib="$(dirname "$(command -v "$nvcc")")/../lib"
-[ -f "$nvcc_lib/libcudart_static.a" ] && ldflags=(-L "$nvcc_lib")
+nvcc_compile_all build-cub.sh "${units[@]}"
 objs=()
 for unit in "${units[@]}"; do objs+=("$build/$unit.o"); done
-"$nvcc" -gencode=arch=compute_90,code=sm_90 "${ldflags[@]}" -o "$build/cub_peers" "${objs[@]}"
+nvcc_link "$build/cub_peers" "${objs[@]}"
 echo "built $build/cub_peers in $((SECONDS - t0)) s"
