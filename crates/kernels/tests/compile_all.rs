@@ -4,6 +4,11 @@
 //! memory bounds the CUBIN's.
 //! Needs NVRTC, not a GPU or a driver. Without NVRTC it prints a skip line; with
 //! `OXICUB_REQUIRE_NVRTC=1` a missing NVRTC fails the test.
+//!
+//! Which specs: with `OXICUB_COMPILE_CHECK=full` every one (the GPU suite sets it: its machine
+//! compiles the whole registry in a few minutes); otherwise a covering subset of each list
+//! ([`covering`]), which keeps CI's two cores to a fraction of the time (docs/testing.md,
+//! "Kernel compile check").
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -158,11 +163,76 @@ fn static_shared_in_cubin(cubin: &[u8], spec: &KernelSpec) -> u64 {
         .sum()
 }
 
-/// Compiles every spec for `arch` on a few threads and reports every failure.
+/// Whether to compile every spec (`OXICUB_COMPILE_CHECK=full`) rather than a covering subset.
+fn full_check() -> bool {
+    std::env::var("OXICUB_COMPILE_CHECK").is_ok_and(|v| v == "full")
+}
+
+/// A subset of `specs` in which, within each tier, every template argument takes each of its
+/// values at least once, and each key width meets each value of every other argument (value
+/// widths, ops, static bounds, block sizes). Greedy, in list order, so the subset is the same
+/// on every run. What it can miss is a failure that needs two non-key arguments together.
+fn covering(specs: Vec<KernelSpec>) -> Vec<KernelSpec> {
+    let mut seen = std::collections::HashSet::new();
+    specs
+        .into_iter()
+        .filter(|spec| {
+            // `|` and not `any`: every feature of a kept spec counts as seen.
+            features(spec)
+                .into_iter()
+                .fold(false, |new, feature| seen.insert(feature) | new)
+        })
+        .collect()
+}
+
+/// What [`covering`] covers of one spec: each template argument's value within the tier, and
+/// with the key's width.
+fn features(spec: &KernelSpec) -> Vec<String> {
+    let shown = spec.to_string();
+    let args = shown
+        .split_once('<')
+        .map_or("", |(_, rest)| rest.trim_end_matches('>'));
+    let tier = format!("{}/{:?}", spec.family(), spec.tier());
+    let width = spec.key().bits();
+    let mut features = Vec::new();
+    for (at, arg) in args.split(", ").enumerate() {
+        features.push(format!("{tier} {at}={arg}"));
+        if at > 0 {
+            features.push(format!("{tier} key{width} {at}={arg}"));
+        }
+    }
+    features
+}
+
+/// The covering subset is what it says: every feature of a family's specs is in it. Needs no
+/// NVRTC.
+#[test]
+fn the_covering_subset_covers_every_argument_of_every_tier() {
+    use std::collections::HashSet;
+    let mut kept = 0;
+    let mut listed = 0;
+    for family in KernelFamily::ALL {
+        let all = family.specs();
+        let subset = covering(all.clone());
+        let wanted: HashSet<String> = all.iter().flat_map(features).collect();
+        let covered: HashSet<String> = subset.iter().flat_map(features).collect();
+        assert_eq!(wanted, covered, "{family}");
+        assert!(subset.iter().all(|spec| all.contains(spec)));
+        println!("{family}: {} of {} specs", subset.len(), all.len());
+        kept += subset.len();
+        listed += all.len();
+    }
+    println!("every family: {kept} of {listed} specs");
+}
+
+/// Compiles `specs` (all, or a covering subset: [`full_check`]) for `arch` on a few threads
+/// and reports every failure.
 fn compile_all(what: &str, specs: Vec<KernelSpec>, arch: Arch) {
     if !nvrtc_or_skip() {
         return;
     }
+    let listed = specs.len();
+    let specs = if full_check() { specs } else { covering(specs) };
     let next = AtomicUsize::new(0);
     let failures: Mutex<Vec<KernelError>> = Mutex::new(Vec::new());
     let estimates: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -202,9 +272,10 @@ fn compile_all(what: &str, specs: Vec<KernelSpec>, arch: Arch) {
     }
     let (major, minor) = nvrtc_version().expect("NVRTC loaded above");
     println!(
-        "{what}: compiled {} of {} kernel variants for {arch} with NVRTC {major}.{minor} in {:.1?} ({workers} threads)",
+        "{what}: compiled {} of {} kernel variants ({} listed) for {arch} with NVRTC {major}.{minor} in {:.1?} ({workers} threads)",
         specs.len() - failures.len(),
         specs.len(),
+        listed,
         start.elapsed()
     );
     assert!(
