@@ -1,7 +1,8 @@
 // Family listed_copy: elements moved between a listed layout (each segment a view of its own,
 // addressed by element address from a base of 0) and one joined buffer holding the segments one
 // after another (segment s at joined_offsets[s]). TO_LIST = 0 gathers the list into the joined
-// buffer, 1 scatters the joined buffer back into the list.
+// buffer, 1 scatters the joined buffer back into the list. A gather may add an i64 per segment
+// to its elements (list_addend, 0 for none): sharded top-k's local indices made global.
 namespace oxicub {
 
 // The last segment s of `offsets` (num_segments + 1 ascending i64, offsets[0] = 0) with
@@ -24,6 +25,7 @@ __device__ __forceinline__ void listed_copy(const ListedCopyParams& p) {
     typedef typename Key::Bits Bits;
     const i64* list_begin = reinterpret_cast<const i64*>(p.list_begin);
     const i64* offsets = reinterpret_cast<const i64*>(p.joined_offsets);
+    const i64* addend = reinterpret_cast<const i64*>(p.list_addend);
     Bits* joined = reinterpret_cast<Bits*>(p.joined);
     // A block moves tiles of consecutive positions: one thread finds the segments of the tile's
     // first and last positions, so each position searches only the segments the tile spans.
@@ -47,6 +49,8 @@ __device__ __forceinline__ void listed_copy(const ListedCopyParams& p) {
                     (u64)(list_begin[s] + (i64)(i - (u64)offsets[s])) * sizeof(Bits));
                 if (p.to_list) {
                     *at = joined[i];
+                } else if (addend != nullptr) {
+                    joined[i] = (Bits)(*at + (Bits)addend[s]);
                 } else {
                     joined[i] = *at;
                 }

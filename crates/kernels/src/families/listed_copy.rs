@@ -1,6 +1,8 @@
 //! Family `listed_copy`: a listed layout (each segment a view of its own) gathered into one
 //! joined buffer, the segments one after another, or the joined buffer scattered back into the
-//! list. What lets an algorithm built on one buffer (segmented sort) serve listed segments.
+//! list. What lets an algorithm built on one buffer (segmented sort) serve listed segments, and
+//! what joins sharded top-k's exchanged candidates into rows, each rank's local indices made
+//! global on the way ([`gather_adding`]).
 
 use std::sync::Arc;
 
@@ -25,6 +27,9 @@ kernel_params! {
         num_segments: u64,
         /// The joined length.
         total: u64,
+        /// `num_segments` i64 added to every element of each view as it is gathered (integer
+        /// words of 4 or 8 bytes, wrapping), or 0 for none.
+        list_addend: u64,
         /// 0: list to joined; 1: joined to list.
         to_list: u32,
     }
@@ -117,7 +122,7 @@ fn launch_copy<T>(
     list_begin: Vec<i64>,
     lengths: impl IntoIterator<Item = usize>,
     (joined, joined_len): (u64, usize),
-    to_list: bool,
+    direction: Move,
 ) -> Result<(), KernelError> {
     let offsets = joined_offsets(lengths);
     let total = offsets.last().copied().unwrap_or(0) as u64;
@@ -137,6 +142,10 @@ fn launch_copy<T>(
     let num_segments = list_begin.len() as u64;
     let list_begin = table(runtime, stream, list_begin)?;
     let joined_offsets = table(runtime, stream, offsets)?;
+    let addends = match direction {
+        Move::Gather(Some(addends)) => Some(table(runtime, stream, addends.to_vec())?),
+        Move::Gather(None) | Move::Scatter => None,
+    };
     let kernel = runtime.kernel(&spec)?;
     let grid = runtime.grid_blocks(&kernel, total.div_ceil(4), 1);
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
@@ -146,9 +155,21 @@ fn launch_copy<T>(
         joined,
         num_segments,
         total,
-        to_list: u32::from(to_list),
+        list_addend: addends
+            .as_ref()
+            .map_or(0, |addends| keep(&mut guards, addends.device_ptr(stream))),
+        to_list: u32::from(matches!(direction, Move::Scatter)),
     };
     runtime.launch(stream, &kernel, grid, params)
+}
+
+/// Which way [`launch_copy`] moves elements.
+#[derive(Clone, Copy)]
+enum Move<'a> {
+    /// The list into the joined buffer, with an addend per view or none.
+    Gather(Option<&'a [i64]>),
+    /// The joined buffer back into the list.
+    Scatter,
 }
 
 /// Copies the views of `list` one after another into `joined` (view `i` at the sum of the
@@ -171,6 +192,58 @@ pub fn gather<T>(
     list: &[CudaView<'_, T>],
     joined: &mut CudaViewMut<'_, T>,
 ) -> Result<(), KernelError> {
+    gather_list(runtime, stream, list, joined, Move::Gather(None))
+}
+
+/// [`gather`] for integers of 4 or 8 bytes, adding `addends[i]` to every element of view `i`
+/// (wrapping, in the element's width): local indices made global as they are joined.
+/// `addends` has one entry per view. Asynchronous on `stream`.
+///
+/// ```no_run
+/// use oxicub::kernels::{families::listed_copy, open_context, KernelRuntime};
+///
+/// let runtime = KernelRuntime::new(open_context(0)?)?;
+/// let stream = runtime.context().default_stream();
+/// let (a, b) = (stream.clone_htod(&[0u32, 2])?, stream.clone_htod(&[1u32])?);
+/// let mut joined = stream.alloc_zeros::<u32>(3)?;
+/// listed_copy::gather_adding(&runtime, &stream, &[a.as_view(), b.as_view()], &[0, 100], &mut joined.as_view_mut())?;
+/// assert_eq!(stream.clone_dtoh(&joined)?, [0, 2, 101]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn gather_adding<T>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    list: &[CudaView<'_, T>],
+    addends: &[i64],
+    joined: &mut CudaViewMut<'_, T>,
+) -> Result<(), KernelError> {
+    if addends.len() != list.len() {
+        return Err(KernelError::LengthMismatch {
+            buffer: "addends",
+            actual: addends.len(),
+            expected: list.len(),
+        });
+    }
+    if !matches!(std::mem::size_of::<T>(), 4 | 8) {
+        return Err(KernelError::InvalidSpec {
+            kernel: "listed_copy".to_owned(),
+            reason: format!(
+                "addends apply to integers of 4 or 8 bytes, not {}",
+                std::mem::size_of::<T>()
+            ),
+        });
+    }
+    gather_list(runtime, stream, list, joined, Move::Gather(Some(addends)))
+}
+
+/// [`gather`] and [`gather_adding`].
+fn gather_list<T>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    list: &[CudaView<'_, T>],
+    joined: &mut CudaViewMut<'_, T>,
+    direction: Move<'_>,
+) -> Result<(), KernelError> {
     runtime.check_buffer("joined", &*joined)?;
     let mut guards = Vec::with_capacity(list.len() + 1);
     let mut begin = Vec::with_capacity(list.len());
@@ -182,7 +255,14 @@ pub fn gather<T>(
     let joined_len = joined.len();
     let joined = keep(&mut guards, joined.device_ptr_mut(stream));
     let lengths = list.iter().map(|view| view.len());
-    launch_copy::<T>(runtime, stream, begin, lengths, (joined, joined_len), false)
+    launch_copy::<T>(
+        runtime,
+        stream,
+        begin,
+        lengths,
+        (joined, joined_len),
+        direction,
+    )
 }
 
 /// Copies `joined` back into the views of `list` (view `i` from the sum of the earlier views'
@@ -217,5 +297,92 @@ pub fn scatter<T>(
     }
     let joined_len = joined.len();
     let joined = keep(&mut guards, joined.device_ptr(stream));
-    launch_copy::<T>(runtime, stream, begin, lengths, (joined, joined_len), true)
+    launch_copy::<T>(
+        runtime,
+        stream,
+        begin,
+        lengths,
+        (joined, joined_len),
+        Move::Scatter,
+    )
+}
+
+/// Copies `height` rows of `width` elements from `src` (row `i` at `i * src_pitch`) to `dst`
+/// (row `i` at `i * dst_pitch`): one `cuMemcpy2DAsync` on `stream`, no kernel. What joins
+/// sharded top-k's exchanged candidates into rows (a rank's slots into its columns of every
+/// row). Both views are checked to hold every row.
+///
+/// ```no_run
+/// use oxicub::kernels::{families::listed_copy, open_context, KernelRuntime};
+///
+/// let runtime = KernelRuntime::new(open_context(0)?)?;
+/// let stream = runtime.context().default_stream();
+/// let src = stream.clone_htod(&[1u32, 2, 9, 3, 4, 9])?; // two rows of 2, pitch 3
+/// let mut dst = stream.alloc_zeros::<u32>(8)?; // into columns 1..3 of rows of 4
+/// listed_copy::copy_rows(&runtime, &stream, &src.as_view(), 3, &mut dst.slice_mut(1..), 4, 2, 2)?;
+/// assert_eq!(stream.clone_dtoh(&dst)?, [0, 1, 2, 0, 0, 3, 4, 0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn copy_rows<T>(
+    runtime: &KernelRuntime,
+    stream: &Arc<CudaStream>,
+    src: &CudaView<'_, T>,
+    src_pitch: usize,
+    dst: &mut CudaViewMut<'_, T>,
+    dst_pitch: usize,
+    width: usize,
+    height: usize,
+) -> Result<(), KernelError> {
+    runtime.check_buffer("src", src)?;
+    runtime.check_buffer("dst", &*dst)?;
+    if width == 0 || height == 0 {
+        return Ok(());
+    }
+    let bytes = std::mem::size_of::<T>();
+    let spans = |pitch: usize| {
+        (width <= pitch)
+            .then(|| (height - 1).checked_mul(pitch)?.checked_add(width))
+            .flatten()
+    };
+    for (buffer, pitch, len) in [("src", src_pitch, src.len()), ("dst", dst_pitch, dst.len())] {
+        match spans(pitch) {
+            Some(needed) if needed <= len => {}
+            _ => {
+                return Err(KernelError::LengthMismatch {
+                    buffer,
+                    actual: len,
+                    expected: (height - 1).saturating_mul(pitch).saturating_add(width),
+                })
+            }
+        }
+    }
+    let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
+    let src_ptr = keep(&mut guards, src.device_ptr(stream));
+    let dst_ptr = keep(&mut guards, dst.device_ptr_mut(stream));
+    let copy = cudarc::driver::sys::CUDA_MEMCPY2D {
+        srcMemoryType: cudarc::driver::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcDevice: src_ptr,
+        srcPitch: src_pitch * bytes,
+        dstMemoryType: cudarc::driver::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstDevice: dst_ptr,
+        dstPitch: dst_pitch * bytes,
+        WidthInBytes: width * bytes,
+        Height: height,
+        srcXInBytes: 0,
+        srcY: 0,
+        srcHost: std::ptr::null(),
+        srcArray: std::ptr::null_mut(),
+        dstXInBytes: 0,
+        dstY: 0,
+        dstHost: std::ptr::null_mut(),
+        dstArray: std::ptr::null_mut(),
+    };
+    runtime.during("cuCtxSetCurrent", runtime.context().bind_to_thread())?;
+    // SAFETY: both ranges were checked above to lie within their views (rows of `width`
+    // elements, `pitch` apart, `height` of them), the views belong to this runtime's context
+    // (check_buffer), which is current on this thread, and the guards keep their event
+    // tracking until the copy is enqueued on `stream`.
+    let result = unsafe { cudarc::driver::sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) };
+    runtime.during("cuMemcpy2DAsync", result.result())
 }
