@@ -51,8 +51,8 @@ pub use oxicub_params::{
 pub use oxicub_kernels::driver_available;
 
 pub use oxicub_algorithms::{
-    batched_topk, contract, locality_sort, radix, routing, segmented_sort, segments, sets, topk,
-    AnyBackend, Backend, Buffer, ChoicesOn, Cuda, DeviceFacts, DeviceKeys, DeviceValue,
+    batched_topk, contract, locality_sort, radix, routing, segmented_sort, segments, sets, sharded,
+    topk, AnyBackend, Backend, Buffer, ChoicesOn, Cuda, DeviceFacts, DeviceKeys, DeviceValue,
     DeviceValues, Error, Host, KernelError, Outcome, Pending, PerSegmentOn, SourceIndex, ValuesOn,
     WarmUp, Workspace,
 };

@@ -104,6 +104,34 @@ pub enum Error {
         /// The first position whose key equals the key before it.
         position: u64,
     },
+    /// The ranks of a sharded call do not state the same problem (`sharded::Problem::agree`),
+    /// or ran one call under different requirements.
+    #[error("rank {rank} has {field} = {theirs}, this rank {ours}")]
+    RanksDisagree {
+        /// What differs (`rows`, `k`, `shards`, `key type`, `tie_break`, ...).
+        field: &'static str,
+        /// The first rank that differs from this one.
+        rank: usize,
+        /// Its value.
+        theirs: String,
+        /// This rank's.
+        ours: String,
+    },
+    /// A rank of a sharded call failed its own checks (it returned the error); this rank's
+    /// outputs hold unspecified values.
+    #[error("rank {rank} failed its part of the sharded call (its own error is reported there)")]
+    PeerFailed {
+        /// The first failed rank.
+        rank: usize,
+    },
+    /// The communicator failed: NCCL missing, or an NCCL call's error.
+    #[error("communicator: {call} failed: {reason}")]
+    Communicator {
+        /// The failed call (`ncclAllGather`, loading `libnccl.so`, ...).
+        call: &'static str,
+        /// What it reported.
+        reason: String,
+    },
     /// A parameter is outside its bounds (for example `k > keys.len()`), or its bounds contradict
     /// the environment's guarantees. Names the parameter.
     #[error(transparent)]

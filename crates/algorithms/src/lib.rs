@@ -13,6 +13,8 @@
 //!   requirement model.
 //! * [`batched_topk`]: top-k of many segments in one call (per-segment size, k and direction;
 //!   warp, block and multi-block tiers chosen from the static bounds).
+//! * [`sharded`]: top-k over rows sharded across ranks (GPUs over NCCL, or host threads), with
+//!   the single-device contract.
 //! * [`Error`]: the one error type; argument errors name the argument.
 //!
 //! ```
@@ -38,6 +40,7 @@ pub mod routing;
 pub mod segmented_sort;
 pub mod segments;
 pub mod sets;
+pub mod sharded;
 pub mod topk;
 mod values;
 

@@ -34,10 +34,16 @@ pub trait SourceIndex: sealed::SourceIndex + DeviceValue {
     /// The bits of `value` as this type (the low bits of the result), when it holds it: a
     /// fill value (`-1`, say) need not be an index.
     fn fill_bits(value: i64) -> Option<u64>;
+    /// This index as a `u64` (a negative one wraps; the kernels never write one).
+    #[doc(hidden)]
+    fn to_index(self) -> u64;
 }
 
 impl SourceIndex for u32 {
     const MAX_ITEMS: u64 = 1 << 32;
+    fn to_index(self) -> u64 {
+        u64::from(self)
+    }
     fn from_index(index: u64) -> u32 {
         index as u32
     }
@@ -49,6 +55,9 @@ impl SourceIndex for u32 {
 // The kernels write a 4-byte index as its 32 bits: below 2^31, an i32's are a u32's.
 impl SourceIndex for i32 {
     const MAX_ITEMS: u64 = 1 << 31;
+    fn to_index(self) -> u64 {
+        u64::from(self as u32)
+    }
     fn from_index(index: u64) -> i32 {
         index as i32
     }
@@ -59,6 +68,9 @@ impl SourceIndex for i32 {
 
 impl SourceIndex for u64 {
     const MAX_ITEMS: u64 = u64::MAX;
+    fn to_index(self) -> u64 {
+        self
+    }
     fn from_index(index: u64) -> u64 {
         index
     }
@@ -69,6 +81,9 @@ impl SourceIndex for u64 {
 
 impl SourceIndex for i64 {
     const MAX_ITEMS: u64 = i64::MAX as u64;
+    fn to_index(self) -> u64 {
+        self as u64
+    }
     fn from_index(index: u64) -> i64 {
         index as i64
     }

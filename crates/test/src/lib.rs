@@ -37,6 +37,7 @@ pub mod routing;
 pub mod seed_sets;
 pub mod seed_sort;
 pub mod set_batches;
+pub mod sharded;
 
 pub use cases::{all_keys, sample_keys, SplitMix64};
 pub use oxicub_algorithms::Cuda;

@@ -1,0 +1,138 @@
+//! Sharded top-k on the host: the ranks are threads ([`HostRanks`](super::HostRanks)), and
+//! each stage is the host backend's batched top-k, so the merge logic runs on CI exactly as the
+//! device runs it.
+
+use oxicub_params::{direction, k, num_segments, segment_size, SelectDirection};
+
+use super::plan::{peer_error, Call, Statement, STATUS_WORDS};
+use super::{merge_pairs, select, Communicator, ShardedBackend};
+use crate::backend::Host;
+use crate::batched_topk::Problem as Batched;
+use crate::radix::RadixKey;
+use crate::sealed::Token;
+use crate::segments::Outcome;
+use crate::values::SourceIndex;
+use crate::Error;
+
+impl ShardedBackend for Host {
+    fn agree_words<C: Communicator<Host>>(
+        &self,
+        token: Token,
+        comm: &C,
+        words: &[u64],
+    ) -> Result<Vec<u64>, Error> {
+        let mut all = vec![0u64; Statement::WORDS * comm.ranks()];
+        comm.all_gather(token, self, words, &mut all[..])?;
+        Ok(all)
+    }
+
+    fn sharded_checked<K: RadixKey, I: SourceIndex, C: Communicator<Host>>(
+        &self,
+        token: Token,
+        call: Call<'_>,
+        comm: &C,
+        keys: &[K],
+        out_keys: &mut [K],
+        out_indices: &mut [I],
+    ) -> Result<Outcome, Error> {
+        let exchange = call.exchange;
+        let n = exchange.slot_items();
+        let zero = K::from_bits(Default::default());
+        let (mut send_keys, mut send_indices) = (vec![zero; n], vec![I::from_index(0); n]);
+        if call.local.is_ok() && exchange.local_k[call.rank] > 0 {
+            let local_k = exchange.local_k[call.rank];
+            let len = exchange.lens[call.rank];
+            let problem = strided(len, local_k, call.direction, exchange.rows, exchange.slot)?;
+            let mut local = vec![I::from_index(0); n];
+            select(
+                self,
+                &problem,
+                call.prefer_larger,
+                keys,
+                &mut send_keys[..],
+                &mut local[..],
+            )?
+            .check()?;
+            // The global indices: this rank's columns start at its offset.
+            let offset = exchange.offsets[call.rank];
+            for (global, local) in send_indices.iter_mut().zip(local) {
+                *global = I::from_index(local.to_index().wrapping_add(offset));
+            }
+        }
+        let ranks = comm.ranks();
+        let (mut keys_in, mut indices_in) =
+            (vec![zero; n * ranks], vec![I::from_index(0); n * ranks]);
+        let mut status_in = vec![0u64; STATUS_WORDS * ranks];
+        comm.grouped(token, &mut || {
+            comm.all_gather(token, self, &send_keys[..], &mut keys_in[..])?;
+            comm.all_gather(token, self, &send_indices[..], &mut indices_in[..])?;
+            comm.all_gather(token, self, &call.status()[..], &mut status_in[..])
+        })?;
+        call.local?;
+        if let Some(error) = peer_error(call.rank, &status_in) {
+            return Ok(Outcome::ready((), Some(error)));
+        }
+        if !call.receives || exchange.written == 0 {
+            return Ok(Outcome::ready((), None));
+        }
+        let joined = exchange.rows * exchange.candidates;
+        let (mut joined_keys, mut joined_indices) =
+            (vec![zero; joined], vec![I::from_index(0); joined]);
+        for (start, column, count) in exchange.joins() {
+            for row in 0..exchange.rows {
+                let from = start + row * exchange.slot;
+                let to = row * exchange.candidates + column;
+                joined_keys[to..to + count].copy_from_slice(&keys_in[from..from + count]);
+                joined_indices[to..to + count].copy_from_slice(&indices_in[from..from + count]);
+            }
+        }
+        let written = exchange.rows * exchange.written;
+        let merge = strided(
+            exchange.candidates,
+            exchange.written,
+            call.direction,
+            exchange.rows,
+            exchange.written,
+        )?;
+        merge_pairs(
+            self,
+            &merge,
+            call.prefer_larger,
+            &joined_keys[..],
+            &joined_indices[..],
+            &mut out_keys[..written],
+            &mut out_indices[..written],
+        )?
+        .check()?;
+        Ok(Outcome::ready((), None))
+    }
+}
+
+/// The batched problem of `rows` rows of `len` keys, top `k` of each, rows written `stride`
+/// apart: each stage of a sharded call.
+#[allow(clippy::type_complexity)]
+pub(super) fn strided(
+    len: usize,
+    k: usize,
+    dir: SelectDirection,
+    rows: usize,
+    stride: usize,
+) -> Result<
+    Batched<
+        crate::segments::Strided,
+        segment_size::Uniform,
+        k::Uniform,
+        direction::Choice<direction::Either>,
+        num_segments::Uniform,
+    >,
+    Error,
+> {
+    Ok(Batched::strided(
+        len,
+        segment_size::uniform(Error::item_count(len)?)?,
+        k::uniform(Error::item_count(k)?)?,
+        direction::Choice::new(dir)?,
+        num_segments::uniform(Error::item_count(rows)?)?,
+    )
+    .out_stride(stride))
+}

@@ -1,0 +1,334 @@
+//! Sharded top-k over NCCL on two GPUs (the `nccl` feature): every rank's result equals the
+//! single-device top-k of the concatenated rows (the host's), bit for bit; one process
+//! driving both GPUs (a thread per rank) and one process per GPU (this binary re-run as rank
+//! 1). Needs two GPUs and `libnccl.so` on the library path; with `OXICUB_REQUIRE_GPU=1` a
+//! missing one fails.
+#![cfg(feature = "nccl")]
+
+use oxicub::env::{require, tie_break, Env};
+use oxicub::params::{direction, k, SelectDirection};
+use oxicub::radix::RadixKey;
+use oxicub::sharded::{self, Nccl, Problem, Shards};
+use oxicub::{Cuda, Error};
+use oxicub_test::sharded::{bits, shard_of, whole_rows_topk};
+use oxicub_test::SplitMix64;
+
+/// Two backends on devices 0 and 1, or a skip (a failure with `OXICUB_REQUIRE_GPU=1`).
+fn two_gpus_or_skip() -> Option<[Cuda; 2]> {
+    let first = oxicub_test::gpu_or_skip()?;
+    match Cuda::new(1) {
+        Ok(second) => Some([first, second]),
+        Err(why) => {
+            if std::env::var("OXICUB_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("OXICUB_REQUIRE_GPU=1 but there is no second GPU: {why}");
+            }
+            println!("skipped: one GPU only ({why})");
+            None
+        }
+    }
+}
+
+/// One rank's call on its own device: agree, upload its shard, select, download.
+#[allow(clippy::too_many_arguments)]
+fn rank_call<K: RadixKey>(
+    cuda: &Cuda,
+    comm: &Nccl,
+    shards: &Shards,
+    keys: &[K],
+    rows: usize,
+    kk: i64,
+    dir: SelectDirection,
+    prefer_larger: bool,
+    trim: usize,
+) -> Result<(Vec<K>, Vec<u32>), Error> {
+    let r = comm.rank();
+    let total = shards.total() as usize;
+    let problem = Problem::<K, u32>::agree(
+        cuda,
+        comm,
+        shards.clone(),
+        rows,
+        k::uniform(kk)?,
+        direction::Choice::<direction::Either>::new(dir)?,
+    )?;
+    let mut mine = shard_of(keys, rows, total, shards.offset(r) as usize, shards.len(r));
+    mine.truncate(mine.len() - trim);
+    let mine = cuda.upload_keys(&mine)?;
+    let n = rows * problem.written();
+    // Poisoned outputs: an unwritten slot shows.
+    let mut top = cuda.upload_keys(&vec![keys[0]; n.max(1)])?;
+    let mut at = cuda.upload(&vec![u32::MAX; n.max(1)])?;
+    let outcome = if prefer_larger {
+        let env = require!(tie_break::PreferLargerIndex);
+        sharded::select_indices(
+            cuda,
+            comm,
+            &problem,
+            mine.as_view(),
+            top.as_view_mut(),
+            at.as_view_mut(),
+            &env,
+        )?
+    } else {
+        sharded::select_indices(
+            cuda,
+            comm,
+            &problem,
+            mine.as_view(),
+            top.as_view_mut(),
+            at.as_view_mut(),
+            &Env::new(),
+        )?
+    };
+    outcome.check()?;
+    let mut top = cuda.download_keys(&top)?;
+    let mut at = cuda.download(&at.as_view())?;
+    top.truncate(n);
+    at.truncate(n);
+    Ok((top, at))
+}
+
+/// Both ranks from threads of this process; each result against the host's whole rows.
+fn check_two<K: RadixKey + PartialEq>(
+    keys: &[K],
+    rows: usize,
+    lens: [usize; 2],
+    kk: i64,
+    what: &str,
+) {
+    let Some(backends) = two_gpus_or_skip() else {
+        return;
+    };
+    let mut comms = Nccl::for_devices(&backends).expect("NCCL on both devices");
+    let shards = Shards::new(&lens).expect("shards");
+    let total = shards.total() as usize;
+    for dir in [SelectDirection::Max, SelectDirection::Min] {
+        for prefer_larger in [false, true] {
+            let want = whole_rows_topk(keys, rows, total, kk, dir, prefer_larger);
+            let results: Vec<_> = std::thread::scope(|scope| {
+                // `&mut`: a communicator is used by one thread at a time (`Nccl` is not `Sync`).
+                let handles: Vec<_> = backends
+                    .iter()
+                    .zip(comms.iter_mut())
+                    .map(|(cuda, comm)| {
+                        let shards = &shards;
+                        scope.spawn(move || {
+                            rank_call(cuda, comm, shards, keys, rows, kk, dir, prefer_larger, 0)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("no panic"))
+                    .collect()
+            });
+            for (rank, result) in results.into_iter().enumerate() {
+                let (top, at) = result.unwrap_or_else(|e| panic!("{what}: rank {rank}: {e}"));
+                assert_eq!(
+                    (bits(&top), &at),
+                    (bits(&want.0), &want.1),
+                    "{what}: rank {rank}, {dir:?}, prefer_larger {prefer_larger}, lens {lens:?}, k {kk}"
+                );
+            }
+        }
+    }
+}
+
+fn random_f32(rows: usize, total: usize, seed: u64) -> Vec<f32> {
+    let mut rng = SplitMix64::new(seed);
+    (0..rows * total)
+        .map(|_| rng.next_unit_f64() as f32 * 2.0 - 1.0)
+        .collect()
+}
+
+#[test]
+fn random_rows_vocab_parallel() {
+    check_two(
+        &random_f32(8, 2 * 4000, 1),
+        8,
+        [4000, 4000],
+        50,
+        "random [8 x 8000] k=50",
+    );
+    check_two(
+        &random_f32(4, 2 * 16_000, 2),
+        4,
+        [16_000, 16_000],
+        2048,
+        "random [4 x 32000] k=2048",
+    );
+}
+
+#[test]
+fn uneven_shards_and_k_above_a_shard() {
+    check_two(
+        &random_f32(3, 1300, 3),
+        3,
+        [1000, 300],
+        500,
+        "k above the small shard",
+    );
+    check_two(&random_f32(2, 900, 4), 2, [900, 0], 40, "an empty shard");
+    check_two(
+        &random_f32(2, 64, 5),
+        2,
+        [40, 24],
+        100,
+        "k above the whole row",
+    );
+    check_two(&random_f32(2, 64, 6), 2, [40, 24], 0, "k = 0");
+}
+
+#[test]
+fn ties_straddling_the_shard_boundary() {
+    // Four distinct keys: the tie class at the k-th key spans both shards.
+    let mut rng = SplitMix64::new(7);
+    let keys: Vec<i32> = (0..4 * 6000).map(|_| (rng.next_u64() % 4) as i32).collect();
+    check_two(&keys, 4, [2500, 3500], 2048, "ties");
+    check_two(
+        &vec![3u16; 2 * 5000],
+        2,
+        [2500, 2500],
+        1000,
+        "all equal u16",
+    );
+}
+
+#[test]
+fn nan_and_signed_zeros() {
+    let pool = [
+        f32::NAN,
+        -f32::NAN,
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1.0,
+    ];
+    let mut rng = SplitMix64::new(9);
+    let keys: Vec<f32> = (0..2 * 3000)
+        .map(|_| pool[(rng.next_u64() % 7) as usize])
+        .collect();
+    check_two(&keys, 2, [1800, 1200], 700, "nan and zeros");
+    let halves: Vec<half::bf16> = keys.iter().map(|&k| half::bf16::from_f32(k)).collect();
+    check_two(&halves, 2, [1800, 1200], 700, "bf16 nan and zeros");
+}
+
+#[test]
+fn a_rank_with_wrong_keys_is_reported_by_its_peer() {
+    let Some(backends) = two_gpus_or_skip() else {
+        return;
+    };
+    let mut comms = Nccl::for_devices(&backends).expect("NCCL");
+    let shards = Shards::new(&[500, 500]).expect("shards");
+    let keys = random_f32(2, 1000, 10);
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = backends
+            .iter()
+            .zip(comms.iter_mut())
+            .map(|(cuda, comm)| {
+                let (shards, keys) = (&shards, &keys);
+                let trim = usize::from(comm.rank() == 1);
+                scope.spawn(move || {
+                    rank_call(
+                        cuda,
+                        comm,
+                        shards,
+                        keys,
+                        2,
+                        10,
+                        SelectDirection::Max,
+                        false,
+                        trim,
+                    )
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .collect()
+    });
+    assert!(
+        matches!(results[0], Err(Error::PeerFailed { rank: 1 })),
+        "{:?}",
+        results[0]
+    );
+    assert!(
+        matches!(results[1], Err(Error::LengthMismatch { arg: "keys", .. })),
+        "{:?}",
+        results[1]
+    );
+}
+
+/// Rank 1 of [`one_process_per_gpu`]: this binary re-run with the id in the environment.
+const CHILD_ID: &str = "OXICUB_SHARDED_TEST_ID";
+
+#[test]
+fn one_process_per_gpu() {
+    let rows = 16;
+    let shards = Shards::new(&[10_000, 6_000]).expect("shards");
+    let keys = random_f32(rows, 16_000, 11);
+    if let Ok(hex) = std::env::var(CHILD_ID) {
+        // The child: rank 1 on device 1.
+        let bytes: Vec<std::ffi::c_char> = (0..hex.len() / 2)
+            .map(|i| {
+                u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex") as std::ffi::c_char
+            })
+            .collect();
+        let id = cudarc::nccl::Id::uninit(bytes.try_into().expect("128 bytes"));
+        let cuda = Cuda::new(1).expect("device 1");
+        let comm = Nccl::from_rank(&cuda, 1, 2, id).expect("rank 1");
+        let got = rank_call(
+            &cuda,
+            &comm,
+            &shards,
+            &keys,
+            rows,
+            64,
+            SelectDirection::Max,
+            false,
+            0,
+        )
+        .expect("rank 1's call");
+        let want = whole_rows_topk(&keys, rows, 16_000, 64, SelectDirection::Max, false);
+        assert_eq!((bits(&got.0), got.1), (bits(&want.0), want.1), "rank 1");
+        return;
+    }
+    let Some([cuda, _]) = two_gpus_or_skip() else {
+        return;
+    };
+    let id = Nccl::unique_id().expect("an NCCL id");
+    let hex: String = id
+        .internal()
+        .iter()
+        .map(|&b| format!("{:02x}", b as u8))
+        .collect();
+    let child = std::process::Command::new(std::env::current_exe().expect("this binary"))
+        .args([
+            "--exact",
+            "one_process_per_gpu",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(CHILD_ID, hex)
+        .spawn()
+        .expect("rank 1's process");
+    let comm = Nccl::from_rank(&cuda, 0, 2, id).expect("rank 0");
+    let got = rank_call(
+        &cuda,
+        &comm,
+        &shards,
+        &keys,
+        rows,
+        64,
+        SelectDirection::Max,
+        false,
+        0,
+    )
+    .expect("rank 0's call");
+    let want = whole_rows_topk(&keys, rows, 16_000, 64, SelectDirection::Max, false);
+    assert_eq!((bits(&got.0), got.1), (bits(&want.0), want.1), "rank 0");
+    let status = child.wait_with_output().expect("rank 1 ends").status;
+    assert!(status.success(), "rank 1's process: {status}");
+}
