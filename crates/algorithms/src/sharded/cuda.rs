@@ -41,25 +41,40 @@ impl ShardedBackend for Cuda {
     ) -> Result<Outcome, Error> {
         let exchange = call.exchange;
         let ranks = comm.ranks();
-        // One element at least: cudarc views of empty allocations are still valid pointers.
+        let (rows, slot, candidates) = (exchange.rows, exchange.slot, exchange.candidates);
         let n = exchange.slot_items();
-        let mut send_keys = self.alloc_keys::<K>(n.max(1))?;
-        let mut send_indices = self.alloc_values::<I>(n.max(1))?;
+        let gathered = n * ranks;
+        let receives = call.receives && exchange.written > 0;
+        let joined = if receives { rows * candidates } else { 0 };
+        // Three allocations a call, carved into the stages' buffers: keys (sent, gathered,
+        // joined), indices (local, sent, gathered, joined), status words (this rank's, then
+        // every rank's). One element at least: an empty allocation has no pointer.
+        let mut keys_buffer = self.alloc_keys::<K>((n + gathered + joined).max(1))?;
+        let mut indices_buffer = self.alloc_values::<I>((2 * n + gathered + joined).max(1))?;
+        let mut words = vec![0u64; STATUS_WORDS * (1 + ranks)];
+        words[..STATUS_WORDS].copy_from_slice(&call.status());
+        let mut status = self.upload(&words)?;
+        let mut keys_all = keys_buffer.as_view_mut();
+        let (mut send_keys, mut rest) = keys_all.split_at_mut(n);
+        let (mut keys_in, mut joined_keys) = rest.split_at_mut(gathered);
+        let mut indices_all = indices_buffer.as_view_mut();
+        let (mut local, mut rest) = indices_all.split_at_mut(n);
+        let (mut send_indices, mut rest) = rest.split_at_mut(n);
+        let (mut indices_in, mut joined_indices) = rest.split_at_mut(gathered);
         // The stages' own outcomes, checked with the peers' status (checking one now would
         // wait for the stream between the stages).
         let mut stages = Vec::with_capacity(2);
         if call.local.is_ok() && exchange.local_k[call.rank] > 0 {
             let local_k = exchange.local_k[call.rank];
             let len = exchange.lens[call.rank];
-            let problem = strided(len, local_k, call.direction, exchange.rows, exchange.slot)?;
-            let mut local = self.alloc_values::<I>(n)?;
+            let problem = strided(len, local_k, call.direction, rows, slot)?;
             stages.push(select(
                 self,
                 &problem,
                 call.prefer_larger,
                 keys,
-                send_keys.as_view_mut().slice_mut(..n),
-                local.as_view_mut(),
+                send_keys.slice_mut(..),
+                local.slice_mut(..),
             )?);
             // The global indices: this rank's columns start at its offset.
             let offset = exchange.offsets[call.rank] as i64;
@@ -68,92 +83,80 @@ impl ShardedBackend for Cuda {
                 self.stream(),
                 &[local.as_view()],
                 &[offset],
-                &mut send_indices.as_view_mut().slice_mut(..n),
+                &mut send_indices,
             )?;
         }
-        let mut keys_in = self.alloc_keys::<K>((n * ranks).max(1))?;
-        let mut indices_in = self.alloc_values::<I>((n * ranks).max(1))?;
-        let status = self.upload(&call.status())?;
-        let mut status_in = self.alloc_zeros::<u64>(STATUS_WORDS * ranks)?;
-        comm.grouped(token, &mut || {
-            comm.all_gather(
-                token,
-                self,
-                send_keys.as_view().slice(..n),
-                keys_in.as_view_mut().slice_mut(..n * ranks),
-            )?;
-            comm.all_gather(
-                token,
-                self,
-                send_indices.as_view().slice(..n),
-                indices_in.as_view_mut().slice_mut(..n * ranks),
-            )?;
-            comm.all_gather(token, self, status.as_view(), status_in.as_view_mut())
-        })?;
+        {
+            let mut status_all = status.as_view_mut();
+            let (mine, mut status_in) = status_all.split_at_mut(STATUS_WORDS);
+            comm.grouped(token, &mut || {
+                comm.all_gather(token, self, send_keys.as_view(), keys_in.slice_mut(..))?;
+                comm.all_gather(
+                    token,
+                    self,
+                    send_indices.as_view(),
+                    indices_in.slice_mut(..),
+                )?;
+                comm.all_gather(token, self, mine.as_view(), status_in.slice_mut(..))
+            })?;
+        }
         call.local?;
-        let report = |stages| {
-            let report = PeerStatus {
-                status: status_in,
-                rank: call.rank,
-                cuda: self.clone(),
-                stages,
-            };
-            Pending::device((), Box::new(report))
+        if receives {
+            let (runtime, stream) = (self.runtime(), self.stream());
+            for (start, column, count) in exchange.joins() {
+                let from = start..start + n;
+                listed_copy::copy_rows(
+                    runtime,
+                    stream,
+                    &keys_in.as_view().slice(from.clone()),
+                    slot,
+                    &mut joined_keys.slice_mut(column..),
+                    candidates,
+                    count,
+                    rows,
+                )?;
+                listed_copy::copy_rows(
+                    runtime,
+                    stream,
+                    &indices_in.as_view().slice(from),
+                    slot,
+                    &mut joined_indices.slice_mut(column..),
+                    candidates,
+                    count,
+                    rows,
+                )?;
+            }
+            let written = rows * exchange.written;
+            let merge = strided(
+                candidates,
+                exchange.written,
+                call.direction,
+                rows,
+                exchange.written,
+            )?;
+            stages.push(merge_pairs(
+                self,
+                &merge,
+                call.prefer_larger,
+                joined_keys.as_view(),
+                joined_indices.as_view(),
+                out_keys.slice_mut(..written),
+                out_indices.slice_mut(..written),
+            )?);
+        }
+        let report = PeerStatus {
+            status,
+            rank: call.rank,
+            cuda: self.clone(),
+            stages,
         };
-        if !call.receives || exchange.written == 0 {
-            return Ok(report(stages));
-        }
-        let joined = exchange.rows * exchange.candidates;
-        let mut joined_keys = self.alloc_keys::<K>(joined)?;
-        let mut joined_indices = self.alloc_values::<I>(joined)?;
-        let (runtime, stream) = (self.runtime(), self.stream());
-        let (slot, candidates, rows) = (exchange.slot, exchange.candidates, exchange.rows);
-        for (start, column, count) in exchange.joins() {
-            let from = start..start + n;
-            listed_copy::copy_rows(
-                runtime,
-                stream,
-                &keys_in.as_view().slice(from.clone()),
-                slot,
-                &mut joined_keys.as_view_mut().slice_mut(column..),
-                candidates,
-                count,
-                rows,
-            )?;
-            listed_copy::copy_rows(
-                runtime,
-                stream,
-                &indices_in.as_view().slice(from),
-                slot,
-                &mut joined_indices.as_view_mut().slice_mut(column..),
-                candidates,
-                count,
-                rows,
-            )?;
-        }
-        let written = exchange.rows * exchange.written;
-        let merge = strided(
-            exchange.candidates,
-            exchange.written,
-            call.direction,
-            exchange.rows,
-            exchange.written,
-        )?;
-        stages.push(merge_pairs(
-            self,
-            &merge,
-            call.prefer_larger,
-            joined_keys.as_view(),
-            joined_indices.as_view(),
-            out_keys.slice_mut(..written),
-            out_indices.slice_mut(..written),
-        )?);
-        Ok(report(stages))
+        Ok(Pending::device((), Box::new(report)))
     }
 }
 
-/// The peers' status words of one call and its stages' outcomes, read when its outcome is
-/// checked: the peers' first (a failed peer's candidates make the stages' checks moot).
+/// The peers' status words of one call (after this rank's own) and its stages' outcomes, read
+/// when its outcome is checked: the peers' first (a failed peer's candidates make the stages'
+/// checks moot).
 struct PeerStatus {
     status: CudaSlice<u64>,
     rank: usize,
@@ -171,7 +174,9 @@ impl std::fmt::Debug for PeerStatus {
 
 impl DeviceReport for PeerStatus {
     fn wait(&self) -> Result<(), Error> {
-        let all = self.cuda.download(&self.status.as_view())?;
+        let all = self
+            .cuda
+            .download(&self.status.as_view().slice(STATUS_WORDS..))?;
         if let Some(error) = peer_error(self.rank, &all) {
             return Err(error);
         }

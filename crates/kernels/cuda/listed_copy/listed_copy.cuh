@@ -2,7 +2,8 @@
 // addressed by element address from a base of 0) and one joined buffer holding the segments one
 // after another (segment s at joined_offsets[s]). TO_LIST = 0 gathers the list into the joined
 // buffer, 1 scatters the joined buffer back into the list. A gather may add an i64 per segment
-// to its elements (list_addend, 0 for none): sharded top-k's local indices made global.
+// to its elements (list_addend, 0 for none): sharded top-k's local indices made global. With
+// `single`, one view whose address (and addend) are the parameters themselves: no tables.
 namespace oxicub {
 
 // The last segment s of `offsets` (num_segments + 1 ascending i64, offsets[0] = 0) with
@@ -20,9 +21,25 @@ __device__ __forceinline__ u64 listed_copy_segment_of(const i64* offsets, u64 i,
     return lo;
 }
 
+// One view (`single`): a plain copy of p.total elements, adding p.list_addend when single is 2.
+template <class Bits, u32 BLOCK_THREADS>
+__device__ __forceinline__ void listed_copy_single(const ListedCopyParams& p) {
+    const Bits* from = reinterpret_cast<const Bits*>((u64)p.list_begin * sizeof(Bits));
+    Bits* joined = reinterpret_cast<Bits*>(p.joined);
+    const Bits addend = p.single == 2 ? (Bits)p.list_addend : (Bits)0;
+    for (u64 i = (u64)blockIdx.x * BLOCK_THREADS + threadIdx.x; i < p.total;
+         i += (u64)gridDim.x * BLOCK_THREADS) {
+        joined[i] = (Bits)(from[i] + addend);
+    }
+}
+
 template <class Key, u32 BLOCK_THREADS>
 __device__ __forceinline__ void listed_copy(const ListedCopyParams& p) {
     typedef typename Key::Bits Bits;
+    if (p.single != 0) {
+        listed_copy_single<Bits, BLOCK_THREADS>(p);
+        return;
+    }
     const i64* list_begin = reinterpret_cast<const i64*>(p.list_begin);
     const i64* offsets = reinterpret_cast<const i64*>(p.joined_offsets);
     const i64* addend = reinterpret_cast<const i64*>(p.list_addend);

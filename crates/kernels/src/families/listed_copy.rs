@@ -28,10 +28,14 @@ kernel_params! {
         /// The joined length.
         total: u64,
         /// `num_segments` i64 added to every element of each view as it is gathered (integer
-        /// words of 4 or 8 bytes, wrapping), or 0 for none.
+        /// words of 4 or 8 bytes, wrapping), or 0 for none; with `single` 2, the addend itself.
         list_addend: u64,
         /// 0: list to joined; 1: joined to list.
         to_list: u32,
+        /// 0: the tables above; 1: one view, `list_begin` its element address and
+        /// `joined_offsets` unused (no table to upload); 2: the same with the addend
+        /// `list_addend`.
+        single: u32,
     }
 }
 
@@ -140,14 +144,30 @@ fn launch_copy<T>(
         }
     })?;
     let num_segments = list_begin.len() as u64;
+    let kernel = runtime.kernel(&spec)?;
+    let grid = runtime.grid_blocks(&kernel, total.div_ceil(4), 1);
+    let to_list = u32::from(matches!(direction, Move::Scatter));
+    if let ([begin], Move::Gather(addend)) = (&list_begin[..], direction) {
+        // One view: its address and addend travel in the parameters, with no table to
+        // upload (an upload from pageable memory is a driver call and a staging copy).
+        let params = ListedCopyParams {
+            list_begin: *begin as u64,
+            joined_offsets: 0,
+            joined,
+            num_segments,
+            total,
+            list_addend: addend.and_then(|a| a.first()).map_or(0, |&a| a as u64),
+            to_list,
+            single: if addend.is_some() { 2 } else { 1 },
+        };
+        return runtime.launch(stream, &kernel, grid, params);
+    }
     let list_begin = table(runtime, stream, list_begin)?;
     let joined_offsets = table(runtime, stream, offsets)?;
     let addends = match direction {
         Move::Gather(Some(addends)) => Some(table(runtime, stream, addends.to_vec())?),
         Move::Gather(None) | Move::Scatter => None,
     };
-    let kernel = runtime.kernel(&spec)?;
-    let grid = runtime.grid_blocks(&kernel, total.div_ceil(4), 1);
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     let params = ListedCopyParams {
         list_begin: keep(&mut guards, list_begin.device_ptr(stream)),
@@ -158,7 +178,8 @@ fn launch_copy<T>(
         list_addend: addends
             .as_ref()
             .map_or(0, |addends| keep(&mut guards, addends.device_ptr(stream))),
-        to_list: u32::from(matches!(direction, Move::Scatter)),
+        to_list,
+        single: 0,
     };
     runtime.launch(stream, &kernel, grid, params)
 }
