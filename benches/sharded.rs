@@ -57,10 +57,10 @@ fn whole_rows(
     ))
 }
 
-/// One rank's buffers for every variant.
+/// One rank's buffers for every variant (its communicator is held by the agreed problem).
 struct Rank {
     cuda: Cuda,
-    comm: Nccl,
+    index: usize,
     shard: CudaSlice<f32>,
     gathered: CudaSlice<f32>,
     joined: CudaSlice<f32>,
@@ -68,18 +68,25 @@ struct Rank {
     at: CudaSlice<u32>,
 }
 
+/// A rank's agreed problem, on its NCCL communicator.
+type Agreed<'c> = Problem<'c, f32, u32, Nccl>;
+
+/// What one variant runs on a rank, with that rank's problem.
+type Variant<'f, 'c> = &'f (dyn Fn(&mut Rank, &mut Agreed<'c>) -> Res<()> + Sync);
+
 /// Median per-call milliseconds of `f` run `ITERS` times per loop on every rank together.
-fn time_ranks(ranks: &mut [Rank], f: &(dyn Fn(&mut Rank) -> Res<()> + Sync)) -> Res<f64> {
+fn time_ranks<'c>(ranks: &mut [Rank], problems: &mut [Agreed<'c>], f: Variant<'_, 'c>) -> Res<f64> {
     let mut loops = Vec::new();
     for round in 0..=LOOPS {
         let start = Instant::now();
         std::thread::scope(|scope| -> Res<()> {
             let handles: Vec<_> = ranks
                 .iter_mut()
-                .map(|rank| {
+                .zip(problems.iter_mut())
+                .map(|(rank, problem)| {
                     scope.spawn(move || -> Res<()> {
                         for _ in 0..ITERS {
-                            f(rank)?;
+                            f(rank, problem)?;
                         }
                         rank.cuda.synchronize()?;
                         rank.cuda.check_deferred()?;
@@ -120,7 +127,8 @@ fn main() -> Res<()> {
         Ok(Cuda::from_stream(ctx.new_stream()?)?)
     };
     let backends = [backend(0)?, backend(1)?];
-    let comms = Nccl::for_devices(&backends)?;
+    // SAFETY: both ranks run every variant in step (time_ranks runs each on both ranks).
+    let mut comms = unsafe { Nccl::for_devices(&backends)? };
     let shards = Shards::even(total, 2)?;
     let half = shards.len(0);
     let mut rng = oxicub_test::SplitMix64::new(42);
@@ -128,7 +136,7 @@ fn main() -> Res<()> {
         .map(|_| rng.next_unit_f64() as f32)
         .collect();
     let mut ranks = Vec::new();
-    for (r, (cuda, comm)) in backends.iter().zip(comms).enumerate() {
+    for (r, cuda) in backends.iter().enumerate() {
         let mine =
             oxicub_test::sharded::shard_of(&logits, rows, total, shards.offset(r) as usize, half);
         ranks.push(Rank {
@@ -138,7 +146,7 @@ fn main() -> Res<()> {
             top: cuda.alloc_zeros(rows * 2048)?,
             at: cuda.alloc_zeros(rows * 2048)?,
             cuda: cuda.clone(),
-            comm,
+            index: r,
         });
     }
     let names: Vec<String> = backends.iter().map(|b| b.facts().name.clone()).collect();
@@ -150,15 +158,16 @@ fn main() -> Res<()> {
         if tracking { "on" } else { "off" }
     );
     for kk in [50usize, 2048] {
-        let problems: Vec<Problem<f32, u32>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = ranks
-                .iter_mut()
-                .map(|rank| {
+        let mut problems: Vec<Agreed<'_>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = backends
+                .iter()
+                .zip(comms.iter_mut())
+                .map(|(cuda, comm)| {
                     let shards = shards.clone();
                     scope.spawn(move || {
                         Problem::agree(
-                            &rank.cuda,
-                            &rank.comm,
+                            cuda,
+                            comm,
                             shards,
                             rows,
                             k::uniform(kk as i64)?,
@@ -175,11 +184,9 @@ fn main() -> Res<()> {
         let sent_sharded = problems[0].bytes_sent();
         let sent_gather = rows * half * 4;
         let n = rows * kk;
-        let sharded_call = |rank: &mut Rank| -> Res<()> {
-            let problem = &problems[rank.comm.rank()];
+        let sharded_call = |rank: &mut Rank, problem: &mut Agreed<'_>| -> Res<()> {
             sharded::select_indices(
                 &rank.cuda,
-                &rank.comm,
                 problem,
                 rank.shard.as_view(),
                 rank.top.slice_mut(..n),
@@ -189,11 +196,9 @@ fn main() -> Res<()> {
             .check()?;
             Ok(())
         };
-        let sharded_deferred = |rank: &mut Rank| -> Res<()> {
-            let problem = &problems[rank.comm.rank()];
+        let sharded_deferred = |rank: &mut Rank, problem: &mut Agreed<'_>| -> Res<()> {
             sharded::select_indices(
                 &rank.cuda,
-                &rank.comm,
                 problem,
                 rank.shard.as_view(),
                 rank.top.slice_mut(..n),
@@ -204,17 +209,19 @@ fn main() -> Res<()> {
             Ok(())
         };
         let whole = whole_rows(rows, total, kk)?;
-        let gather_call = |rank: &mut Rank| -> Res<()> {
+        let gather_call = |rank: &mut Rank, problem: &mut Agreed<'_>| -> Res<()> {
             let Rank {
                 cuda,
-                comm,
                 shard,
                 gathered,
                 joined,
                 top,
                 at,
+                ..
             } = rank;
-            comm.comm()
+            problem
+                .comm()
+                .comm()
                 .all_gather(shard, gathered)
                 .map_err(|e| format!("{e:?}"))?;
             // Rank-major [2][rows][half] into rows: a list of 2 * rows views joined.
@@ -241,7 +248,7 @@ fn main() -> Res<()> {
             Ok(())
         };
         let local = whole_rows(rows, half, kk)?;
-        let local_call = |rank: &mut Rank| -> Res<()> {
+        let local_call = |rank: &mut Rank, _: &mut Agreed<'_>| -> Res<()> {
             batched_topk::select_indices(
                 &rank.cuda,
                 &local,
@@ -263,25 +270,22 @@ fn main() -> Res<()> {
             false,
         );
         for (name, call) in [
-            (
-                "sharded",
-                &sharded_call as &(dyn Fn(&mut Rank) -> Res<()> + Sync),
-            ),
+            ("sharded", &sharded_call as Variant<'_, '_>),
             ("gather_logits", &gather_call),
         ] {
-            time_ranks(&mut ranks[..], call)?;
+            time_ranks(&mut ranks[..], &mut problems[..], call)?;
             let got = ranks[0].cuda.download(&ranks[0].at.slice(..n))?;
             assert_eq!(got, want.1, "{name} k={kk}: indices differ from the host's");
         }
-        let t_sharded = time_ranks(&mut ranks[..], &sharded_call)?;
-        let t_deferred = time_ranks(&mut ranks[..], &sharded_deferred)?;
+        let t_sharded = time_ranks(&mut ranks[..], &mut problems[..], &sharded_call)?;
+        let t_deferred = time_ranks(&mut ranks[..], &mut problems[..], &sharded_deferred)?;
         // The host's side alone: how long one call takes to return on rank 0 when the ranks
         // issue back to back without waiting (the GPUs may still be busy).
         let issue = std::sync::Mutex::new(Vec::new());
-        let timed_issue = |rank: &mut Rank| -> Res<()> {
+        let timed_issue = |rank: &mut Rank, problem: &mut Agreed<'_>| -> Res<()> {
             let start = Instant::now();
-            sharded_deferred(rank)?;
-            if rank.comm.rank() == 0 {
+            sharded_deferred(rank, problem)?;
+            if rank.index == 0 {
                 issue
                     .lock()
                     .map_err(|_| "poisoned")?
@@ -289,14 +293,14 @@ fn main() -> Res<()> {
             }
             Ok(())
         };
-        time_ranks(&mut ranks[..], &timed_issue)?;
+        time_ranks(&mut ranks[..], &mut problems[..], &timed_issue)?;
         let mut issued = issue.into_inner().map_err(|_| "poisoned")?;
         issued.sort_by(f64::total_cmp);
         let t_issue = issued[issued.len() / 2];
-        let t_gather = time_ranks(&mut ranks[..], &gather_call)?;
-        let t_local = time_ranks(&mut ranks[..1], &local_call)?;
+        let t_gather = time_ranks(&mut ranks[..], &mut problems[..], &gather_call)?;
+        let t_local = time_ranks(&mut ranks[..1], &mut problems[..1], &local_call)?;
         let local_issue = std::sync::Mutex::new(Vec::new());
-        let timed_local = |rank: &mut Rank| -> Res<()> {
+        let timed_local = |rank: &mut Rank, _: &mut Agreed<'_>| -> Res<()> {
             let start = Instant::now();
             batched_topk::select_indices(
                 &rank.cuda,
@@ -313,7 +317,7 @@ fn main() -> Res<()> {
                 .push(start.elapsed().as_secs_f64() * 1e3);
             Ok(())
         };
-        time_ranks(&mut ranks[..1], &timed_local)?;
+        time_ranks(&mut ranks[..1], &mut problems[..1], &timed_local)?;
         let mut local_issued = local_issue.into_inner().map_err(|_| "poisoned")?;
         local_issued.sort_by(f64::total_cmp);
         let t_local_issue = local_issued[local_issued.len() / 2];

@@ -32,7 +32,7 @@ fn two_gpus_or_skip() -> Option<[Cuda; 2]> {
 #[allow(clippy::too_many_arguments)]
 fn rank_call<K: RadixKey>(
     cuda: &Cuda,
-    comm: &Nccl,
+    comm: &mut Nccl,
     shards: &Shards,
     keys: &[K],
     rows: usize,
@@ -43,7 +43,7 @@ fn rank_call<K: RadixKey>(
 ) -> Result<(Vec<K>, Vec<u32>), Error> {
     let r = comm.rank();
     let total = shards.total() as usize;
-    let problem = Problem::<K, u32>::agree(
+    let problem = Problem::<K, u32, _>::agree(
         cuda,
         comm,
         shards.clone(),
@@ -62,7 +62,6 @@ fn rank_call<K: RadixKey>(
         let env = require!(tie_break::PreferLargerIndex);
         sharded::select_indices(
             cuda,
-            comm,
             &problem,
             mine.as_view(),
             top.as_view_mut(),
@@ -72,7 +71,6 @@ fn rank_call<K: RadixKey>(
     } else {
         sharded::select_indices(
             cuda,
-            comm,
             &problem,
             mine.as_view(),
             top.as_view_mut(),
@@ -99,7 +97,8 @@ fn check_two<K: RadixKey + PartialEq>(
     let Some(backends) = two_gpus_or_skip() else {
         return;
     };
-    let mut comms = Nccl::for_devices(&backends).expect("NCCL on both devices");
+    // SAFETY: both ranks' threads make the same calls (rank_call: agree, select_indices).
+    let mut comms = unsafe { Nccl::for_devices(&backends) }.expect("NCCL on both devices");
     let shards = Shards::new(&lens).expect("shards");
     let total = shards.total() as usize;
     for dir in [SelectDirection::Max, SelectDirection::Min] {
@@ -219,7 +218,8 @@ fn a_rank_with_wrong_keys_is_reported_by_its_peer() {
     let Some(backends) = two_gpus_or_skip() else {
         return;
     };
-    let mut comms = Nccl::for_devices(&backends).expect("NCCL");
+    // SAFETY: both ranks' threads make the same calls (rank_call: agree, select_indices).
+    let mut comms = unsafe { Nccl::for_devices(&backends) }.expect("NCCL");
     let shards = Shards::new(&[500, 500]).expect("shards");
     let keys = random_f32(2, 1000, 10);
     let results: Vec<_> = std::thread::scope(|scope| {
@@ -278,10 +278,11 @@ fn one_process_per_gpu() {
             .collect();
         let id = cudarc::nccl::Id::uninit(bytes.try_into().expect("128 bytes"));
         let cuda = Cuda::new(1).expect("device 1");
-        let comm = Nccl::from_rank(&cuda, 1, 2, id).expect("rank 1");
+        // SAFETY: both processes make the same calls (rank_call: agree, select_indices).
+        let mut comm = unsafe { Nccl::from_rank(&cuda, 1, 2, id) }.expect("rank 1");
         let got = rank_call(
             &cuda,
-            &comm,
+            &mut comm,
             &shards,
             &keys,
             rows,
@@ -314,10 +315,11 @@ fn one_process_per_gpu() {
         .env(CHILD_ID, hex)
         .spawn()
         .expect("rank 1's process");
-    let comm = Nccl::from_rank(&cuda, 0, 2, id).expect("rank 0");
+    // SAFETY: both processes make the same calls (rank_call: agree, select_indices).
+    let mut comm = unsafe { Nccl::from_rank(&cuda, 0, 2, id) }.expect("rank 0");
     let got = rank_call(
         &cuda,
-        &comm,
+        &mut comm,
         &shards,
         &keys,
         rows,

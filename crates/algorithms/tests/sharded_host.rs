@@ -30,15 +30,15 @@ fn run_sharded<K: oxicub::radix::RadixKey + PartialEq>(
     std::thread::scope(|scope| {
         let handles: Vec<_> = ranks
             .into_iter()
-            .map(|rank: HostRank| {
+            .map(|mut rank: HostRank| {
                 let shards = shards.clone();
                 scope.spawn(move || -> RankResult<K> {
                     let host = Host::new();
                     let r = rank.rank();
                     let (my_k, trim) = each(r);
-                    let problem = Problem::<K, u32>::agree_delivering(
+                    let problem = Problem::<K, u32, _>::agree_delivering(
                         &host,
-                        &rank,
+                        &mut rank,
                         shards.clone(),
                         rows,
                         k::uniform(my_k)?,
@@ -59,7 +59,6 @@ fn run_sharded<K: oxicub::radix::RadixKey + PartialEq>(
                         let env = require!(tie_break::PreferLargerIndex);
                         sharded::select_indices(
                             &host,
-                            &rank,
                             &problem,
                             &mine[..],
                             &mut top[..],
@@ -69,7 +68,6 @@ fn run_sharded<K: oxicub::radix::RadixKey + PartialEq>(
                     } else {
                         sharded::select_indices(
                             &host,
-                            &rank,
                             &problem,
                             &mine[..],
                             &mut top[..],
@@ -290,12 +288,12 @@ fn shards_for_another_number_of_ranks_are_refused_on_every_rank() {
     let results: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = ranks
             .into_iter()
-            .map(|rank| {
+            .map(|mut rank| {
                 let shards = shards.clone();
                 scope.spawn(move || {
-                    Problem::<u32, u32>::agree(
+                    Problem::<u32, u32, _>::agree(
                         &Host::new(),
-                        &rank,
+                        &mut rank,
                         shards,
                         1,
                         k::Static::<2>::new(),

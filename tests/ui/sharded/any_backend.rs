@@ -3,7 +3,10 @@
 use oxicub::sharded::{HostRank, Problem, Shards};
 use oxicub::{direction, k, AnyBackend, Error};
 
-fn agree(backend: &AnyBackend, rank: &HostRank) -> Result<Problem<f32, u32>, Error> {
+fn agree<'c>(
+    backend: &AnyBackend,
+    rank: &'c mut HostRank,
+) -> Result<Problem<'c, f32, u32, HostRank>, Error> {
     Problem::agree(
         backend,
         rank,

@@ -3,7 +3,10 @@
 use oxicub::sharded::{HostRank, Problem, Shards};
 use oxicub::{direction, k, Error, Host};
 
-fn agree(rank: &HostRank, produced_earlier: &i64) -> Result<Problem<f32, u32>, Error> {
+fn agree<'c>(
+    rank: &'c mut HostRank,
+    produced_earlier: &i64,
+) -> Result<Problem<'c, f32, u32, HostRank>, Error> {
     Problem::agree(
         &Host::new(),
         rank,

@@ -29,8 +29,9 @@
 //! * [`Problem::agree`]: every rank states the problem (the shards, the rows, `k`, the
 //!   direction, who receives the result, the key and index types) and the ranks check, in one
 //!   blocking exchange, that they state the same one: a rank that differs gets
-//!   [`Error::RanksDisagree`] on every rank. The exchanges of later calls are sized from the
-//!   agreed problem alone, so no rank can send more than another receives.
+//!   [`Error::RanksDisagree`] on every rank. The problem holds the communicator until it is
+//!   dropped, and the exchanges of its calls are sized from the agreement alone, so no rank
+//!   can send more than another receives.
 //! * [`select_indices`]: on every rank, this rank's shard of the rows (`rows x` its columns,
 //!   row-major) in, the top `min(k, total columns)` of every row out (keys and global indices,
 //!   row `i` at `i * min(k, total)`), on every rank or on the root only
@@ -63,13 +64,13 @@
 //!         .map(|rank| {
 //!             let shards = shards.clone();
 //!             scope.spawn(move || {
-//!                 let host = Host::new();
-//!                 let problem = Problem::agree::<u32, u32, _, _>(
-//!                     &host, &rank, shards, 1, k::Static::<3>::new(), direction::Max,
-//!                 )?;
+//!                 let (host, mut rank) = (Host::new(), rank);
 //!                 let mine = if rank.rank() == 0 { &row[..4] } else { &row[4..] };
+//!                 let problem = Problem::<u32, u32, _>::agree(
+//!                     &host, &mut rank, shards, 1, k::Static::<3>::new(), direction::Max,
+//!                 )?;
 //!                 let (mut top, mut at) = ([0u32; 3], [0u32; 3]);
-//!                 sharded::select_indices(&host, &rank, &problem, mine, &mut top[..], &mut at[..], &Env::new())?
+//!                 sharded::select_indices(&host, &problem, mine, &mut top[..], &mut at[..], &Env::new())?
 //!                     .check()?;
 //!                 Ok::<_, oxicub::Error>((top, at))
 //!             })
@@ -207,9 +208,14 @@ pub enum Delivery {
 
 /// A sharded top-k problem every rank of a communicator agreed on ([`Problem::agree`]): the
 /// shards, the number of rows, `k`, the direction, who receives the result, and the key and
-/// index types (`K`, `I`).
+/// index types (`K`, `I`). It holds this rank's communicator (`C`) exclusively until it is
+/// dropped: every exchange on a communicator is then sized from one agreement, the same on
+/// every rank, so no rank can send more than another receives (NCCL does not check that). To
+/// run another problem, drop this one and agree on it; to keep several, give each its own
+/// communicator.
 #[derive(Debug)]
-pub struct Problem<K, I> {
+pub struct Problem<'c, K, I, C> {
+    comm: &'c mut C,
     shards: Shards,
     rows: usize,
     k: u64,
@@ -220,22 +226,23 @@ pub struct Problem<K, I> {
     types: PhantomData<fn() -> (K, I)>,
 }
 
-impl<K: RadixKey, I: SourceIndex> Problem<K, I> {
+impl<'c, K: RadixKey, I: SourceIndex, C> Problem<'c, K, I, C> {
     /// Every rank of `comm` states the problem and they check, in one blocking exchange, that
     /// they state the same one (delivered to [`Delivery::Everyone`]; see
-    /// [`Problem::agree_delivering`]). Errors: on every rank, [`Error::RanksDisagree`] naming
+    /// [`Problem::agree_delivering`]). The problem borrows `comm` until it is dropped.
+    /// Errors: on every rank, [`Error::RanksDisagree`] naming
     /// the first field and rank that differ; on a rank whose own arguments are wrong (`shards`
     /// for another number of ranks than `comm`'s, `k` outside the environment-free bounds of
     /// its type, a whole row too long for `I`), that error, and [`Error::PeerFailed`] on the
     /// others.
-    pub fn agree<B, C, Kp, Dir>(
+    pub fn agree<B, Kp, Dir>(
         backend: &B,
-        comm: &C,
+        comm: &'c mut C,
         shards: Shards,
         rows: usize,
         k: Kp,
         direction: Dir,
-    ) -> Result<Problem<K, I>, Error>
+    ) -> Result<Problem<'c, K, I, C>, Error>
     where
         B: ShardedBackend,
         C: Communicator<B>,
@@ -254,15 +261,15 @@ impl<K: RadixKey, I: SourceIndex> Problem<K, I> {
     }
 
     /// [`Problem::agree`], delivering the result as `delivery` says.
-    pub fn agree_delivering<B, C, Kp, Dir>(
+    pub fn agree_delivering<B, Kp, Dir>(
         backend: &B,
-        comm: &C,
+        comm: &'c mut C,
         shards: Shards,
         rows: usize,
         k: Kp,
         direction: Dir,
         delivery: Delivery,
-    ) -> Result<Problem<K, I>, Error>
+    ) -> Result<Problem<'c, K, I, C>, Error>
     where
         B: ShardedBackend,
         C: Communicator<B>,
@@ -279,13 +286,14 @@ impl<K: RadixKey, I: SourceIndex> Problem<K, I> {
             delivery,
         );
         let words = stated.words(local.is_err());
-        let all = backend.agree_words(Token::new(), comm, &words)?;
+        let all = backend.agree_words(Token::new(), &*comm, &words)?;
         local?;
         plan::Statement::compare(comm.rank(), &all)?;
         let k = stated.k;
         let exchange = Exchange::new(&shards, rows, k);
         Ok(Problem {
             rank: comm.rank(),
+            comm,
             exchange,
             shards,
             rows,
@@ -294,6 +302,11 @@ impl<K: RadixKey, I: SourceIndex> Problem<K, I> {
             delivery,
             types: PhantomData,
         })
+    }
+
+    /// This rank's communicator.
+    pub fn comm(&self) -> &C {
+        self.comm
     }
 
     /// The shards.
@@ -307,6 +320,16 @@ impl<K: RadixKey, I: SourceIndex> Problem<K, I> {
     }
 
     /// What each row writes: `min(k, total columns)`, also the output's row stride.
+    ///
+    /// ```
+    /// # let (mut ranks, host) = (oxicub::sharded::HostRanks::new(1)?, oxicub::Host::new());
+    /// use oxicub::sharded::{Problem, Shards};
+    /// use oxicub::{direction, k};
+    ///
+    /// let problem = Problem::<f32, u32, _>::agree(&host, &mut ranks[0], Shards::new(&[10])?, 2, k::Static::<16>::new(), direction::Max)?;
+    /// assert_eq!(problem.written(), 10);
+    /// # Ok::<(), oxicub::Error>(())
+    /// ```
     pub fn written(&self) -> usize {
         self.exchange.written
     }
@@ -352,22 +375,20 @@ pub trait ShardedBackend: crate::batched_topk::BatchedTopKBackend {
 }
 
 /// The top `min(k, total columns)` keys of every whole row with their indices in the whole
-/// row, from this rank's shard `keys` (`rows x` this rank's columns, row-major). Every rank of
-/// `comm` calls it with the problem it agreed on; `out_keys` and `out_indices` hold
+/// row, from this rank's shard `keys` (`rows x` this rank's columns, row-major). Every rank
+/// calls it with the problem it agreed on; `out_keys` and `out_indices` hold
 /// `rows * problem.written()` elements on the ranks that receive the result (row `i` at
 /// `i * written`) and may be empty on the others. The environment's requirements are met with
 /// the strongest contract of their tie-break (see the [module docs](self)); its guarantees on
 /// `k` are checked.
 ///
 /// Errors on this rank: `keys` of the wrong length ([`Error::LengthMismatch`]), outputs too
-/// short ([`Error::BufferTooSmall`]), a communicator of another rank or size than the
-/// problem's ([`Error::InvalidArgument`]), `k` outside the environment's guarantees. Such a
+/// short ([`Error::BufferTooSmall`]), `k` outside the environment's guarantees. Such a
 /// rank still takes part in the exchange; its peers' [`Outcome::check`](crate::Pending::check)
 /// reports [`Error::PeerFailed`], and so it does for a peer that required another tie-break.
 pub fn select_indices<B, K, I, C, E>(
     backend: &B,
-    comm: &C,
-    problem: &Problem<K, I>,
+    problem: &Problem<'_, K, I, C>,
     keys: B::Slice<'_, K>,
     out_keys: B::SliceMut<'_, K>,
     out_indices: B::SliceMut<'_, I>,
@@ -388,8 +409,6 @@ where
     };
     let local = plan::check_call(
         problem,
-        comm.rank(),
-        comm.ranks(),
         keys.len(),
         receives.then_some((out_keys.len(), out_indices.len())),
         env,
@@ -402,6 +421,7 @@ where
         receives,
         local,
     };
+    let comm: &C = problem.comm;
     backend.sharded_checked(Token::new(), call, comm, keys, out_keys, out_indices)
 }
 

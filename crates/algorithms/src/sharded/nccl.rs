@@ -14,6 +14,14 @@ use crate::Error;
 /// process driving several GPUs ([`Nccl::for_devices`], each rank then called from its own
 /// thread).
 ///
+/// The constructors are `unsafe`: NCCL matches the collectives of its ranks by their order on
+/// the communicator and does not check that they agree in size. oxicub sizes every exchange
+/// of a problem from its agreement (and a problem holds the communicator), but a rank that
+/// makes another sequence of sharded calls than its peers (agrees on a new problem while they
+/// still select with the old one, say), or that issues its own collectives on [`Nccl::comm`]
+/// out of step, pairs exchanges of different sizes, which NCCL may answer by writing past a
+/// buffer.
+///
 /// NCCL is loaded at run time from `libnccl.so` (cudarc's loader does not try `libnccl.so.2`,
 /// the name the `nvidia-nccl-cu13` wheel and PyTorch ship: link `libnccl.so` to it on the
 /// library path). Without it every constructor returns [`Error::Communicator`].
@@ -25,16 +33,17 @@ use crate::Error;
 ///
 /// // Two GPUs driven by one process, vocab-parallel logits [rows x 2 * 128000].
 /// let backends = [Cuda::new(0)?, Cuda::new(1)?];
-/// let comms = Nccl::for_devices(&backends)?;
+/// // SAFETY: each rank's thread below makes the same calls, agree then select_indices.
+/// let comms = unsafe { Nccl::for_devices(&backends)? };
 /// let shards = Shards::even(256_000, 2)?;
 /// std::thread::scope(|scope| {
-///     for (cuda, comm) in backends.iter().zip(comms) {
+///     for (cuda, mut comm) in backends.iter().zip(comms) {
 ///         let shards = shards.clone();
 ///         scope.spawn(move || {
-///             let problem = Problem::agree::<f32, u32, _, _>(cuda, &comm, shards, 4, k::Static::<50>::new(), direction::Max)?;
+///             let problem = Problem::<f32, u32, _>::agree(cuda, &mut comm, shards, 4, k::Static::<50>::new(), direction::Max)?;
 ///             let logits = cuda.alloc_zeros::<f32>(4 * 128_000)?; // this rank's shard
 ///             let (mut top, mut token) = (cuda.alloc_zeros::<f32>(4 * 50)?, cuda.alloc_zeros::<u32>(4 * 50)?);
-///             sharded::select_indices(cuda, &comm, &problem, logits.as_view(), top.as_view_mut(), token.as_view_mut(), &Env::new())?
+///             sharded::select_indices(cuda, &problem, logits.as_view(), top.as_view_mut(), token.as_view_mut(), &Env::new())?
 ///                 .check()
 ///         });
 ///     }
@@ -86,7 +95,16 @@ impl Nccl {
 
     /// Rank `rank` of `ranks`, one per process, on `cuda`'s stream. Blocks until every rank
     /// has joined.
-    pub fn from_rank(cuda: &Cuda, rank: usize, ranks: usize, id: Id) -> Result<Nccl, Error> {
+    ///
+    /// # Safety
+    ///
+    /// Every rank makes the same sequence of sharded calls ([`Problem::agree`],
+    /// [`select_indices`]) on this communicator, and any collective of its own on
+    /// [`Nccl::comm`] at the same point of that sequence (see [`Nccl`]).
+    ///
+    /// [`Problem::agree`]: super::Problem::agree
+    /// [`select_indices`]: super::select_indices
+    pub unsafe fn from_rank(cuda: &Cuda, rank: usize, ranks: usize, id: Id) -> Result<Nccl, Error> {
         nccl_present()?;
         if rank >= ranks || i32::try_from(ranks).is_err() {
             return Err(Error::InvalidArgument {
@@ -105,7 +123,11 @@ impl Nccl {
 
     /// One rank per backend (rank `i` on `backends[i]`'s stream, each backend on its own
     /// device), for one process driving several GPUs: call each rank from its own thread.
-    pub fn for_devices(backends: &[Cuda]) -> Result<Vec<Nccl>, Error> {
+    ///
+    /// # Safety
+    ///
+    /// As [`Nccl::from_rank`]: every rank makes the same sequence of sharded calls.
+    pub unsafe fn for_devices(backends: &[Cuda]) -> Result<Vec<Nccl>, Error> {
         nccl_present()?;
         let streams = backends.iter().map(|b| b.stream().clone()).collect();
         let comms = Comm::from_devices(streams).map_err(nccl_error("ncclCommInitAll"))?;

@@ -125,25 +125,13 @@ fn tie_name(word: u64) -> &'static str {
 }
 
 /// Checks one call's own arguments on this rank.
-pub(crate) fn check_call<K: RadixKey, I: SourceIndex, E: Environment>(
-    problem: &Problem<K, I>,
-    rank: usize,
-    ranks: usize,
+pub(crate) fn check_call<K: RadixKey, I: SourceIndex, C, E: Environment>(
+    problem: &Problem<'_, K, I, C>,
     keys: usize,
     outputs: Option<(usize, usize)>,
     env: &E,
 ) -> Result<(), Error> {
-    if rank != problem.rank || ranks != problem.shards.ranks() {
-        return Err(Error::InvalidArgument {
-            arg: "comm",
-            reason: format!(
-                "is rank {rank} of {ranks}, the problem was agreed by rank {} of {}",
-                problem.rank,
-                problem.shards.ranks()
-            ),
-        });
-    }
-    let expected = problem.rows * problem.shards.len(rank);
+    let expected = problem.rows * problem.shards.len(problem.rank);
     Error::check_len("keys", keys, expected, "rows * shards.len(rank)")?;
     if let Some((out_keys, out_indices)) = outputs {
         let required = problem.rows * problem.exchange.written;
