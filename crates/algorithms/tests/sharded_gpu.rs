@@ -264,11 +264,35 @@ fn a_rank_with_wrong_keys_is_reported_by_its_peer() {
 /// Rank 1 of [`one_process_per_gpu`]: this binary re-run with the id in the environment.
 const CHILD_ID: &str = "OXICUB_SHARDED_TEST_ID";
 
-#[test]
-fn one_process_per_gpu() {
+/// One process's rank of [`one_process_per_gpu`]: joins with `id`, calls, and compares.
+fn process_rank(cuda: &Cuda, rank: usize, id: cudarc::nccl::Id) {
     let rows = 16;
     let shards = Shards::new(&[10_000, 6_000]).expect("shards");
     let keys = random_f32(rows, 16_000, 11);
+    // SAFETY: both processes make the same calls (rank_call: agree, select_indices).
+    let mut comm = unsafe { Nccl::from_rank(cuda, rank, 2, id) }.expect("a rank");
+    let got = rank_call(
+        cuda,
+        &mut comm,
+        &shards,
+        &keys,
+        rows,
+        64,
+        SelectDirection::Max,
+        false,
+        0,
+    )
+    .unwrap_or_else(|e| panic!("rank {rank}'s call: {e}"));
+    let want = whole_rows_topk(&keys, rows, 16_000, 64, SelectDirection::Max, false);
+    assert_eq!(
+        (bits(&got.0), got.1),
+        (bits(&want.0), want.1),
+        "rank {rank}"
+    );
+}
+
+#[test]
+fn one_process_per_gpu() {
     if let Ok(hex) = std::env::var(CHILD_ID) {
         // The child: rank 1 on device 1.
         let bytes: Vec<std::ffi::c_char> = (0..hex.len() / 2)
@@ -277,23 +301,7 @@ fn one_process_per_gpu() {
             })
             .collect();
         let id = cudarc::nccl::Id::uninit(bytes.try_into().expect("128 bytes"));
-        let cuda = Cuda::new(1).expect("device 1");
-        // SAFETY: both processes make the same calls (rank_call: agree, select_indices).
-        let mut comm = unsafe { Nccl::from_rank(&cuda, 1, 2, id) }.expect("rank 1");
-        let got = rank_call(
-            &cuda,
-            &mut comm,
-            &shards,
-            &keys,
-            rows,
-            64,
-            SelectDirection::Max,
-            false,
-            0,
-        )
-        .expect("rank 1's call");
-        let want = whole_rows_topk(&keys, rows, 16_000, 64, SelectDirection::Max, false);
-        assert_eq!((bits(&got.0), got.1), (bits(&want.0), want.1), "rank 1");
+        process_rank(&Cuda::new(1).expect("device 1"), 1, id);
         return;
     }
     let Some([cuda, _]) = two_gpus_or_skip() else {
@@ -315,22 +323,7 @@ fn one_process_per_gpu() {
         .env(CHILD_ID, hex)
         .spawn()
         .expect("rank 1's process");
-    // SAFETY: both processes make the same calls (rank_call: agree, select_indices).
-    let mut comm = unsafe { Nccl::from_rank(&cuda, 0, 2, id) }.expect("rank 0");
-    let got = rank_call(
-        &cuda,
-        &mut comm,
-        &shards,
-        &keys,
-        rows,
-        64,
-        SelectDirection::Max,
-        false,
-        0,
-    )
-    .expect("rank 0's call");
-    let want = whole_rows_topk(&keys, rows, 16_000, 64, SelectDirection::Max, false);
-    assert_eq!((bits(&got.0), got.1), (bits(&want.0), want.1), "rank 0");
+    process_rank(&cuda, 0, id);
     let status = child.wait_with_output().expect("rank 1 ends").status;
     assert!(status.success(), "rank 1's process: {status}");
 }

@@ -120,20 +120,15 @@ fn check_all<K: oxicub::radix::RadixKey + PartialEq>(
     }
 }
 
-/// A small deterministic generator (no dependency for CI's host tests).
-fn lcg(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed;
-    move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        state >> 17
-    }
+/// The shared deterministic generator, as a closure.
+fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut rng = oxicub_test::SplitMix64::new(seed);
+    move || rng.next_u64()
 }
 
 #[test]
 fn random_rows_over_even_and_uneven_shards() {
-    let mut next = lcg(7);
+    let mut next = rng(7);
     for (lens, rows, kk) in [
         (vec![64, 64], 3, 10),
         (vec![100, 37, 91], 4, 50),
@@ -152,7 +147,7 @@ fn random_rows_over_even_and_uneven_shards() {
 #[test]
 fn ties_straddling_the_shards() {
     // Few distinct keys: the tie class at the k-th key spans every shard.
-    let mut next = lcg(11);
+    let mut next = rng(11);
     for (lens, kk) in [
         (vec![40, 40, 40], 50),
         (vec![7, 90, 3], 20),
@@ -183,7 +178,7 @@ fn all_equal_rows_keep_the_smallest_or_largest_global_indices() {
 
 #[test]
 fn nan_and_signed_zeros_rank_as_on_one_device() {
-    let mut next = lcg(3);
+    let mut next = rng(3);
     let pool = [
         f64::NAN,
         -f64::NAN,
@@ -200,7 +195,7 @@ fn nan_and_signed_zeros_rank_as_on_one_device() {
 
 #[test]
 fn k_at_the_edges() {
-    let mut next = lcg(5);
+    let mut next = rng(5);
     let lens = [20, 5, 0, 12];
     let keys: Vec<u8> = (0..2 * 37).map(|_| (next() % 256) as u8).collect();
     for kk in [0, 1, 5, 6, 12, 20, 21, 36, 37, 38, 1000] {

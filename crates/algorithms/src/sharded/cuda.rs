@@ -7,7 +7,7 @@ use oxicub_kernels::families::listed_copy;
 
 use super::host::strided;
 use super::plan::{peer_error, Call, Statement, STATUS_WORDS};
-use super::{merge_pairs, select, Communicator, ShardedBackend};
+use super::{stage, Communicator, ShardedBackend};
 use crate::backend::Cuda;
 use crate::radix::RadixKey;
 use crate::sealed::Token;
@@ -68,11 +68,12 @@ impl ShardedBackend for Cuda {
             let local_k = exchange.local_k[call.rank];
             let len = exchange.lens[call.rank];
             let problem = strided(len, local_k, call.direction, rows, slot)?;
-            stages.push(select(
+            stages.push(stage(
                 self,
                 &problem,
                 call.prefer_larger,
                 keys,
+                None,
                 send_keys.slice_mut(..),
                 local.slice_mut(..),
             )?);
@@ -134,12 +135,12 @@ impl ShardedBackend for Cuda {
                 rows,
                 exchange.written,
             )?;
-            stages.push(merge_pairs(
+            stages.push(stage(
                 self,
                 &merge,
                 call.prefer_larger,
                 joined_keys.as_view(),
-                joined_indices.as_view(),
+                Some(joined_indices.as_view()),
                 out_keys.slice_mut(..written),
                 out_indices.slice_mut(..written),
             )?);

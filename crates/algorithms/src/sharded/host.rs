@@ -5,7 +5,7 @@
 use oxicub_params::{direction, k, num_segments, segment_size, SelectDirection};
 
 use super::plan::{peer_error, Call, Statement, STATUS_WORDS};
-use super::{merge_pairs, select, Communicator, ShardedBackend};
+use super::{stage, Communicator, ShardedBackend};
 use crate::backend::Host;
 use crate::batched_topk::Problem as Batched;
 use crate::radix::RadixKey;
@@ -44,11 +44,12 @@ impl ShardedBackend for Host {
             let len = exchange.lens[call.rank];
             let problem = strided(len, local_k, call.direction, exchange.rows, exchange.slot)?;
             let mut local = vec![I::from_index(0); n];
-            select(
+            stage(
                 self,
                 &problem,
                 call.prefer_larger,
                 keys,
+                None,
                 &mut send_keys[..],
                 &mut local[..],
             )?
@@ -94,12 +95,12 @@ impl ShardedBackend for Host {
             exchange.rows,
             exchange.written,
         )?;
-        merge_pairs(
+        stage(
             self,
             &merge,
             call.prefer_larger,
             &joined_keys[..],
-            &joined_indices[..],
+            Some(&joined_indices[..]),
             &mut out_keys[..written],
             &mut out_indices[..written],
         )?

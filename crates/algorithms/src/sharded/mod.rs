@@ -425,13 +425,18 @@ where
     backend.sharded_checked(Token::new(), call, comm, keys, out_keys, out_indices)
 }
 
-/// The top `k` of each row of `problem` with their indices in the row, ties to the smaller
-/// index (the larger with `prefer_larger`), stable sorted: the local stage of a sharded call.
-fn select<B, K, I, P>(
+/// One stage of a sharded call: the top `k` of each row of `problem`, ties to the smaller
+/// index (the larger with `prefer_larger`), stable sorted, with each key's index in its row
+/// (`values` `None`: the local stage) or its value (the merge, whose values are the
+/// candidates' global indices: ties by position are ties by global index, the join's order,
+/// so the tie-break and the stable order carry over). The outcome is checked with the call's
+/// own: checking it now would wait for the stream.
+fn stage<B, K, I, P>(
     backend: &B,
     problem: &P,
     prefer_larger: bool,
     keys: B::Slice<'_, K>,
+    values: Option<B::Slice<'_, I>>,
     out_keys: B::SliceMut<'_, K>,
     out_indices: B::SliceMut<'_, I>,
 ) -> Result<Outcome, Error>
@@ -441,49 +446,35 @@ where
     I: SourceIndex,
     P: crate::batched_topk::ProblemOn<B>,
 {
-    use crate::batched_topk::select_indices;
-    let outcome = if prefer_larger {
+    use crate::batched_topk::{select_indices, select_pairs};
+    fn under<B, K, I, P, E>(
+        env: &E,
+        backend: &B,
+        problem: &P,
+        keys: B::Slice<'_, K>,
+        values: Option<B::Slice<'_, I>>,
+        out_keys: B::SliceMut<'_, K>,
+        out_indices: B::SliceMut<'_, I>,
+    ) -> Result<Outcome, Error>
+    where
+        B: crate::batched_topk::BatchedTopKBackend,
+        K: RadixKey,
+        I: SourceIndex,
+        P: crate::batched_topk::ProblemOn<B>,
+        E: Environment,
+    {
+        match values {
+            None => select_indices(backend, problem, keys, out_keys, out_indices, env),
+            Some(values) => {
+                select_pairs(backend, problem, keys, values, out_keys, out_indices, env)
+            }
+        }
+    }
+    if prefer_larger {
         let env = oxicub_env::Env::new().with(oxicub_env::tie_break::PreferLargerIndex);
-        select_indices(backend, problem, keys, out_keys, out_indices, &env)?
-    } else {
-        select_indices(
-            backend,
-            problem,
-            keys,
-            out_keys,
-            out_indices,
-            &oxicub_env::Env::new(),
-        )?
-    };
-    // Checked with the call's own outcome: checking now would wait for the stream.
-    Ok(outcome)
-}
-
-/// The top `k` of each joined row, carrying the candidates' global indices: the merge stage.
-/// Ties by position are ties by global index (the join's order), so the tie-break and the
-/// stable order carry over.
-fn merge_pairs<B, K, I, P>(
-    backend: &B,
-    problem: &P,
-    prefer_larger: bool,
-    keys: B::Slice<'_, K>,
-    indices: B::Slice<'_, I>,
-    out_keys: B::SliceMut<'_, K>,
-    out_indices: B::SliceMut<'_, I>,
-) -> Result<Outcome, Error>
-where
-    B: crate::batched_topk::BatchedTopKBackend,
-    K: RadixKey,
-    I: SourceIndex,
-    P: crate::batched_topk::ProblemOn<B>,
-{
-    use crate::batched_topk::select_pairs;
-    let outcome = if prefer_larger {
-        let env = oxicub_env::Env::new().with(oxicub_env::tie_break::PreferLargerIndex);
-        select_pairs(backend, problem, keys, indices, out_keys, out_indices, &env)?
+        under(&env, backend, problem, keys, values, out_keys, out_indices)
     } else {
         let env = oxicub_env::Env::new();
-        select_pairs(backend, problem, keys, indices, out_keys, out_indices, &env)?
-    };
-    Ok(outcome)
+        under(&env, backend, problem, keys, values, out_keys, out_indices)
+    }
 }
