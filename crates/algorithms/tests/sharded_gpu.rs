@@ -5,12 +5,12 @@
 //! missing one fails.
 #![cfg(feature = "nccl")]
 
-use oxicub::env::{require, tie_break, Env};
 use oxicub::params::{direction, k, SelectDirection};
 use oxicub::radix::RadixKey;
 use oxicub::sharded::{self, Nccl, Problem, Shards};
 use oxicub::{Cuda, Error};
-use oxicub_test::sharded::{bits, shard_of, whole_rows_topk};
+use oxicub_test::sharded::{bits, check_any_top_k, shard_of, whole_rows_topk, Contract};
+use oxicub_test::with_contract_env;
 use oxicub_test::SplitMix64;
 
 /// Two backends on devices 0 and 1, or a skip (a failure with `OXICUB_REQUIRE_GPU=1`).
@@ -38,7 +38,7 @@ fn rank_call<K: RadixKey>(
     rows: usize,
     kk: i64,
     dir: SelectDirection,
-    prefer_larger: bool,
+    contract: Contract,
     trim: usize,
 ) -> Result<(Vec<K>, Vec<u32>), Error> {
     let r = comm.rank();
@@ -58,8 +58,7 @@ fn rank_call<K: RadixKey>(
     // Poisoned outputs: an unwritten slot shows.
     let mut top = cuda.upload_keys(&vec![keys[0]; n.max(1)])?;
     let mut at = cuda.upload(&vec![u32::MAX; n.max(1)])?;
-    let outcome = if prefer_larger {
-        let env = require!(tie_break::PreferLargerIndex);
+    let outcome = with_contract_env!(contract, |env| {
         sharded::select_indices(
             cuda,
             &problem,
@@ -68,16 +67,7 @@ fn rank_call<K: RadixKey>(
             at.as_view_mut(),
             &env,
         )?
-    } else {
-        sharded::select_indices(
-            cuda,
-            &problem,
-            mine.as_view(),
-            top.as_view_mut(),
-            at.as_view_mut(),
-            &Env::new(),
-        )?
-    };
+    });
     outcome.check()?;
     let mut top = cuda.download_keys(&top)?;
     let mut at = cuda.download(&at.as_view())?;
@@ -86,13 +76,32 @@ fn rank_call<K: RadixKey>(
     Ok((top, at))
 }
 
-/// Both ranks from threads of this process; each result against the host's whole rows.
+/// Both ranks from threads of this process; each result against the host's whole rows,
+/// under every contract (the opt-outs checked as any valid top-k: keys without NaN).
 fn check_two<K: RadixKey + PartialEq>(
     keys: &[K],
     rows: usize,
     lens: [usize; 2],
     kk: i64,
     what: &str,
+) {
+    let every = [
+        Contract::Smaller,
+        Contract::Larger,
+        Contract::OptOutUnsorted,
+        Contract::OptOutSorted,
+    ];
+    check_two_under(keys, rows, lens, kk, what, &every);
+}
+
+/// [`check_two`] under `contracts` only.
+fn check_two_under<K: RadixKey + PartialEq>(
+    keys: &[K],
+    rows: usize,
+    lens: [usize; 2],
+    kk: i64,
+    what: &str,
+    contracts: &[Contract],
 ) {
     let Some(backends) = two_gpus_or_skip() else {
         return;
@@ -102,8 +111,8 @@ fn check_two<K: RadixKey + PartialEq>(
     let shards = Shards::new(&lens).expect("shards");
     let total = shards.total() as usize;
     for dir in [SelectDirection::Max, SelectDirection::Min] {
-        for prefer_larger in [false, true] {
-            let want = whole_rows_topk(keys, rows, total, kk, dir, prefer_larger);
+        for &contract in contracts {
+            let want = whole_rows_topk(keys, rows, total, kk, dir, contract == Contract::Larger);
             let results: Vec<_> = std::thread::scope(|scope| {
                 // `&mut`: a communicator is used by one thread at a time (`Nccl` is not `Sync`).
                 let handles: Vec<_> = backends
@@ -112,7 +121,7 @@ fn check_two<K: RadixKey + PartialEq>(
                     .map(|(cuda, comm)| {
                         let shards = &shards;
                         scope.spawn(move || {
-                            rank_call(cuda, comm, shards, keys, rows, kk, dir, prefer_larger, 0)
+                            rank_call(cuda, comm, shards, keys, rows, kk, dir, contract, 0)
                         })
                     })
                     .collect();
@@ -122,12 +131,16 @@ fn check_two<K: RadixKey + PartialEq>(
                     .collect()
             });
             for (rank, result) in results.into_iter().enumerate() {
-                let (top, at) = result.unwrap_or_else(|e| panic!("{what}: rank {rank}: {e}"));
-                assert_eq!(
-                    (bits(&top), &at),
-                    (bits(&want.0), &want.1),
-                    "{what}: rank {rank}, {dir:?}, prefer_larger {prefer_larger}, lens {lens:?}, k {kk}"
-                );
+                let case =
+                    format!("{what}: rank {rank}, {dir:?}, {contract:?}, lens {lens:?}, k {kk}");
+                let (top, at) = result.unwrap_or_else(|e| panic!("{case}: {e}"));
+                if contract.pins_output() {
+                    assert_eq!((bits(&top), &at), (bits(&want.0), &want.1), "{case}");
+                } else {
+                    let sorted = contract == Contract::OptOutSorted;
+                    let (got, want) = ((&top[..], &at[..]), (&want.0[..], &want.1[..]));
+                    check_any_top_k(keys, rows, total, got, want, dir, sorted, &case);
+                }
             }
         }
     }
@@ -208,9 +221,11 @@ fn nan_and_signed_zeros() {
     let keys: Vec<f32> = (0..2 * 3000)
         .map(|_| pool[(rng.next_u64() % 7) as usize])
         .collect();
-    check_two(&keys, 2, [1800, 1200], 700, "nan and zeros");
+    // NaN payloads tie, so only the pinned contracts compare bits.
+    let pinned = [Contract::Smaller, Contract::Larger];
+    check_two_under(&keys, 2, [1800, 1200], 700, "nan and zeros", &pinned);
     let halves: Vec<half::bf16> = keys.iter().map(|&k| half::bf16::from_f32(k)).collect();
-    check_two(&halves, 2, [1800, 1200], 700, "bf16 nan and zeros");
+    check_two_under(&halves, 2, [1800, 1200], 700, "bf16 nan and zeros", &pinned);
 }
 
 #[test]
@@ -238,7 +253,7 @@ fn a_rank_with_wrong_keys_is_reported_by_its_peer() {
                         2,
                         10,
                         SelectDirection::Max,
-                        false,
+                        Contract::Smaller,
                         trim,
                     )
                 })
@@ -279,7 +294,7 @@ fn process_rank(cuda: &Cuda, rank: usize, id: cudarc::nccl::Id) {
         rows,
         64,
         SelectDirection::Max,
-        false,
+        Contract::Smaller,
         0,
     )
     .unwrap_or_else(|e| panic!("rank {rank}'s call: {e}"));

@@ -3,11 +3,13 @@
 //! with ties straddling the shards, uneven and empty shards, `k` above a shard and above the
 //! row, NaN and signed zeros; bad arguments on one rank are reported on every rank.
 
-use oxicub::env::{require, tie_break, Env};
 use oxicub::params::{direction, k, SelectDirection};
 use oxicub::sharded::{self, Delivery, HostRank, HostRanks, Problem, Shards};
 use oxicub::{Error, Host};
-use oxicub_test::sharded::{bits, shard_of, whole_rows_topk as expected};
+use oxicub_test::sharded::{
+    bits, check_any_top_k, shard_of, whole_rows_topk as expected, Contract,
+};
+use oxicub_test::with_contract_env;
 
 /// What one rank returns: its outputs, or its error (from agreement or the call).
 type RankResult<K> = Result<(Vec<K>, Vec<u32>), Error>;
@@ -19,14 +21,14 @@ fn run_sharded<K: oxicub::radix::RadixKey + PartialEq>(
     rows: usize,
     lens: &[usize],
     dir: SelectDirection,
-    prefer_larger: bool,
+    contract_of: impl Fn(usize) -> Contract + Sync,
     delivery: Delivery,
     each: impl Fn(usize) -> (i64, usize) + Sync,
 ) -> Vec<RankResult<K>> {
     let shards = Shards::new(lens).expect("shards");
     let total = shards.total() as usize;
     let ranks = HostRanks::new(lens.len()).expect("ranks");
-    let each = &each;
+    let (each, contract_of) = (&each, &contract_of);
     std::thread::scope(|scope| {
         let handles: Vec<_> = ranks
             .into_iter()
@@ -55,8 +57,7 @@ fn run_sharded<K: oxicub::radix::RadixKey + PartialEq>(
                         .unwrap_or_else(|| K::from_bits(Default::default()));
                     let (mut top, mut at) =
                         (vec![poison; rows * written], vec![u32::MAX; rows * written]);
-                    let outcome = if prefer_larger {
-                        let env = require!(tie_break::PreferLargerIndex);
+                    let outcome = with_contract_env!(contract_of(r), |env| {
                         sharded::select_indices(
                             &host,
                             &problem,
@@ -65,16 +66,7 @@ fn run_sharded<K: oxicub::radix::RadixKey + PartialEq>(
                             &mut at[..],
                             &env,
                         )?
-                    } else {
-                        sharded::select_indices(
-                            &host,
-                            &problem,
-                            &mine[..],
-                            &mut top[..],
-                            &mut at[..],
-                            &Env::new(),
-                        )?
-                    };
+                    });
                     outcome.check()?;
                     Ok((top, at))
                 })
@@ -87,7 +79,9 @@ fn run_sharded<K: oxicub::radix::RadixKey + PartialEq>(
     })
 }
 
-/// Every rank's result equals the single-device one, for both directions and tie-breaks.
+/// Every rank's result equals the single-device one, for both directions and tie-breaks (and
+/// is a valid top-k, in order where required, under the opt-outs). Keys without NaN for the
+/// opt-outs (`check_any_top_k`).
 fn check_all<K: oxicub::radix::RadixKey + PartialEq>(
     keys: &[K],
     rows: usize,
@@ -95,26 +89,51 @@ fn check_all<K: oxicub::radix::RadixKey + PartialEq>(
     kk: i64,
     what: &str,
 ) {
+    check_under(keys, rows, lens, kk, what, &CONTRACTS);
+}
+
+/// Every contract a test runs under.
+const CONTRACTS: [Contract; 4] = [
+    Contract::Smaller,
+    Contract::Larger,
+    Contract::OptOutUnsorted,
+    Contract::OptOutSorted,
+];
+
+/// [`check_all`] under `contracts` only.
+fn check_under<K: oxicub::radix::RadixKey + PartialEq>(
+    keys: &[K],
+    rows: usize,
+    lens: &[usize],
+    kk: i64,
+    what: &str,
+    contracts: &[Contract],
+) {
     let total: usize = lens.iter().sum();
     for dir in [SelectDirection::Max, SelectDirection::Min] {
-        for prefer_larger in [false, true] {
-            let want = expected(keys, rows, total, kk, dir, prefer_larger);
+        for &contract in contracts {
+            let larger = contract == Contract::Larger;
+            let want = expected(keys, rows, total, kk, dir, larger);
             let got = run_sharded(
                 keys,
                 rows,
                 lens,
                 dir,
-                prefer_larger,
+                |_| contract,
                 Delivery::Everyone,
                 |_| (kk, 0),
             );
             for (rank, result) in got.into_iter().enumerate() {
-                let (top, at) = result.unwrap_or_else(|e| panic!("{what}: rank {rank}: {e}"));
-                assert_eq!(
-                    (bits(&top), &at),
-                    (bits(&want.0), &want.1),
-                    "{what}: rank {rank}, {dir:?}, prefer_larger {prefer_larger}, lens {lens:?}, k {kk}"
-                );
+                let case =
+                    format!("{what}: rank {rank}, {dir:?}, {contract:?}, lens {lens:?}, k {kk}");
+                let (top, at) = result.unwrap_or_else(|e| panic!("{case}: {e}"));
+                if contract.pins_output() {
+                    assert_eq!((bits(&top), &at), (bits(&want.0), &want.1), "{case}");
+                } else {
+                    let sorted = contract == Contract::OptOutSorted;
+                    let (got, want) = ((&top[..], &at[..]), (&want.0[..], &want.1[..]));
+                    check_any_top_k(keys, rows, total, got, want, dir, sorted, &case);
+                }
             }
         }
     }
@@ -168,7 +187,7 @@ fn all_equal_rows_keep_the_smallest_or_largest_global_indices() {
         2,
         &[30, 30, 30],
         SelectDirection::Max,
-        false,
+        |_| Contract::Smaller,
         Delivery::Everyone,
         |_| (40, 0),
     );
@@ -190,7 +209,9 @@ fn nan_and_signed_zeros_rank_as_on_one_device() {
         -1.5,
     ];
     let keys: Vec<f64> = (0..2 * 120).map(|_| pool[(next() % 8) as usize]).collect();
-    check_all(&keys, 2, &[50, 10, 60], 30, "nan and zeros");
+    // NaN payloads tie, so only the pinned contracts compare bits.
+    let pinned = [Contract::Smaller, Contract::Larger];
+    check_under(&keys, 2, &[50, 10, 60], 30, "nan and zeros", &pinned);
 }
 
 #[test]
@@ -212,7 +233,7 @@ fn delivery_to_a_root_leaves_the_others_untouched() {
         2,
         &[10, 20],
         SelectDirection::Max,
-        false,
+        |_| Contract::Smaller,
         Delivery::Root(1),
         |_| (8, 0),
     );
@@ -233,7 +254,7 @@ fn ranks_that_state_another_k_disagree_on_every_rank() {
         1,
         &[20, 20],
         SelectDirection::Max,
-        false,
+        |_| Contract::Smaller,
         Delivery::Everyone,
         |r| (if r == 1 { 5 } else { 4 }, 0),
     );
@@ -259,7 +280,7 @@ fn a_rank_with_wrong_keys_fails_and_its_peers_report_it() {
         3,
         &[10, 10, 10],
         SelectDirection::Min,
-        false,
+        |_| Contract::Smaller,
         Delivery::Everyone,
         |r| (4, usize::from(r == 2)),
     );
@@ -308,5 +329,37 @@ fn shards_for_another_number_of_ranks_are_refused_on_every_rank() {
             matches!(result, Err(Error::InvalidArgument { arg: "shards", .. })),
             "{result:?}"
         );
+    }
+}
+
+#[test]
+fn ranks_under_other_requirements_are_reported() {
+    let keys: Vec<u32> = (0..40).collect();
+    let got = run_sharded(
+        &keys,
+        1,
+        &[20, 20],
+        SelectDirection::Max,
+        |r| {
+            if r == 0 {
+                Contract::Smaller
+            } else {
+                Contract::Larger
+            }
+        },
+        Delivery::Everyone,
+        |_| (4, 0),
+    );
+    for (rank, result) in got.iter().enumerate() {
+        match result {
+            Err(Error::RanksDisagree {
+                field: "requirements",
+                rank: other,
+                ..
+            }) => {
+                assert_eq!(*other, 1 - rank, "rank {rank} names the other rank");
+            }
+            other => panic!("rank {rank}: {other:?}"),
+        }
     }
 }

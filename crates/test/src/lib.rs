@@ -121,6 +121,43 @@ macro_rules! for_every_env {
     }};
 }
 
+/// Evaluates `$body` with `$env` bound to the environment of a
+/// [`sharded::Contract`](crate::sharded::Contract).
+///
+/// ```
+/// use oxicub_env::Environment;
+/// use oxicub_test::sharded::Contract;
+///
+/// let pinned = oxicub_test::with_contract_env!(Contract::OptOutSorted, |env| env.resolved().pins_output());
+/// assert!(!pinned);
+/// ```
+#[macro_export]
+macro_rules! with_contract_env {
+    ($contract:expr, |$env:ident| $body:expr) => {{
+        use $crate::__macro_support::oxicub_env::{
+            determinism as d, output_ordering as o, require, tie_break as t, Env,
+        };
+        match $contract {
+            $crate::sharded::Contract::Smaller => {
+                let $env = Env::new();
+                $body
+            }
+            $crate::sharded::Contract::Larger => {
+                let $env = require!(t::PreferLargerIndex);
+                $body
+            }
+            $crate::sharded::Contract::OptOutUnsorted => {
+                let $env = require!(d::NotGuaranteed, o::Unsorted);
+                $body
+            }
+            $crate::sharded::Contract::OptOutSorted => {
+                let $env = require!(d::NotGuaranteed, o::Sorted);
+                $body
+            }
+        }
+    }};
+}
+
 /// Runs `$each::<K>($arg, seed)` for every radix key type K, with seeds `$seed`,
 /// `$seed + 1`, ... in the order u8, u16, u32, u64, i8, i16, i32, i64, f16, bf16, f32, f64.
 ///

@@ -69,3 +69,80 @@ pub fn shard_of<K: Copy>(
 pub fn bits<K: RadixKey>(keys: &[K]) -> Vec<u64> {
     keys.iter().map(|k| k.to_bits().to_u64()).collect()
 }
+
+/// The requirements a sharded test runs a call under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Contract {
+    /// The default: ties to the smaller index, stable sorted.
+    Smaller,
+    /// `PreferLargerIndex`.
+    Larger,
+    /// `NotGuaranteed` with `Unsorted`: any `k` items with the top keys, in any order.
+    OptOutUnsorted,
+    /// `NotGuaranteed` with `Sorted`.
+    OptOutSorted,
+}
+
+impl Contract {
+    /// Whether the contract pins the output bit for bit.
+    pub fn pins_output(self) -> bool {
+        matches!(self, Contract::Smaller | Contract::Larger)
+    }
+}
+
+/// Checks a result under an opted-out contract against the pinned answer `want` of the same
+/// rows: each row holds keys with the same bits as the answer's (a multiset: ties may be other
+/// items), at distinct indices in the row whose keys have those bits, in order when `sorted`.
+/// For keys without NaN (all NaNs tie, with payloads of their own).
+#[allow(clippy::too_many_arguments)]
+pub fn check_any_top_k<K: RadixKey>(
+    keys: &[K],
+    rows: usize,
+    total: usize,
+    got: (&[K], &[u32]),
+    want: (&[K], &[u32]),
+    dir: SelectDirection,
+    sorted: bool,
+    what: &str,
+) {
+    let written = want.0.len() / rows.max(1);
+    for row in 0..rows {
+        let span = row * written..(row + 1) * written;
+        let mut got_bits = bits(&got.0[span.clone()]);
+        let mut want_bits = bits(&want.0[span.clone()]);
+        if sorted {
+            let codes: Vec<u64> = got.0[span.clone()]
+                .iter()
+                .map(|k| k.to_radix().to_u64())
+                .collect();
+            let ordered = codes.windows(2).all(|w| match dir {
+                SelectDirection::Max => w[0] >= w[1],
+                SelectDirection::Min => w[0] <= w[1],
+            });
+            assert!(ordered, "{what}: row {row} is not sorted: {codes:?}");
+        }
+        got_bits.sort_unstable();
+        want_bits.sort_unstable();
+        assert_eq!(got_bits, want_bits, "{what}: row {row} holds other keys");
+        let indices = &got.1[span.clone()];
+        let mut seen = indices.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(
+            seen.len(),
+            written,
+            "{what}: row {row} repeats an index: {indices:?}"
+        );
+        for (slot, &index) in indices.iter().enumerate() {
+            assert!(
+                (index as usize) < total,
+                "{what}: row {row} index {index} past the row"
+            );
+            assert_eq!(
+                keys[row * total + index as usize].to_bits().to_u64(),
+                got.0[span.start + slot].to_bits().to_u64(),
+                "{what}: row {row} slot {slot}: the key at index {index} is another"
+            );
+        }
+    }
+}

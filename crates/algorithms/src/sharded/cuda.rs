@@ -71,7 +71,7 @@ impl ShardedBackend for Cuda {
             stages.push(stage(
                 self,
                 &problem,
-                call.prefer_larger,
+                call.contract,
                 keys,
                 None,
                 send_keys.slice_mut(..),
@@ -138,7 +138,7 @@ impl ShardedBackend for Cuda {
             stages.push(stage(
                 self,
                 &merge,
-                call.prefer_larger,
+                call.contract,
                 joined_keys.as_view(),
                 Some(joined_indices.as_view()),
                 out_keys.slice_mut(..written),

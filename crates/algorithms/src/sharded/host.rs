@@ -47,7 +47,7 @@ impl ShardedBackend for Host {
             stage(
                 self,
                 &problem,
-                call.prefer_larger,
+                call.contract,
                 keys,
                 None,
                 &mut send_keys[..],
@@ -98,7 +98,7 @@ impl ShardedBackend for Host {
         stage(
             self,
             &merge,
-            call.prefer_larger,
+            call.contract,
             &joined_keys[..],
             Some(&joined_indices[..]),
             &mut out_keys[..written],

@@ -39,9 +39,13 @@
 //!   no peer waits forever), returns its error, and its peers' outcomes report
 //!   [`Error::PeerFailed`] naming it.
 //!
-//! The output is stable sorted (equal keys by global index) whatever ordering is required,
-//! and ties go to the smaller global index unless `PreferLargerIndex` is required: the
-//! strongest contract of each tie-break, which every weaker requirement accepts.
+//! Under a determinism (the default `gpu_to_gpu`, or `run_to_run`) the output is stable
+//! sorted (equal keys by global index) whatever ordering is required, and ties go to the
+//! smaller global index unless `PreferLargerIndex` is required: the strongest contract of
+//! each tie-break, which every weaker requirement accepts. A caller that opts out
+//! (`determinism::NotGuaranteed`) gets the opt-out in both stages, in the required ordering:
+//! any `k` items with the top keys of each whole row (the union of the shards' top keys still
+//! holds enough of the `k`-th key), from the cheaper selections; the exchange is the same.
 //!
 //! # Communicators
 //!
@@ -93,7 +97,7 @@ mod plan;
 
 use std::marker::PhantomData;
 
-use oxicub_env::{Environment, TieBreak};
+use oxicub_env::Environment;
 use oxicub_params::{role, DiscreteParam, DiscreteParamFor, HostValue, ParamFor, SelectDirection};
 
 pub use comm::{Communicator, HostRank, HostRanks};
@@ -385,7 +389,8 @@ pub trait ShardedBackend: crate::batched_topk::BatchedTopKBackend {
 /// Errors on this rank: `keys` of the wrong length ([`Error::LengthMismatch`]), outputs too
 /// short ([`Error::BufferTooSmall`]), `k` outside the environment's guarantees. Such a
 /// rank still takes part in the exchange; its peers' [`Outcome::check`](crate::Pending::check)
-/// reports [`Error::PeerFailed`], and so it does for a peer that required another tie-break.
+/// reports [`Error::PeerFailed`]; a peer that ran under other requirements (another
+/// tie-break, or an opt-out) is [`Error::RanksDisagree`].
 pub fn select_indices<B, K, I, C, E>(
     backend: &B,
     problem: &Problem<'_, K, I, C>,
@@ -402,7 +407,7 @@ where
     E: Environment,
 {
     use crate::Buffer;
-    let prefer_larger = matches!(env.resolved().tie_break, TieBreak::PreferLargerIndex);
+    let contract = plan::StageContract::of(env.resolved());
     let receives = match problem.delivery {
         Delivery::Everyone => true,
         Delivery::Root(root) => root == problem.rank,
@@ -417,7 +422,7 @@ where
         exchange: &problem.exchange,
         rank: problem.rank,
         direction: problem.direction,
-        prefer_larger,
+        contract,
         receives,
         local,
     };
@@ -434,7 +439,7 @@ where
 fn stage<B, K, I, P>(
     backend: &B,
     problem: &P,
-    prefer_larger: bool,
+    contract: plan::StageContract,
     keys: B::Slice<'_, K>,
     values: Option<B::Slice<'_, I>>,
     out_keys: B::SliceMut<'_, K>,
@@ -470,11 +475,34 @@ where
             }
         }
     }
-    if prefer_larger {
-        let env = oxicub_env::Env::new().with(oxicub_env::tie_break::PreferLargerIndex);
-        under(&env, backend, problem, keys, values, out_keys, out_indices)
-    } else {
-        let env = oxicub_env::Env::new();
-        under(&env, backend, problem, keys, values, out_keys, out_indices)
+    use oxicub_env::{determinism::NotGuaranteed, output_ordering, tie_break, Env};
+    use plan::StageContract;
+    let opt_out = Env::new().with(NotGuaranteed);
+    match contract {
+        StageContract::Smaller => under(
+            &Env::new(),
+            backend,
+            problem,
+            keys,
+            values,
+            out_keys,
+            out_indices,
+        ),
+        StageContract::Larger => {
+            let env = Env::new().with(tie_break::PreferLargerIndex);
+            under(&env, backend, problem, keys, values, out_keys, out_indices)
+        }
+        StageContract::OptOutUnsorted => {
+            let env = opt_out.with(output_ordering::Unsorted);
+            under(&env, backend, problem, keys, values, out_keys, out_indices)
+        }
+        StageContract::OptOutSorted => {
+            let env = opt_out.with(output_ordering::Sorted);
+            under(&env, backend, problem, keys, values, out_keys, out_indices)
+        }
+        StageContract::OptOutStable => {
+            let env = opt_out.with(output_ordering::StableSorted);
+            under(&env, backend, problem, keys, values, out_keys, out_indices)
+        }
     }
 }

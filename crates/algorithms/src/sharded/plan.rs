@@ -2,7 +2,7 @@
 //! candidates are laid out and joined, and the checks of one call (docs/design/sharded_topk.md,
 //! "The exchange").
 
-use oxicub_env::Environment;
+use oxicub_env::{Determinism, Environment, OutputOrdering, Resolved, TieBreak};
 use oxicub_params::{k, DiscreteParam, SelectDirection};
 
 use super::{Delivery, Problem, Shards};
@@ -81,7 +81,7 @@ pub struct Call<'a> {
     pub(crate) exchange: &'a Exchange,
     pub(crate) rank: usize,
     pub(crate) direction: SelectDirection,
-    pub(crate) prefer_larger: bool,
+    pub(crate) contract: StageContract,
     pub(crate) receives: bool,
     pub(crate) local: Result<(), Error>,
 }
@@ -89,15 +89,54 @@ pub struct Call<'a> {
 impl Call<'_> {
     /// The status words this rank sends.
     pub(crate) fn status(&self) -> [u64; STATUS_WORDS] {
-        [
-            u64::from(self.local.is_err()),
-            u64::from(self.prefer_larger),
-        ]
+        [u64::from(self.local.is_err()), self.contract as u64]
     }
 }
 
-/// The first peer whose status words report a failure or another tie-break than this rank's
-/// (`all`: every rank's words, in rank order).
+/// The contract both stages of a call run under, from the caller's requirements: the
+/// strongest of their tie-break, or, when the caller opted out of determinism, the opt-out
+/// with the caller's ordering (docs/design/sharded_topk.md, "The contract").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StageContract {
+    /// gpu_to_gpu, prefer_smaller_index, stable_sorted (also for a determinism without a
+    /// tie-break: the answer must still be reproducible).
+    Smaller = 0,
+    /// gpu_to_gpu, prefer_larger_index, stable_sorted.
+    Larger = 1,
+    /// not_guaranteed, unsorted.
+    OptOutUnsorted = 2,
+    /// not_guaranteed, sorted.
+    OptOutSorted = 3,
+    /// not_guaranteed, stable_sorted.
+    OptOutStable = 4,
+}
+
+impl StageContract {
+    pub(crate) fn of(requirements: Resolved) -> StageContract {
+        match (requirements.determinism, requirements.tie_break) {
+            (Determinism::NotGuaranteed, _) => match requirements.ordering {
+                OutputOrdering::Unsorted => StageContract::OptOutUnsorted,
+                OutputOrdering::Sorted => StageContract::OptOutSorted,
+                OutputOrdering::StableSorted => StageContract::OptOutStable,
+            },
+            (_, TieBreak::PreferLargerIndex) => StageContract::Larger,
+            _ => StageContract::Smaller,
+        }
+    }
+
+    fn name(word: u64) -> &'static str {
+        match word {
+            0 => "prefer_smaller_index, stable_sorted",
+            1 => "prefer_larger_index, stable_sorted",
+            2 => "not_guaranteed, unsorted",
+            3 => "not_guaranteed, sorted",
+            _ => "not_guaranteed, stable_sorted",
+        }
+    }
+}
+
+/// The first peer whose status words report a failure or another stage contract than this
+/// rank's (`all`: every rank's words, in rank order).
 pub(crate) fn peer_error(rank: usize, all: &[u64]) -> Option<Error> {
     let words: Vec<&[u64]> = all.chunks(STATUS_WORDS).collect();
     let mine = words.get(rank)?;
@@ -108,20 +147,12 @@ pub(crate) fn peer_error(rank: usize, all: &[u64]) -> Option<Error> {
     }
     words.iter().enumerate().find_map(|(r, theirs)| {
         (theirs[1] != mine[1]).then(|| Error::RanksDisagree {
-            field: "tie_break",
+            field: "requirements",
             rank: r,
-            theirs: tie_name(theirs[1]).to_owned(),
-            ours: tie_name(mine[1]).to_owned(),
+            theirs: StageContract::name(theirs[1]).to_owned(),
+            ours: StageContract::name(mine[1]).to_owned(),
         })
     })
-}
-
-fn tie_name(word: u64) -> &'static str {
-    if word == 1 {
-        "prefer_larger_index"
-    } else {
-        "prefer_smaller_index (or unspecified)"
-    }
 }
 
 /// Checks one call's own arguments on this rank.
