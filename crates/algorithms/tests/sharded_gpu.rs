@@ -56,7 +56,11 @@ fn rank_call<K: RadixKey>(
     let mine = cuda.upload_keys(&mine)?;
     let n = rows * problem.written();
     // Poisoned outputs: an unwritten slot shows.
-    let mut top = cuda.upload_keys(&vec![keys[0]; n.max(1)])?;
+    let poison = keys
+        .first()
+        .copied()
+        .unwrap_or(K::from_bits(Default::default()));
+    let mut top = cuda.upload_keys(&vec![poison; n.max(1)])?;
     let mut at = cuda.upload(&vec![u32::MAX; n.max(1)])?;
     let outcome = with_contract_env!(contract, |env| {
         sharded::select_indices(
@@ -189,6 +193,7 @@ fn uneven_shards_and_k_above_a_shard() {
         "k above the whole row",
     );
     check_two(&random_f32(2, 64, 6), 2, [40, 24], 0, "k = 0");
+    check_two(&random_f32(0, 64, 6), 0, [40, 24], 5, "no rows");
 }
 
 #[test]
@@ -341,4 +346,136 @@ fn one_process_per_gpu() {
     process_rank(&cuda, 0, id);
     let status = child.wait_with_output().expect("rank 1 ends").status;
     assert!(status.success(), "rank 1's process: {status}");
+}
+
+#[test]
+fn keys_on_the_other_device_fail_that_rank_only() {
+    let Some(backends) = two_gpus_or_skip() else {
+        return;
+    };
+    // SAFETY: both ranks' threads make the same calls (agree, select_indices).
+    let mut comms = unsafe { Nccl::for_devices(&backends) }.expect("NCCL");
+    let shards = Shards::new(&[300, 300]).expect("shards");
+    let keys = random_f32(2, 600, 12);
+    // Rank 1's shard, allocated on device 0.
+    let misplaced = backends[0]
+        .upload_keys(&shard_of(&keys, 2, 600, 300, 300))
+        .expect("upload");
+    let results: Vec<Result<(), Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = backends
+            .iter()
+            .zip(comms.iter_mut())
+            .map(|(cuda, comm)| {
+                let (shards, keys, misplaced) = (&shards, &keys, &misplaced);
+                scope.spawn(move || {
+                    let rank = comm.rank();
+                    let problem = Problem::<f32, u32, _>::agree(
+                        cuda,
+                        comm,
+                        shards.clone(),
+                        2,
+                        k::Static::<8>::new(),
+                        direction::Max,
+                    )?;
+                    let own = cuda.upload_keys(&shard_of(keys, 2, 600, 0, 300))?;
+                    let input = if rank == 0 {
+                        own.as_view()
+                    } else {
+                        misplaced.as_view()
+                    };
+                    let (mut top, mut at) =
+                        (cuda.alloc_zeros::<f32>(16)?, cuda.alloc_zeros::<u32>(16)?);
+                    sharded::select_indices(
+                        cuda,
+                        &problem,
+                        input,
+                        top.as_view_mut(),
+                        at.as_view_mut(),
+                        &oxicub::Env::new(),
+                    )?
+                    .check()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .collect()
+    });
+    assert!(
+        matches!(results[0], Err(Error::PeerFailed { rank: 1 })),
+        "{:?}",
+        results[0]
+    );
+    assert!(
+        matches!(results[1], Err(Error::Kernel(_))),
+        "{:?}",
+        results[1]
+    );
+}
+
+#[test]
+fn a_backend_on_another_stream_is_ordered_with_the_communicator() {
+    let Some(backends) = two_gpus_or_skip() else {
+        return;
+    };
+    // SAFETY: both ranks' threads make the same calls (agree, select_indices).
+    let mut comms = unsafe { Nccl::for_devices(&backends) }.expect("NCCL");
+    let (rows, shards) = (4, Shards::new(&[5000, 3000]).expect("shards"));
+    let keys = random_f32(rows, 8000, 13);
+    let want = whole_rows_topk(&keys, rows, 8000, 100, SelectDirection::Max, false);
+    let results: Vec<Result<Vec<u32>, Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = backends
+            .iter()
+            .zip(comms.iter_mut())
+            .map(|(cuda, comm)| {
+                let (shards, keys) = (&shards, &keys);
+                scope.spawn(move || {
+                    // Another stream of the same context than the communicator's.
+                    let side = cuda.on_stream(cuda.context().new_stream().expect("a stream"))?;
+                    let r = comm.rank();
+                    let problem = Problem::<f32, u32, _>::agree(
+                        &side,
+                        comm,
+                        shards.clone(),
+                        rows,
+                        k::Static::<100>::new(),
+                        direction::Max,
+                    )?;
+                    let mine = side.upload_keys(&shard_of(
+                        keys,
+                        rows,
+                        8000,
+                        shards.offset(r) as usize,
+                        shards.len(r),
+                    ))?;
+                    let (mut top, mut at) = (
+                        side.alloc_zeros::<f32>(rows * 100)?,
+                        side.alloc_zeros::<u32>(rows * 100)?,
+                    );
+                    sharded::select_indices(
+                        &side,
+                        &problem,
+                        mine.as_view(),
+                        top.as_view_mut(),
+                        at.as_view_mut(),
+                        &oxicub::Env::new(),
+                    )?
+                    .check()?;
+                    side.download(&at.as_view())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .collect()
+    });
+    for (rank, result) in results.into_iter().enumerate() {
+        assert_eq!(
+            result.unwrap_or_else(|e| panic!("rank {rank}: {e}")),
+            want.1,
+            "rank {rank}"
+        );
+    }
 }

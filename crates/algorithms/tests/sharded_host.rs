@@ -363,3 +363,9 @@ fn ranks_under_other_requirements_are_reported() {
         }
     }
 }
+
+#[test]
+fn no_rows_write_nothing() {
+    let keys: Vec<f32> = Vec::new();
+    check_all(&keys, 0, &[4, 4], 3, "no rows");
+}

@@ -32,14 +32,16 @@ pub trait Communicator<B: Backend + ?Sized>: Sealed {
         recv: B::SliceMut<'_, T>,
     ) -> Result<(), Error>;
 
-    /// Runs `exchanges` (several [`all_gather`](Communicator::all_gather)s) as one group.
+    /// Runs `exchanges` (one or several [`all_gather`](Communicator::all_gather)s, the only
+    /// way they are called) as one group, in order with `backend`'s work.
     #[doc(hidden)]
     fn grouped(
         &self,
         token: Token,
+        backend: &B,
         exchanges: &mut dyn FnMut() -> Result<(), Error>,
     ) -> Result<(), Error> {
-        let _ = token;
+        let _ = (token, backend);
         exchanges()
     }
 }

@@ -25,7 +25,9 @@ impl ShardedBackend for Cuda {
     ) -> Result<Vec<u64>, Error> {
         let send = self.upload(words)?;
         let mut all = self.alloc_zeros::<u64>(Statement::WORDS * comm.ranks())?;
-        comm.all_gather(token, self, send.as_view(), all.as_view_mut())?;
+        comm.grouped(token, self, &mut || {
+            comm.all_gather(token, self, send.as_view(), all.as_view_mut())
+        })?;
         // The agreement's one blocking read (documented at `Problem::agree`).
         self.download(&all.as_view())
     }
@@ -44,16 +46,14 @@ impl ShardedBackend for Cuda {
         let (rows, slot, candidates) = (exchange.rows, exchange.slot, exchange.candidates);
         let n = exchange.slot_items();
         let gathered = n * ranks;
-        let receives = call.receives && exchange.written > 0;
+        // Nothing to join or merge without rows (or with k = 0).
+        let receives = call.receives && exchange.written > 0 && rows * candidates > 0;
         let joined = if receives { rows * candidates } else { 0 };
         // Three allocations a call, carved into the stages' buffers: keys (sent, gathered,
         // joined), indices (local, sent, gathered, joined), status words (this rank's, then
         // every rank's). One element at least: an empty allocation has no pointer.
         let mut keys_buffer = self.alloc_keys::<K>((n + gathered + joined).max(1))?;
         let mut indices_buffer = self.alloc_values::<I>((2 * n + gathered + joined).max(1))?;
-        let mut words = vec![0u64; STATUS_WORDS * (1 + ranks)];
-        words[..STATUS_WORDS].copy_from_slice(&call.status());
-        let mut status = self.upload(&words)?;
         let mut keys_all = keys_buffer.as_view_mut();
         let (mut send_keys, mut rest) = keys_all.split_at_mut(n);
         let (mut keys_in, mut joined_keys) = rest.split_at_mut(gathered);
@@ -64,33 +64,46 @@ impl ShardedBackend for Cuda {
         // The stages' own outcomes, checked with the peers' status (checking one now would
         // wait for the stream between the stages).
         let mut stages = Vec::with_capacity(2);
+        let mut call = call;
         if call.local.is_ok() && exchange.local_k[call.rank] > 0 {
-            let local_k = exchange.local_k[call.rank];
-            let len = exchange.lens[call.rank];
-            let problem = strided(len, local_k, call.direction, rows, slot)?;
-            stages.push(stage(
-                self,
-                &problem,
-                call.contract,
-                keys,
-                None,
-                send_keys.slice_mut(..),
-                local.slice_mut(..),
-            )?);
-            // The global indices: this rank's columns start at its offset.
-            let offset = exchange.offsets[call.rank] as i64;
-            listed_copy::gather_adding(
-                self.runtime(),
-                self.stream(),
-                &[local.as_view()],
-                &[offset],
-                &mut send_indices,
-            )?;
+            // A failure here (keys of another device, a kernel that does not load) is this
+            // rank's own: it still joins the exchange, and its peers report it.
+            let local_stage = || -> Result<Outcome, Error> {
+                let local_k = exchange.local_k[call.rank];
+                let len = exchange.lens[call.rank];
+                let problem = strided(len, local_k, call.direction, rows, slot)?;
+                let outcome = stage(
+                    self,
+                    &problem,
+                    call.contract,
+                    keys,
+                    None,
+                    send_keys.slice_mut(..),
+                    local.slice_mut(..),
+                )?;
+                // The global indices: this rank's columns start at its offset.
+                let offset = exchange.offsets[call.rank] as i64;
+                listed_copy::gather_adding(
+                    self.runtime(),
+                    self.stream(),
+                    &[local.as_view()],
+                    &[offset],
+                    &mut send_indices,
+                )?;
+                Ok(outcome)
+            };
+            match local_stage() {
+                Ok(outcome) => stages.push(outcome),
+                Err(error) => call.local = Err(error),
+            }
         }
+        let mut words = vec![0u64; STATUS_WORDS * (1 + ranks)];
+        words[..STATUS_WORDS].copy_from_slice(&call.status());
+        let mut status = self.upload(&words)?;
         {
             let mut status_all = status.as_view_mut();
             let (mine, mut status_in) = status_all.split_at_mut(STATUS_WORDS);
-            comm.grouped(token, &mut || {
+            comm.grouped(token, self, &mut || {
                 comm.all_gather(token, self, send_keys.as_view(), keys_in.slice_mut(..))?;
                 comm.all_gather(
                     token,

@@ -22,7 +22,9 @@ impl ShardedBackend for Host {
         words: &[u64],
     ) -> Result<Vec<u64>, Error> {
         let mut all = vec![0u64; Statement::WORDS * comm.ranks()];
-        comm.all_gather(token, self, words, &mut all[..])?;
+        comm.grouped(token, self, &mut || {
+            comm.all_gather(token, self, words, &mut all[..])
+        })?;
         Ok(all)
     }
 
@@ -39,32 +41,42 @@ impl ShardedBackend for Host {
         let n = exchange.slot_items();
         let zero = K::from_bits(Default::default());
         let (mut send_keys, mut send_indices) = (vec![zero; n], vec![I::from_index(0); n]);
+        let mut call = call;
         if call.local.is_ok() && exchange.local_k[call.rank] > 0 {
+            // A failure here is this rank's own: it still joins the exchange (as on the device).
             let local_k = exchange.local_k[call.rank];
             let len = exchange.lens[call.rank];
-            let problem = strided(len, local_k, call.direction, exchange.rows, exchange.slot)?;
             let mut local = vec![I::from_index(0); n];
-            stage(
-                self,
-                &problem,
-                call.contract,
-                keys,
-                None,
-                &mut send_keys[..],
-                &mut local[..],
-            )?
-            .check()?;
-            // The global indices: this rank's columns start at its offset.
-            let offset = exchange.offsets[call.rank];
-            for (global, local) in send_indices.iter_mut().zip(local) {
-                *global = I::from_index(local.to_index().wrapping_add(offset));
+            let selected = strided(len, local_k, call.direction, exchange.rows, exchange.slot)
+                .and_then(|problem| {
+                    let keys_out = &mut send_keys[..];
+                    stage(
+                        self,
+                        &problem,
+                        call.contract,
+                        keys,
+                        None,
+                        keys_out,
+                        &mut local[..],
+                    )
+                })
+                .and_then(Outcome::check);
+            match selected {
+                // The global indices: this rank's columns start at its offset.
+                Ok(()) => {
+                    let offset = exchange.offsets[call.rank];
+                    for (global, local) in send_indices.iter_mut().zip(local) {
+                        *global = I::from_index(local.to_index().wrapping_add(offset));
+                    }
+                }
+                Err(error) => call.local = Err(error),
             }
         }
         let ranks = comm.ranks();
         let (mut keys_in, mut indices_in) =
             (vec![zero; n * ranks], vec![I::from_index(0); n * ranks]);
         let mut status_in = vec![0u64; STATUS_WORDS * ranks];
-        comm.grouped(token, &mut || {
+        comm.grouped(token, self, &mut || {
             comm.all_gather(token, self, &send_keys[..], &mut keys_in[..])?;
             comm.all_gather(token, self, &send_indices[..], &mut indices_in[..])?;
             comm.all_gather(token, self, &call.status()[..], &mut status_in[..])
@@ -73,7 +85,7 @@ impl ShardedBackend for Host {
         if let Some(error) = peer_error(call.rank, &status_in) {
             return Ok(Outcome::ready((), Some(error)));
         }
-        if !call.receives || exchange.written == 0 {
+        if !call.receives || exchange.written == 0 || exchange.rows == 0 {
             return Ok(Outcome::ready((), None));
         }
         let joined = exchange.rows * exchange.candidates;

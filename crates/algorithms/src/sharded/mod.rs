@@ -148,9 +148,13 @@ impl Shards {
             total = total
                 .checked_add(len as u64)
                 .filter(|&t| t <= i64::MAX as u64)
-                .ok_or(Error::TooLarge {
+                .ok_or_else(|| Error::TooLarge {
                     arg: "lens",
-                    len: u64::MAX,
+                    len: lens
+                        .iter()
+                        .map(|&l| l as u128)
+                        .sum::<u128>()
+                        .min(u64::MAX as u128) as u64,
                     max: i64::MAX as u64,
                     reason: "the columns of all shards are counted in an i64",
                 })?;

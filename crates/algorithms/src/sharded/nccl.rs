@@ -1,6 +1,6 @@
 //! NCCL: the communicator of sharded top-k on [`Cuda`] (the `nccl` feature).
 
-use cudarc::driver::{CudaView, CudaViewMut};
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut};
 use cudarc::nccl::{result as nccl_result, Comm, Id};
 
 use super::Communicator;
@@ -169,18 +169,10 @@ impl Communicator<Cuda> for Nccl {
     fn all_gather<T: Copy + Send + Sync + 'static>(
         &self,
         _: Token,
-        backend: &Cuda,
+        _: &Cuda,
         send: CudaView<'_, T>,
         mut recv: CudaViewMut<'_, T>,
     ) -> Result<(), Error> {
-        if backend.stream().cu_stream() != self.comm.stream().cu_stream() {
-            return Err(Error::InvalidArgument {
-                arg: "comm",
-                reason: "runs on another stream than the backend: build it from the backend \
-                         (Nccl::from_rank, Nccl::for_devices)"
-                    .to_owned(),
-            });
-        }
         let bytes = std::mem::size_of::<T>();
         if recv.len() != send.len() * self.ranks() {
             return Err(Error::LengthMismatch {
@@ -210,11 +202,30 @@ impl Communicator<Cuda> for Nccl {
     fn grouped(
         &self,
         _: Token,
+        backend: &Cuda,
         exchanges: &mut dyn FnMut() -> Result<(), Error>,
     ) -> Result<(), Error> {
+        // The exchanges run on the communicator's stream: when the backend's is another (a
+        // backend made with `Cuda::on_stream`, say), the two wait for each other around them.
+        let (ours, theirs) = (self.comm.stream(), backend.stream());
+        let other = ours.cu_stream() != theirs.cu_stream();
+        let join = |waits: &CudaStream, on: &CudaStream| {
+            waits
+                .join(on)
+                .map_err(crate::error::driver_error("cuStreamWaitEvent"))
+        };
+        if other {
+            join(&ours, theirs)?;
+        }
         nccl_result::group_start().map_err(nccl_error("ncclGroupStart"))?;
+        // Each all-gather's buffers are the call's own, on these streams only: their cudarc
+        // events need not outlive the group (NCCL enqueues the transfers at its end).
         let result = exchanges();
         let ended = nccl_result::group_end().map_err(nccl_error("ncclGroupEnd"));
-        result.and(ended.map(|_| ()))
+        result.and(ended.map(|_| ()))?;
+        if other {
+            join(theirs, &ours)?;
+        }
+        Ok(())
     }
 }

@@ -378,17 +378,28 @@ pub fn copy_rows<T>(
             }
         }
     }
+    let in_bytes = |elements: usize| {
+        elements
+            .checked_mul(bytes)
+            .ok_or(KernelError::LengthMismatch {
+                buffer: "pitch",
+                actual: elements,
+                expected: usize::MAX / bytes.max(1),
+            })
+    };
+    let (src_pitch, dst_pitch, width) =
+        (in_bytes(src_pitch)?, in_bytes(dst_pitch)?, in_bytes(width)?);
     let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
     let src_ptr = keep(&mut guards, src.device_ptr(stream));
     let dst_ptr = keep(&mut guards, dst.device_ptr_mut(stream));
     let copy = cudarc::driver::sys::CUDA_MEMCPY2D {
         srcMemoryType: cudarc::driver::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
         srcDevice: src_ptr,
-        srcPitch: src_pitch * bytes,
+        srcPitch: src_pitch,
         dstMemoryType: cudarc::driver::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
         dstDevice: dst_ptr,
-        dstPitch: dst_pitch * bytes,
-        WidthInBytes: width * bytes,
+        dstPitch: dst_pitch,
+        WidthInBytes: width,
         Height: height,
         srcXInBytes: 0,
         srcY: 0,
