@@ -95,7 +95,7 @@ impl Call<'_> {
 
 /// The contract both stages of a call run under, from the caller's requirements: the
 /// strongest of their tie-break, or, when the caller opted out of determinism, the opt-out
-/// with the caller's ordering (docs/design/sharded_topk.md, "The contract").
+/// with the caller's ordering (docs/design/sharded_topk.md, "The exchange").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum StageContract {
     /// gpu_to_gpu, prefer_smaller_index, stable_sorted (also for a determinism without a
