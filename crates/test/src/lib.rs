@@ -125,7 +125,7 @@ macro_rules! for_every_env {
 /// [`sharded::Contract`](crate::sharded::Contract).
 ///
 /// ```
-/// use oxicub_env::Environment;
+/// use oxicub_env::Requirements;
 /// use oxicub_test::sharded::Contract;
 ///
 /// let pinned = oxicub_test::with_contract_env!(Contract::OptOutSorted, |env| env.resolved().pins_output());
