@@ -75,6 +75,23 @@ type Agreed<'c> = Problem<'c, f32, u32, Nccl>;
 /// What one variant runs on a rank, with that rank's problem.
 type Variant<'f, 'c> = &'f (dyn Fn(&mut Rank, &mut Agreed<'c>) -> Res<()> + Sync);
 
+/// One rank's sharded call on its shard, `n` results written: every sharded variant's call.
+fn sharded_select<E: oxicub::Environment>(
+    rank: &mut Rank,
+    problem: &Agreed<'_>,
+    n: usize,
+    env: &E,
+) -> Result<oxicub::Outcome, Error> {
+    sharded::select_indices(
+        &rank.cuda,
+        problem,
+        rank.shard.as_view(),
+        rank.top.slice_mut(..n),
+        rank.at.slice_mut(..n),
+        env,
+    )
+}
+
 /// Median per-call milliseconds of `f` run `ITERS` times per loop on every rank together.
 fn time_ranks<'c>(ranks: &mut [Rank], problems: &mut [Agreed<'c>], f: Variant<'_, 'c>) -> Res<f64> {
     let mut loops = Vec::new();
@@ -186,27 +203,11 @@ fn main() -> Res<()> {
         let sent_gather = rows * half * 4;
         let n = rows * kk;
         let sharded_call = |rank: &mut Rank, problem: &mut Agreed<'_>| -> Res<()> {
-            sharded::select_indices(
-                &rank.cuda,
-                problem,
-                rank.shard.as_view(),
-                rank.top.slice_mut(..n),
-                rank.at.slice_mut(..n),
-                &Env::new(),
-            )?
-            .check()?;
+            sharded_select(rank, problem, n, &Env::new())?.check()?;
             Ok(())
         };
         let sharded_deferred = |rank: &mut Rank, problem: &mut Agreed<'_>| -> Res<()> {
-            sharded::select_indices(
-                &rank.cuda,
-                problem,
-                rank.shard.as_view(),
-                rank.top.slice_mut(..n),
-                rank.at.slice_mut(..n),
-                &Env::new(),
-            )?
-            .defer(&rank.cuda);
+            sharded_select(rank, problem, n, &Env::new())?.defer(&rank.cuda);
             Ok(())
         };
         let sharded_opt_out = |rank: &mut Rank, problem: &mut Agreed<'_>| -> Res<()> {
@@ -214,15 +215,7 @@ fn main() -> Res<()> {
                 oxicub::determinism::NotGuaranteed,
                 oxicub::output_ordering::Unsorted
             );
-            sharded::select_indices(
-                &rank.cuda,
-                problem,
-                rank.shard.as_view(),
-                rank.top.slice_mut(..n),
-                rank.at.slice_mut(..n),
-                &env,
-            )?
-            .defer(&rank.cuda);
+            sharded_select(rank, problem, n, &env)?.defer(&rank.cuda);
             Ok(())
         };
         let whole = whole_rows(rows, total, kk)?;

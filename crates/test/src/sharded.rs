@@ -90,6 +90,28 @@ impl Contract {
     }
 }
 
+/// Checks one rank's result under `contract` against the pinned answer `want` of the same rows
+/// (the default's, or `PreferLargerIndex`'s for [`Contract::Larger`]): bit for bit where the
+/// contract pins the output, else with [`check_any_top_k`]. `case` names the call.
+#[allow(clippy::too_many_arguments)]
+pub fn check_rank_result<K: RadixKey>(
+    contract: Contract,
+    keys: &[K],
+    rows: usize,
+    total: usize,
+    dir: SelectDirection,
+    got: (&[K], &[u32]),
+    want: (&[K], &[u32]),
+    case: &str,
+) {
+    if contract.pins_output() {
+        assert_eq!((bits(got.0), got.1), (bits(want.0), want.1), "{case}");
+    } else {
+        let sorted = contract == Contract::OptOutSorted;
+        check_any_top_k(keys, rows, total, got, want, dir, sorted, case);
+    }
+}
+
 /// Checks a result under an opted-out contract against the pinned answer `want` of the same
 /// rows: each row holds keys with the same bits as the answer's (a multiset: ties may be other
 /// items), at distinct indices in the row whose keys have those bits, in order when `sorted`.

@@ -5,9 +5,8 @@
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use oxicub_kernels::families::listed_copy;
 
-use super::host::strided;
 use super::plan::{peer_error, Call, Statement, STATUS_WORDS};
-use super::{stage, Communicator, ShardedBackend};
+use super::{stage, strided, Communicator, ShardedBackend};
 use crate::backend::Cuda;
 use crate::radix::RadixKey;
 use crate::sealed::Token;

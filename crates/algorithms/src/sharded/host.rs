@@ -2,12 +2,9 @@
 //! each stage is the host backend's batched top-k, so the merge logic runs on CI exactly as the
 //! device runs it.
 
-use oxicub_params::{direction, k, num_segments, segment_size, SelectDirection};
-
 use super::plan::{peer_error, Call, Statement, STATUS_WORDS};
-use super::{stage, Communicator, ShardedBackend};
+use super::{stage, strided, Communicator, ShardedBackend};
 use crate::backend::Host;
-use crate::batched_topk::Problem as Batched;
 use crate::radix::RadixKey;
 use crate::sealed::Token;
 use crate::segments::Outcome;
@@ -119,33 +116,4 @@ impl ShardedBackend for Host {
         .check()?;
         Ok(Outcome::ready((), None))
     }
-}
-
-/// The batched problem of `rows` rows of `len` keys, top `k` of each, rows written `stride`
-/// apart: each stage of a sharded call.
-#[allow(clippy::type_complexity)]
-pub(super) fn strided(
-    len: usize,
-    k: usize,
-    dir: SelectDirection,
-    rows: usize,
-    stride: usize,
-) -> Result<
-    Batched<
-        crate::segments::Strided,
-        segment_size::Uniform,
-        k::Uniform,
-        direction::Choice<direction::Either>,
-        num_segments::Uniform,
-    >,
-    Error,
-> {
-    Ok(Batched::strided(
-        len,
-        segment_size::uniform(Error::item_count(len)?)?,
-        k::uniform(Error::item_count(k)?)?,
-        direction::Choice::new(dir)?,
-        num_segments::uniform(Error::item_count(rows)?)?,
-    )
-    .out_stride(stride))
 }

@@ -98,7 +98,10 @@ mod plan;
 use std::marker::PhantomData;
 
 use oxicub_env::Environment;
-use oxicub_params::{role, DiscreteParam, DiscreteParamFor, HostValue, ParamFor, SelectDirection};
+use oxicub_params::{
+    direction, k, num_segments, role, segment_size, DiscreteParam, DiscreteParamFor, HostValue,
+    ParamFor, SelectDirection,
+};
 
 pub use comm::{Communicator, HostRank, HostRanks};
 #[cfg(feature = "nccl")]
@@ -509,4 +512,33 @@ where
             under(&env, backend, problem, keys, values, out_keys, out_indices)
         }
     }
+}
+
+/// The batched problem of `rows` rows of `len` keys, top `k` of each, rows written `stride`
+/// apart: each stage of a sharded call.
+#[allow(clippy::type_complexity)]
+fn strided(
+    len: usize,
+    k: usize,
+    dir: SelectDirection,
+    rows: usize,
+    stride: usize,
+) -> Result<
+    crate::batched_topk::Problem<
+        crate::segments::Strided,
+        segment_size::Uniform,
+        k::Uniform,
+        direction::Choice<direction::Either>,
+        num_segments::Uniform,
+    >,
+    Error,
+> {
+    Ok(crate::batched_topk::Problem::strided(
+        len,
+        segment_size::uniform(Error::item_count(len)?)?,
+        k::uniform(Error::item_count(k)?)?,
+        direction::Choice::new(dir)?,
+        num_segments::uniform(Error::item_count(rows)?)?,
+    )
+    .out_stride(stride))
 }
